@@ -1,0 +1,211 @@
+"""The immutable event: identity, position in its trace, time, kind and payload."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from agentdocket.events.codec import PayloadError, from_json, to_json
+from agentdocket.events.payloads import PAYLOAD_TYPES
+
+# Fixed namespace for deterministic event ids: uuid5(NAMESPACE, "trace/span/kind/index").
+EVENT_NAMESPACE = uuid.UUID("6f1c7a52-0c1e-5b5e-9a0e-7d2b7c1a9e41")
+TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
+SPAN_ID = re.compile(r"^[0-9a-f]{16}$")
+
+
+def event_id_for(trace_id: str, span_id: str, kind: str, index: int) -> uuid.UUID:
+    """The id of an event, derived from its identity so that a re-sent event is recognised."""
+    return uuid.uuid5(EVENT_NAMESPACE, f"{trace_id}/{span_id}/{kind}/{index}")
+
+
+def check_trace_id(value: object, where: str = "trace_id") -> str:
+    if not isinstance(value, str) or not TRACE_ID.match(value) or value == "0" * 32:
+        raise PayloadError(where, f"{value!r} is not a trace id (32 lowercase hex, not all zero)")
+    return value
+
+
+def check_span_id(value: object, where: str = "span_id") -> str:
+    if not isinstance(value, str) or not SPAN_ID.match(value) or value == "0" * 16:
+        raise PayloadError(where, f"{value!r} is not a span id (16 lowercase hex, not all zero)")
+    return value
+
+
+def utc(ts: datetime) -> datetime:
+    """A timestamp in UTC, truncated to whole microseconds. Naive datetimes are refused."""
+    if ts.tzinfo is None or ts.utcoffset() is None:
+        raise ValueError(f"timestamp {ts.isoformat()} has no time zone; pass an aware datetime")
+    return ts.astimezone(UTC)
+
+
+def parse_ts(value: object, where: str) -> datetime:
+    """An ISO 8601 timestamp with a zone (``Z`` or ``+hh:mm``) as an aware UTC datetime."""
+    if not isinstance(value, str):
+        raise PayloadError(where, f"expected an ISO 8601 timestamp string, got {value!r}")
+    try:
+        ts = datetime.fromisoformat(value)
+    except ValueError:
+        raise PayloadError(where, f"{value!r} is not an ISO 8601 timestamp") from None
+    if ts.tzinfo is None:
+        raise PayloadError(where, f"{value!r} has no time zone (add Z or +00:00)")
+    return ts.astimezone(UTC)
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def format_ts(ts: datetime) -> str:
+    return ts.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One immutable entry of the event log.
+
+    ``payload`` is the kind's JSON object at ``schema_version``; ``data`` gives it typed.
+    Build events with :meth:`Event.create`, which validates the payload and derives the id.
+    """
+
+    event_id: uuid.UUID
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    seq: int
+    ts: datetime
+    kind: str
+    payload: Mapping[str, Any]
+    schema_version: int
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        trace_id: str,
+        span_id: str,
+        payload: Any,
+        seq: int,
+        ts: datetime | None = None,
+        parent_span_id: str | None = None,
+        kind: str | None = None,
+        index: int = 0,
+    ) -> Event:
+        """An event from a payload dataclass (or a JSON object plus ``kind``), validated.
+
+        ``index`` tells apart events of the same kind in the same span (0, 1, ...).
+        """
+        if isinstance(payload, Mapping):
+            if kind is None:
+                raise ValueError("a payload given as a mapping needs its kind")
+            data = validate_payload(kind, payload)
+        else:
+            kind = getattr(type(payload), "KIND", None)
+            if kind not in PAYLOAD_TYPES or not isinstance(payload, PAYLOAD_TYPES[kind]):
+                raise TypeError(f"{type(payload).__name__} is not an event payload")
+            data = to_json(payload)
+        check_trace_id(trace_id)
+        check_span_id(span_id)
+        if parent_span_id is not None:
+            check_span_id(parent_span_id, "parent_span_id")
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+            raise PayloadError("seq", f"{seq!r} is not a non-negative integer")
+        return cls(
+            event_id=event_id_for(trace_id, span_id, kind, index),
+            trace_id=trace_id,
+            span_id=span_id,
+            parent_span_id=parent_span_id,
+            seq=seq,
+            ts=utc(ts) if ts is not None else now(),
+            kind=kind,
+            payload=data,
+            schema_version=PAYLOAD_TYPES[kind].VERSION,  # type: ignore[attr-defined]
+        )
+
+    @property
+    def data(self) -> Any:
+        """The payload as its typed dataclass (upcast to the current version)."""
+        payload = upcast(self.kind, self.schema_version, self.payload)
+        return from_json(PAYLOAD_TYPES[self.kind], payload, f"{self.kind} payload")
+
+    def upcast(self) -> Event:
+        """This event with its payload at the current schema version (stored rows stay)."""
+        current = current_version(self.kind)
+        if self.schema_version == current:
+            return self
+        payload = upcast(self.kind, self.schema_version, self.payload)
+        return Event(
+            self.event_id,
+            self.trace_id,
+            self.span_id,
+            self.parent_span_id,
+            self.seq,
+            self.ts,
+            self.kind,
+            payload,
+            current,
+        )
+
+
+def validate_payload(
+    kind: str, payload: Mapping[str, Any], path: str = "payload"
+) -> dict[str, Any]:
+    """Check a JSON payload against its kind's current schema; return it as plain JSON."""
+    cls = PAYLOAD_TYPES.get(kind)
+    if cls is None:
+        raise PayloadError(
+            "kind", f"unknown event kind {kind!r}; known: {', '.join(PAYLOAD_TYPES)}"
+        )
+    result: dict[str, Any] = to_json(from_json(cls, payload, path))
+    return result
+
+
+# --- upcasting -------------------------------------------------------------------------------
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+_UPCASTERS: dict[tuple[str, int], Upcaster] = {}
+
+
+def current_version(kind: str) -> int:
+    cls = PAYLOAD_TYPES.get(kind)
+    if cls is None:
+        raise PayloadError("kind", f"unknown event kind {kind!r}")
+    version: int = cls.VERSION  # type: ignore[attr-defined]
+    return version
+
+
+def register_upcaster(kind: str, from_version: int) -> Callable[[Upcaster], Upcaster]:
+    """Register a function raising a ``kind`` payload from ``from_version`` to the next."""
+
+    def decorate(fn: Upcaster) -> Upcaster:
+        _UPCASTERS[(kind, from_version)] = fn
+        return fn
+
+    return decorate
+
+
+def unregister_upcaster(kind: str, from_version: int) -> None:
+    _UPCASTERS.pop((kind, from_version), None)
+
+
+def upcast(kind: str, version: int, payload: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The payload raised step by step from ``version`` to the kind's current version."""
+    target = current_version(kind)
+    if version > target:
+        raise PayloadError(
+            "schema_version",
+            f"{kind} payload has version {version}, newer than this agentdocket knows "
+            f"({target}); upgrade agentdocket",
+        )
+    while version < target:
+        step = _UPCASTERS.get((kind, version))
+        if step is None:
+            raise PayloadError(
+                "schema_version", f"no upcaster for {kind} from version {version} to {version + 1}"
+            )
+        payload = step(dict(payload))
+        version += 1
+    return payload

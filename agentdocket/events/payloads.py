@@ -1,0 +1,249 @@
+"""The payload of each event kind: its fields, their meaning and the current schema version.
+
+These frozen dataclasses are the documentation and the validation of the event log.
+``agentdocket schemas`` prints the JSON Schema generated from them. Changing a payload's shape
+means bumping its ``VERSION`` and registering an upcaster in ``upcast.py`` for the old one;
+stored events are never rewritten.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from agentdocket.events.codec import field
+
+FAILURE_TYPE = re.compile(r"^[a-z][a-z0-9_.\-]*:[a-z0-9_.\-]+$")
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    """A run of an agent began: who ran, how, on what question and which case."""
+
+    KIND: ClassVar[str] = "run.started"
+    VERSION: ClassVar[int] = 1
+
+    agent: str = field("agent name")
+    agent_version: str | None = field("agent version", None)
+    strategy: str | None = field("strategy, e.g. sequential, iterative, no-interaction", None)
+    models: dict[str, str] = field("model of each role: planner, slot_filler, ...", factory=dict)
+    question: str | None = field("the input question or instruction", None)
+    dataset: str | None = field("dataset the case belongs to", None)
+    dataset_version: str | None = field("version of that dataset", None)
+    case_id: str | None = field("the case this run answers", None)
+    attributes: dict[str, Any] = field("free attributes", factory=dict)
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    """One planned step: a tool to use, a text, or both."""
+
+    tool: str | None = field("tool the step uses", None)
+    text: str | None = field("the step in words", None)
+
+    def __post_init__(self) -> None:
+        if self.tool is None and self.text is None:
+            raise ValueError("a plan step needs a tool or a text")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The ordered steps the agent intends to take."""
+
+    KIND: ClassVar[str] = "plan"
+    VERSION: ClassVar[int] = 1
+
+    steps: list[PlanStep] = field("ordered steps")
+    text: str | None = field("the plan as the model wrote it", None)
+
+
+@dataclass(frozen=True)
+class ToolCalled:
+    """A tool was invoked."""
+
+    KIND: ClassVar[str] = "tool.called"
+    VERSION: ClassVar[int] = 1
+
+    call_id: str = field("identifies the call; its tool.returned carries the same id")
+    tool: str = field("tool name")
+    arguments: dict[str, Any] | str = field(
+        "arguments as an object, or the raw string when they could not be parsed", factory=dict
+    )
+
+
+@dataclass(frozen=True)
+class ToolReturned:
+    """A tool call ended, with its result or its error."""
+
+    KIND: ClassVar[str] = "tool.returned"
+    VERSION: ClassVar[int] = 1
+
+    call_id: str = field("the id of the matching tool.called")
+    tool: str | None = field("tool name", None)
+    result: Any = field("result value (any JSON)", None)
+    error: str | None = field("error message when the call failed", None)
+    duration_ms: float | None = field("wall time of the call", None)
+
+
+@dataclass(frozen=True)
+class SqlExecuted:
+    """A SQL query ran against the agent's database (this is data, not agentdocket's storage)."""
+
+    KIND: ClassVar[str] = "sql.executed"
+    VERSION: ClassVar[int] = 1
+
+    query: str = field("the SQL text")
+    columns: list[str] = field("result column names", factory=list)
+    rows: list[list[Any]] = field("the first N result rows", factory=list)
+    row_count: int | None = field("total rows the query returned", None)
+    error: str | None = field("error message when the query failed", None)
+    duration_ms: float | None = field("wall time of the query", None)
+    database: str | None = field("which database it ran against", None)
+
+
+@dataclass(frozen=True)
+class Document:
+    """A retrieved document."""
+
+    id: str = field("document id")
+    score: float | None = field("retrieval score", None)
+    text: str | None = field("document text", None)
+    metadata: dict[str, Any] = field("free metadata", factory=dict)
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """Documents retrieved for a query."""
+
+    KIND: ClassVar[str] = "retrieval"
+    VERSION: ClassVar[int] = 1
+
+    query: str = field("retrieval query")
+    documents: list[Document] = field("retrieved documents, best first", factory=list)
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One message of an LLM conversation."""
+
+    role: str = field("system, user, assistant, tool, ...")
+    content: str = field("message text")
+    name: str | None = field("tool or participant name", None)
+    tool_calls: list[dict[str, Any]] = field("tool calls the message requests", factory=list)
+
+
+@dataclass(frozen=True)
+class LlmCalled:
+    """A language model was called."""
+
+    KIND: ClassVar[str] = "llm.called"
+    VERSION: ClassVar[int] = 1
+
+    model: str = field("model name")
+    role: str | None = field("the model's role in the agent: planner, judge, ...", None)
+    input_messages: list[ChatMessage] = field("messages sent", factory=list)
+    output_messages: list[ChatMessage] = field("messages received", factory=list)
+    temperature: float | None = field("sampling temperature", None)
+    input_tokens: int | None = field("prompt tokens", None)
+    output_tokens: int | None = field("completion tokens", None)
+    duration_ms: float | None = field("wall time of the call", None)
+    error: str | None = field("error message when the call failed", None)
+    attributes: dict[str, Any] = field(
+        "free attributes (provider, sample index, ...)", factory=dict
+    )
+
+
+@dataclass(frozen=True)
+class Message:
+    """A conversation turn between the agent and its user (or examiner)."""
+
+    KIND: ClassVar[str] = "message"
+    VERSION: ClassVar[int] = 1
+
+    role: str = field("who spoke: user, agent, examiner, ...")
+    content: str = field("what was said")
+    name: str | None = field("speaker name", None)
+
+
+@dataclass(frozen=True)
+class Response:
+    """The agent's final answer."""
+
+    KIND: ClassVar[str] = "response"
+    VERSION: ClassVar[int] = 1
+
+    text: str = field("the final answer text")
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    """A run ended."""
+
+    KIND: ClassVar[str] = "run.finished"
+    VERSION: ClassVar[int] = 1
+
+    status: Literal["ok", "error", "cancelled"] = field("how the run ended")
+    error: str | None = field("error message when status is error", None)
+
+
+@dataclass(frozen=True)
+class GenericStep:
+    """A step of a kind agentdocket does not model (e.g. a foreign span), kept as it came."""
+
+    KIND: ClassVar[str] = "step"
+    VERSION: ClassVar[int] = 1
+
+    name: str = field("step name")
+    status: Literal["ok", "error"] | None = field("outcome", None)
+    error: str | None = field("error message", None)
+    duration_ms: float | None = field("wall time", None)
+    attributes: dict[str, Any] = field("the step's attributes", factory=dict)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A scorer's judgement of a run (or of one step of it)."""
+
+    KIND: ClassVar[str] = "verdict"
+    VERSION: ClassVar[int] = 1
+
+    scorer: str = field("scorer name, e.g. tools.slot_fill")
+    scorer_version: str = field("scorer version")
+    input_hash: str = field("hash of the inputs the scorer judged (trace, case, config)")
+    subject_trace_id: str = field("the run judged")
+    subject_span_id: str | None = field("the step judged, when the verdict is about one", None)
+    passed: bool | None = field("pass / fail, for scorers that decide one", None)
+    score: float | None = field("numeric score", None)
+    label: str | None = field("categorical verdict, e.g. Match, Robust", None)
+    failure_type: str | None = field("namespaced failure, e.g. slot_fill:missing_call", None)
+    rationale: str | None = field("why, in words", None)
+    details: dict[str, Any] = field("scorer-specific details and metrics", factory=dict)
+    judge_trace_id: str | None = field("trace of the judge calls behind this verdict", None)
+
+    def __post_init__(self) -> None:
+        if self.failure_type is not None and not FAILURE_TYPE.match(self.failure_type):
+            raise ValueError(
+                f"failure_type {self.failure_type!r} must be namespaced as 'area:problem'"
+            )
+
+
+PAYLOAD_TYPES: dict[str, type] = {
+    cls.KIND: cls
+    for cls in (
+        RunStarted,
+        Plan,
+        ToolCalled,
+        ToolReturned,
+        SqlExecuted,
+        Retrieval,
+        LlmCalled,
+        Message,
+        Response,
+        RunFinished,
+        GenericStep,
+        Verdict,
+    )
+}
+KINDS = tuple(PAYLOAD_TYPES)
+STEP_KINDS = frozenset(KINDS) - {"run.started", "run.finished", "verdict"}

@@ -1,0 +1,121 @@
+"""A trace as scorers read it: the run's events in order, with its case."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from agentdocket.events.cases import Case
+from agentdocket.events.model import Event
+from agentdocket.events.payloads import (
+    STEP_KINDS,
+    PlanStep,
+    Response,
+    RunFinished,
+    RunStarted,
+    SqlExecuted,
+    ToolCalled,
+    ToolReturned,
+    Verdict,
+)
+
+
+def event_order(event: Event) -> tuple[int, Any, str]:
+    """The order of events within a trace: seq, then time, then id (a total order)."""
+    return (event.seq, event.ts, str(event.event_id))
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool.called joined with its tool.returned (when one arrived)."""
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] | str
+    span_id: str
+    result: Any = None
+    error: str | None = None
+    duration_ms: float | None = None
+    returned: bool = False
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One run: its events ordered by :func:`event_order`, upcast to current versions."""
+
+    trace_id: str
+    events: tuple[Event, ...]
+    case: Case | None = None
+
+    @classmethod
+    def from_events(cls, events: Iterable[Event], case: Case | None = None) -> Trace:
+        ordered = tuple(sorted((e.upcast() for e in events), key=event_order))
+        if not ordered:
+            raise ValueError("a trace needs at least one event")
+        trace_ids = {e.trace_id for e in ordered}
+        if len(trace_ids) != 1:
+            raise ValueError(f"events of several traces given: {sorted(trace_ids)}")
+        return cls(ordered[0].trace_id, ordered, case)
+
+    def of_kind(self, kind: str) -> list[Event]:
+        return [e for e in self.events if e.kind == kind]
+
+    @property
+    def started(self) -> RunStarted | None:
+        found = self.of_kind(RunStarted.KIND)
+        return found[0].data if found else None
+
+    @property
+    def finished(self) -> RunFinished | None:
+        found = self.of_kind(RunFinished.KIND)
+        return found[-1].data if found else None
+
+    @property
+    def status(self) -> str:
+        finished = self.finished
+        return finished.status if finished else "running"
+
+    @property
+    def steps(self) -> list[Event]:
+        return [e for e in self.events if e.kind in STEP_KINDS]
+
+    def plan(self) -> list[PlanStep]:
+        """All planned steps in order (an iterative agent plans one step at a time)."""
+        return [step for e in self.of_kind("plan") for step in e.data.steps]
+
+    def tool_calls(self) -> list[ToolCall]:
+        """Executed tool calls in call order, each joined with its return."""
+        returned: dict[str, ToolReturned] = {}
+        for e in self.of_kind(ToolReturned.KIND):
+            returned[e.payload["call_id"]] = e.data
+        calls = []
+        for e in self.of_kind(ToolCalled.KIND):
+            called: ToolCalled = e.data
+            ret = returned.get(called.call_id)
+            calls.append(
+                ToolCall(
+                    call_id=called.call_id,
+                    tool=called.tool,
+                    arguments=called.arguments,
+                    span_id=e.span_id,
+                    result=ret.result if ret else None,
+                    error=ret.error if ret else None,
+                    duration_ms=ret.duration_ms if ret else None,
+                    returned=ret is not None,
+                )
+            )
+        return calls
+
+    def sql(self) -> list[SqlExecuted]:
+        return [e.data for e in self.of_kind(SqlExecuted.KIND)]
+
+    @property
+    def response(self) -> str | None:
+        """The final answer: the text of the last response event."""
+        found = self.of_kind(Response.KIND)
+        text: str | None = found[-1].payload["text"] if found else None
+        return text
+
+    def verdicts(self) -> list[Verdict]:
+        return [e.data for e in self.of_kind(Verdict.KIND)]

@@ -1,0 +1,1 @@
+"""Alembic migrations of the schema, for PostgreSQL and SQLite: ``agentdocket migrate``."""

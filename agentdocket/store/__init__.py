@@ -1,0 +1,56 @@
+"""agentdocket's storage: the append-only event log, its projections, datasets and cases.
+
+Only this package talks to agentdocket's own database.
+"""
+
+from __future__ import annotations
+
+from agentdocket.store.base import AppendResult, DatasetConflict, Store, StoreError
+from agentdocket.store.config import ENV_VAR, ConfigError, database_url, display_url, parse_url
+
+__all__ = [
+    "ENV_VAR",
+    "AppendResult",
+    "ConfigError",
+    "DatasetConflict",
+    "Store",
+    "StoreError",
+    "database_url",
+    "display_url",
+    "open_store",
+]
+
+
+def open_store(url: str | None = None, *, migrate: bool = True) -> Store:
+    """Open the store at ``url`` (default: ``AGENTDOCKET_DATABASE_URL`` or ./agentdocket.db).
+
+    With ``migrate`` (the default) an SQLite file, or a PostgreSQL database that has no
+    agentdocket schema yet, is brought to the current schema. A PostgreSQL database at an older
+    revision is left alone: upgrading a shared server is an explicit ``agentdocket migrate``.
+    """
+    from agentdocket.store import migrate as migrations
+
+    url = database_url(url)
+    parsed = parse_url(url)
+    dialect = parsed.get_backend_name()
+    current = migrations.current_revision(url) if migrate or dialect == "postgresql" else None
+    head = migrations.head_revision()
+    if current != head:
+        if migrate and (dialect == "sqlite" or current is None):
+            migrations.upgrade(url)
+        elif current is None:
+            raise StoreError(
+                f"{display_url(url)} has no agentdocket schema: run `agentdocket migrate`"
+            )
+        else:
+            raise StoreError(
+                f"{display_url(url)} is at schema revision {current}, this agentdocket needs "
+                f"{head}: run `agentdocket migrate`"
+            )
+    if dialect == "postgresql":
+        from agentdocket.store.postgres import PostgresStore
+
+        return PostgresStore(url)
+    from agentdocket.store.sqlite import SqliteStore
+
+    return SqliteStore(url)

@@ -1,0 +1,528 @@
+"""The store: the one place that reads and writes agentdocket's database.
+
+``Store`` holds what both databases share (the public API, the projection upserts, reading
+traces); ``PostgresStore`` and ``SqliteStore`` supply connections, value conversion and the bulk
+insert of events. The event log only ever receives INSERTs; projections are upserted in the same
+transaction as the events that change them, so they are always current.
+"""
+
+from __future__ import annotations
+
+import uuid
+from abc import ABC, abstractmethod
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from operator import attrgetter
+from typing import Any
+
+import orjson
+
+from agentdocket.events import Case, Dataset, Event, Trace
+from agentdocket.store.projections import (
+    RUN_COLUMNS,
+    RUN_COUNTS,
+    RUN_IDENTITY,
+    VERDICT_COLUMNS,
+    Projection,
+    project,
+)
+
+EVENT_COLUMNS = (
+    "event_id",
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "seq",
+    "ts",
+    "kind",
+    "schema_version",
+    "payload",
+)
+JSON_COLUMNS = frozenset({"models", "attributes", "details", "payload", "data"})
+TIME_COLUMNS = frozenset({"ts", "started_at", "ended_at", "first_ts", "last_ts", "created_at"})
+BATCH = 10_000
+
+
+class StoreError(RuntimeError):
+    """A store operation that cannot be done, with the reason."""
+
+
+class DatasetConflict(StoreError):
+    """A dataset version that already exists with different content."""
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    inserted: int
+    duplicates: int
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text (UTF-8, no NaN)."""
+    return orjson.dumps(value).decode()
+
+
+def _upsert_runs_clause(least: str, greatest: str) -> str:
+    sets = [f"{c} = coalesce(runs.{c}, excluded.{c})" for c in RUN_IDENTITY]
+    sets += [f"{c} = coalesce(runs.{c}, excluded.{c})" for c in ("status", "error")]
+    for c, fn in (
+        ("started_at", least),
+        ("ended_at", greatest),
+        ("first_ts", least),
+        ("last_ts", greatest),
+    ):
+        sets.append(
+            f"{c} = {fn}(coalesce(runs.{c}, excluded.{c}), coalesce(excluded.{c}, runs.{c}))"
+        )
+    sets += [f"{c} = runs.{c} + excluded.{c}" for c in RUN_COUNTS]
+    return "ON CONFLICT (trace_id) DO UPDATE SET " + ", ".join(sets)
+
+
+class Store(ABC):
+    """Append events, register datasets, read traces and projections."""
+
+    dialect: str
+    least: str
+    greatest: str
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.runs_upsert = _upsert_runs_clause(self.least, self.greatest)
+
+    # --- connection and value conversion, per database --------------------------------------
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def _write(self) -> Any:
+        """A context manager: a write transaction on a connection (retrying is the caller's)."""
+
+    @abstractmethod
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run a read-only query written with ``?`` placeholders."""
+
+    @abstractmethod
+    def _insert_events(self, conn: Any, events: Sequence[Event]) -> tuple[int, Projection]:
+        """Insert events, skipping those already stored; return how many were inserted and the
+        projection of those (a backend may compute it while the database digests the rows)."""
+
+    @abstractmethod
+    def _merge(
+        self,
+        conn: Any,
+        table: str,
+        columns: Sequence[str],
+        key: Sequence[str],
+        rows: list[tuple[Any, ...]],
+        conflict: str,
+    ) -> None:
+        """Insert rows into a projection table; rows whose key exists go through ``conflict``
+        (an ``ON CONFLICT ... DO ...`` clause; empty for tables where a clash is an error)."""
+
+    @abstractmethod
+    def _execute(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> None: ...
+
+    @abstractmethod
+    def _to_db(self, column: str, value: Any) -> Any: ...
+
+    @abstractmethod
+    def _from_db(self, column: str, value: Any) -> Any: ...
+
+    @abstractmethod
+    def _lock_for_rebuild(self, conn: Any) -> None: ...
+
+    @abstractmethod
+    def _stream(
+        self, sql: str, params: Sequence[Any] = (), size: int = BATCH
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """Run a read-only query and yield its rows in chunks."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- appending ----------------------------------------------------------------------------
+
+    def append(self, events: Iterable[Event], batch_size: int = BATCH) -> AppendResult:
+        """Append events; re-sent events (same id) are ignored. Each batch is one transaction."""
+        inserted = duplicates = 0
+        batch: list[Event] = []
+        for event in events:
+            batch.append(event)
+            if len(batch) >= batch_size:
+                n = self._append_batch(batch)
+                inserted += n
+                duplicates += len(batch) - n
+                batch = []
+        if batch:
+            n = self._append_batch(batch)
+            inserted += n
+            duplicates += len(batch) - n
+        return AppendResult(inserted, duplicates)
+
+    def _append_batch(self, events: list[Event]) -> int:
+        with self._write() as conn:
+            return self._append_on(conn, events)
+
+    def _append_on(self, conn: Any, events: list[Event]) -> int:
+        unique = list({e.event_id: e for e in events}.values())
+        inserted, projection = self._insert_events(conn, unique)
+        self._apply(conn, projection)
+        return inserted
+
+    def import_all(
+        self, datasets: Sequence[Dataset], events: Sequence[Event], batch_size: int = BATCH
+    ) -> AppendResult:
+        """Register datasets and append events in one transaction: all of it or nothing."""
+        with self._write() as conn:
+            for dataset in datasets:
+                self._register_on(conn, dataset)
+            inserted = 0
+            for start in range(0, len(events), batch_size):
+                inserted += self._append_on(conn, list(events[start : start + batch_size]))
+        return AppendResult(inserted, len(events) - inserted)
+
+    def _apply(self, conn: Any, proj: Projection) -> None:
+        if proj.runs:
+            rows = self._rows(RUN_COLUMNS, proj.runs.values())
+            self._merge(conn, "runs", RUN_COLUMNS, ("trace_id",), rows, self.runs_upsert)
+        if proj.verdicts:
+            rows = self._rows(VERDICT_COLUMNS, proj.verdicts)
+            self._merge(
+                conn,
+                "verdicts",
+                VERDICT_COLUMNS,
+                ("verdict_id",),
+                rows,
+                "ON CONFLICT (verdict_id) DO NOTHING",
+            )
+
+    def _rows(self, columns: Sequence[str], objects: Iterable[Any]) -> list[tuple[Any, ...]]:
+        """Projection objects as database rows (only the columns that need it are converted)."""
+        get = attrgetter(*columns)
+        convert = [(i, c) for i, c in enumerate(columns) if self._converts(c)]
+        out = []
+        for obj in objects:
+            row = list(get(obj))
+            for i, c in convert:
+                row[i] = self._to_db(c, row[i])
+            out.append(tuple(row))
+        return out
+
+    @abstractmethod
+    def _converts(self, column: str) -> bool:
+        """Whether values of this column need :meth:`_to_db`."""
+
+    # --- projections --------------------------------------------------------------------------
+
+    def rebuild(self, batch_size: int = BATCH) -> dict[str, int]:
+        """Drop the projections and replay the whole event log into them, in one transaction."""
+        with self._write() as conn:
+            self._lock_for_rebuild(conn)
+            for table in ("verdicts", "runs"):
+                self._execute(conn, f"DELETE FROM {table}")
+            count = 0
+            for chunk in self._stream_events(conn, batch_size):
+                self._apply(conn, project(chunk))
+                count += len(chunk)
+        return {"events": count, **self.counts()}
+
+    def _stream_events(self, conn: Any, size: int) -> Iterator[list[Event]]:
+        sql = f"SELECT {', '.join(EVENT_COLUMNS)} FROM events ORDER BY trace_id, seq, event_id"
+        for rows in self._stream_on(conn, sql, size):
+            yield [self._event(r) for r in rows]
+
+    @abstractmethod
+    def _stream_on(self, conn: Any, sql: str, size: int) -> Iterator[list[tuple[Any, ...]]]:
+        """Stream a query's rows on a given (write) connection."""
+
+    def counts(self) -> dict[str, int]:
+        out = {}
+        for table in ("events", "runs", "steps", "verdicts", "datasets", "cases"):
+            out[table] = int(self._read(f"SELECT count(*) FROM {table}")[0][0])
+        return out
+
+    def rows(self, table: str, order_by: str) -> list[dict[str, Any]]:
+        """All rows of a projection or reference table, decoded, in a stable order."""
+        allowed = {"runs", "steps", "verdicts", "verdicts_latest", "datasets", "cases", "events"}
+        if table not in allowed:
+            raise StoreError(f"unknown table {table!r}")
+        return [dict(r) for r in self._dicts(f"SELECT * FROM {table} ORDER BY {order_by}")]
+
+    def _dicts(self, sql: str, params: Sequence[Any] = ()) -> Iterator[dict[str, Any]]:
+        rows = self._read_with_names(sql, params)
+        names, data = rows
+        for r in data:
+            yield {n: self._from_db(n, v) for n, v in zip(names, r, strict=True)}
+
+    @abstractmethod
+    def _read_with_names(
+        self, sql: str, params: Sequence[Any] = ()
+    ) -> tuple[list[str], list[tuple[Any, ...]]]: ...
+
+    # --- events and traces --------------------------------------------------------------------
+
+    def _event(self, row: Sequence[Any]) -> Event:
+        values = {c: self._from_db(c, v) for c, v in zip(EVENT_COLUMNS, row, strict=True)}
+        return Event(
+            event_id=uuid.UUID(str(values["event_id"])),
+            trace_id=values["trace_id"],
+            span_id=values["span_id"],
+            parent_span_id=values["parent_span_id"],
+            seq=int(values["seq"]),
+            ts=values["ts"],
+            kind=values["kind"],
+            payload=values["payload"],
+            schema_version=int(values["schema_version"]),
+        )
+
+    def events(self, trace_id: str) -> list[Event]:
+        """The stored events of one trace, as stored (not upcast), in trace order."""
+        sql = (
+            f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE trace_id = ? "
+            "ORDER BY seq, ts, event_id"
+        )
+        return [self._event(r) for r in self._read(sql, (trace_id,))]
+
+    def read_trace(self, trace_id: str) -> Trace | None:
+        events = self.events(trace_id)
+        if not events:
+            return None
+        found = self._cases_for([run]) if (run := self.run(trace_id)) else {}
+        return Trace.from_events(events, found[trace_id][1] if trace_id in found else None)
+
+    def iter_traces(
+        self,
+        *,
+        dataset: str | None = None,
+        trace_ids: Sequence[str] | None = None,
+        batch_size: int = 1000,
+    ) -> Iterator[list[Trace]]:
+        """Traces in batches, each with its case, ordered by start time then trace id."""
+        ids = self.trace_ids(dataset=dataset) if trace_ids is None else list(trace_ids)
+        for start in range(0, len(ids), batch_size):
+            chunk = ids[start : start + batch_size]
+            yield self._traces(chunk)
+
+    def _traces(self, ids: Sequence[str]) -> list[Trace]:
+        events = self._events_of(ids)
+        _, cases = self._runs_and_cases(ids)
+        out = []
+        for tid in ids:
+            if tid in events:
+                found = cases.get(tid)
+                out.append(Trace.from_events(events[tid], found[1] if found else None))
+        return out
+
+    def _events_of(self, ids: Sequence[str]) -> dict[str, list[Event]]:
+        """Stored events of several traces, each list in trace order."""
+        by_trace: dict[str, list[Event]] = defaultdict(list)
+        marks = ", ".join("?" for _ in ids)
+        sql = (
+            f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE trace_id IN ({marks}) "
+            "ORDER BY trace_id, seq, ts, event_id"
+        )
+        for row in self._read(sql, ids):
+            event = self._event(row)
+            by_trace[event.trace_id].append(event)
+        return by_trace
+
+    def _runs_and_cases(
+        self, ids: Sequence[str]
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[str, Case]]]:
+        """Run rows of the traces, and for each run with a case: (dataset version, case)."""
+        marks = ", ".join("?" for _ in ids)
+        runs = {
+            r["trace_id"]: r
+            for r in self._dicts(f"SELECT * FROM runs WHERE trace_id IN ({marks})", ids)
+        }
+        return runs, self._cases_for(list(runs.values()))
+
+    def export_records(
+        self, *, dataset: str | None = None, batch_size: int = 1000
+    ) -> Iterator[dict[str, Any]]:
+        """Interchange records (see :mod:`agentdocket.store.interchange`), events as stored."""
+        from agentdocket.store.interchange import to_record
+
+        ids = self.trace_ids(dataset=dataset)
+        for start in range(0, len(ids), batch_size):
+            chunk = ids[start : start + batch_size]
+            events = self._events_of(chunk)
+            runs, cases = self._runs_and_cases(chunk)
+            for tid in chunk:
+                run = runs.get(tid, {})
+                version, case = cases.get(tid, (None, None))
+                yield to_record(tid, events[tid], case, run.get("dataset"), version)
+
+    def trace_ids(
+        self, *, dataset: str | None = None, agent: str | None = None, since: datetime | None = None
+    ) -> list[str]:
+        where, params = self._run_filter(dataset=dataset, agent=agent, since=since)
+        sql = f"SELECT trace_id FROM runs {where} ORDER BY first_ts, trace_id"
+        return [r[0] for r in self._read(sql, params)]
+
+    def _run_filter(
+        self, *, dataset: str | None, agent: str | None, since: datetime | None
+    ) -> tuple[str, list[Any]]:
+        clauses, params = [], []
+        if dataset is not None:
+            clauses.append("dataset = ?")
+            params.append(dataset)
+        if agent is not None:
+            clauses.append("agent = ?")
+            params.append(agent)
+        if since is not None:
+            clauses.append("first_ts >= ?")
+            params.append(self._to_db("ts", since))
+        return ("WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+    def run(self, trace_id: str) -> dict[str, Any] | None:
+        found = list(self._dicts("SELECT * FROM runs WHERE trace_id = ?", (trace_id,)))
+        return found[0] if found else None
+
+    def list_runs(
+        self, *, dataset: str | None = None, agent: str | None = None, limit: int | None = 50
+    ) -> list[dict[str, Any]]:
+        """Runs, newest first."""
+        where, params = self._run_filter(dataset=dataset, agent=agent, since=None)
+        sql = f"SELECT * FROM runs {where} ORDER BY first_ts DESC, trace_id"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return list(self._dicts(sql, params))
+
+    def find_traces(self, prefix: str) -> list[str]:
+        """Trace ids starting with ``prefix`` (for abbreviated ids on the command line)."""
+        rows = self._read(
+            "SELECT trace_id FROM runs WHERE trace_id LIKE ? ORDER BY trace_id LIMIT 10",
+            (prefix.lower() + "%",),
+        )
+        return [r[0] for r in rows]
+
+    # --- datasets and cases -------------------------------------------------------------------
+
+    def register_dataset(self, dataset: Dataset) -> bool:
+        """Store a dataset version. True if new; False if the identical version was there.
+
+        Raises :class:`DatasetConflict` if that version exists with different content.
+        """
+        with self._write() as conn:
+            return self._register_on(conn, dataset)
+
+    def _register_on(self, conn: Any, dataset: Dataset) -> bool:
+        counts = Counter(c.case_id for c in dataset.cases)
+        dupes = sorted(case_id for case_id, n in counts.items() if n > 1)
+        if dupes:
+            raise StoreError(f"dataset {dataset.name}: duplicate case ids {', '.join(dupes[:5])}")
+        digest = dataset.content_hash()
+        existing = self._read_on(
+            conn,
+            "SELECT content_hash FROM datasets WHERE name = ? AND version = ?",
+            (dataset.name, dataset.version),
+        )
+        if existing:
+            if existing[0][0] == digest:
+                return False
+            raise DatasetConflict(
+                f"dataset {dataset.name!r} version {dataset.version!r} already exists with "
+                "different cases; datasets are immutable, register a new version"
+            )
+        self._execute(
+            conn,
+            "INSERT INTO datasets (name, version, description, content_hash, "
+            "n_cases) VALUES (?, ?, ?, ?, ?)",
+            (dataset.name, dataset.version, dataset.description, digest, len(dataset.cases)),
+        )
+        columns = (
+            "dataset",
+            "dataset_version",
+            "case_id",
+            "ordinal",
+            "question_type",
+            "group_id",
+            "data",
+        )
+        rows = [
+            (
+                dataset.name,
+                dataset.version,
+                c.case_id,
+                i,
+                c.question_type,
+                c.group,
+                self._to_db("data", c.to_json()),
+            )
+            for i, c in enumerate(dataset.cases)
+        ]
+        self._merge(conn, "cases", columns, ("dataset", "dataset_version", "case_id"), rows, "")
+        return True
+
+    @abstractmethod
+    def _read_on(
+        self, conn: Any, sql: str, params: Sequence[Any] = ()
+    ) -> list[tuple[Any, ...]]: ...
+
+    def datasets(self) -> list[dict[str, Any]]:
+        return list(self._dicts("SELECT * FROM datasets ORDER BY name, created_at, version"))
+
+    def latest_version(self, name: str) -> str | None:
+        rows = self._read(
+            "SELECT version FROM datasets WHERE name = ? "
+            "ORDER BY created_at DESC, version DESC LIMIT 1",
+            (name,),
+        )
+        return rows[0][0] if rows else None
+
+    def dataset(self, name: str, version: str | None = None) -> Dataset:
+        version = version or self.latest_version(name)
+        meta = list(
+            self._dicts("SELECT * FROM datasets WHERE name = ? AND version = ?", (name, version))
+        )
+        if not meta:
+            raise StoreError(f"no dataset {name!r}" + (f" version {version!r}" if version else ""))
+        cases = tuple(
+            Case.from_json(r["data"])
+            for r in self._dicts(
+                "SELECT data FROM cases WHERE dataset = ? AND dataset_version = ? ORDER BY ordinal",
+                (name, version),
+            )
+        )
+        return Dataset(name, str(version), cases, meta[0]["description"])
+
+    def _cases_for(self, runs: list[dict[str, Any]]) -> dict[str, tuple[str, Case]]:
+        """For each run naming a case: (dataset version, case), keyed by trace id.
+
+        A run that names no dataset version gets the case from the latest version.
+        """
+        resolved: dict[tuple[str, str | None], str | None] = {}
+        wanted: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+        for run in runs:
+            if not (run["dataset"] and run["case_id"]):
+                continue
+            key = (run["dataset"], run["dataset_version"])
+            if key not in resolved:
+                resolved[key] = run["dataset_version"] or self.latest_version(run["dataset"])
+            version = resolved[key]
+            if version is not None:
+                wanted[(run["dataset"], version)].append((run["case_id"], run["trace_id"]))
+        out: dict[str, tuple[str, Case]] = {}
+        for (dataset, version), pairs in wanted.items():
+            case_ids = sorted({c for c, _ in pairs})
+            found: dict[str, Case] = {}
+            for start in range(0, len(case_ids), 500):
+                chunk = case_ids[start : start + 500]
+                marks = ", ".join("?" for _ in chunk)
+                for case_id, data in self._read(
+                    f"SELECT case_id, data FROM cases WHERE dataset = ? AND dataset_version = ?"
+                    f" AND case_id IN ({marks})",
+                    (dataset, version, *chunk),
+                ):
+                    found[case_id] = Case.from_json(self._from_db("data", data))
+            for case_id, trace_id in pairs:
+                if case_id in found:
+                    out[trace_id] = (version, found[case_id])
+        return out

@@ -1,0 +1,446 @@
+"""JSONL (and Parquet) interchange of runs: one run per line, with its steps, verdicts and case.
+
+A line::
+
+    {"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",            # optional (derived from the line)
+     "run": {"agent": "sql-agent", "started_at": "2026-01-01T00:00:00Z",  # run.started fields
+             "status": "ok", "ended_at": "2026-01-01T00:00:03Z", ...},
+     "steps": [{"kind": "plan", "payload": {"steps": [{"tool": "sql"}]}}, ...],
+     "verdicts": [{"payload": {"scorer": "...", ...}}],
+     "case": {"dataset": "demo", "case_id": "q1", "expected_plan": ["sql"], ...}}
+
+Every event object may also carry its envelope (``event_id``, ``span_id``, ``parent_span_id``,
+``seq``, ``ts``, ``schema_version``); export always writes it, so export then import reproduces the
+same events, runs and verdicts. Parsing is pure: a file is read and validated whole before anything
+is written, and every problem is reported with its line number.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agentdocket.events import (
+    PAYLOAD_TYPES,
+    Case,
+    Dataset,
+    Event,
+    PayloadError,
+    RunFinished,
+    RunStarted,
+    check_span_id,
+    check_trace_id,
+    current_version,
+    event_id_for,
+    format_ts,
+    parse_ts,
+    upcast,
+    validate_payload,
+)
+
+ENVELOPE = ("event_id", "span_id", "parent_span_id", "seq", "ts", "schema_version")
+RUN_FIELDS = tuple(f.name for f in fields(RunStarted))
+RUN_EXTRA = (
+    "span_id",
+    "started_at",
+    "started_seq",
+    "started_event_id",
+    "status",
+    "error",
+    "ended_at",
+    "finished_seq",
+    "finished_event_id",
+)
+CASE_EXTRA = ("dataset", "dataset_version")
+LINE_NAMESPACE = uuid.UUID("a4f0b3c2-6d7e-5f81-9a2b-3c4d5e6f7a8b")
+DEFAULT_DATASET_VERSION = "1"
+
+
+class ImportError_(ValueError):
+    """A file that cannot be imported; the message names the line and the place."""
+
+
+@dataclass(frozen=True)
+class Parsed:
+    events: list[Event]
+    datasets: list[Dataset]
+    runs: int
+
+
+def _span_for(trace_id: str, label: str) -> str:
+    digest = hashlib.sha256(f"{trace_id}/{label}".encode()).hexdigest()[:16]
+    return digest if digest != "0" * 16 else "1" * 16
+
+
+def _opt_int(obj: Mapping[str, Any], key: str, path: str) -> int | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise PayloadError(f"{path}.{key}", f"expected a non-negative integer, got {value!r}")
+    return value
+
+
+def _opt_uuid(obj: Mapping[str, Any], key: str, path: str) -> uuid.UUID | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        raise PayloadError(f"{path}.{key}", f"{value!r} is not a UUID") from None
+
+
+def _object(value: Any, path: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise PayloadError(path, f"expected an object, got {type(value).__name__}")
+    return value
+
+
+def _event(
+    kind: str,
+    payload: Mapping[str, Any],
+    env: Mapping[str, Any],
+    path: str,
+    *,
+    trace_id: str,
+    default_span: str,
+    default_parent: str | None,
+    default_seq: int,
+    default_ts: Any,
+    index: int,
+) -> Event:
+    span_id = check_span_id(env.get("span_id", default_span), f"{path}.span_id")
+    parent = env.get("parent_span_id", default_parent)
+    if parent is not None:
+        check_span_id(parent, f"{path}.parent_span_id")
+    seq = _opt_int(env, "seq", path)
+    version = _opt_int(env, "schema_version", path) or current_version(kind)
+    ts = parse_ts(env["ts"], f"{path}.ts") if env.get("ts") is not None else default_ts
+    # Validate the payload at its own version (upcast first, as on read), store it as given.
+    validate_payload(kind, upcast(kind, version, payload), f"{path}.payload")
+    given_id = _opt_uuid(env, "event_id", path)
+    return Event(
+        event_id=given_id or event_id_for(trace_id, span_id, kind, index),
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=parent,
+        seq=default_seq if seq is None else seq,
+        ts=ts,
+        kind=kind,
+        payload=dict(payload),
+        schema_version=version,
+    )
+
+
+def parse_line(obj: Any, lineno: int) -> tuple[list[Event], tuple[str, str, Case] | None]:
+    """The events (and optional case) of one line. Raises PayloadError naming the place."""
+    where = f"line {lineno}"
+    obj = _object(obj, where)
+    unknown = sorted(set(obj) - {"trace_id", "run", "steps", "verdicts", "case"})
+    if unknown:
+        raise PayloadError(
+            where,
+            f"unknown key(s) {', '.join(unknown)}; allowed: trace_id, run, steps, verdicts, case",
+        )
+    if "run" not in obj:
+        raise PayloadError(where, "missing required key 'run'")
+    run = _object(obj["run"], f"{where}.run")
+    trace_id = obj.get("trace_id")
+    if trace_id is None:
+        canonical = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+        trace_id = uuid.uuid5(LINE_NAMESPACE, canonical.decode()).hex
+    check_trace_id(trace_id, f"{where}.trace_id")
+    unknown = sorted(set(run) - set(RUN_FIELDS) - set(RUN_EXTRA))
+    if unknown:
+        raise PayloadError(f"{where}.run", f"unknown field(s) {', '.join(unknown)}")
+    if run.get("started_at") is None:
+        raise PayloadError(f"{where}.run", "missing required field 'started_at'")
+    started_at = parse_ts(run["started_at"], f"{where}.run.started_at")
+    root = check_span_id(run.get("span_id", _span_for(trace_id, "run")), f"{where}.run.span_id")
+    started = {k: run[k] for k in RUN_FIELDS if k in run}
+    env = {
+        "span_id": root,
+        "ts": run["started_at"],
+        "seq": run.get("started_seq", 0),
+        "event_id": run.get("started_event_id"),
+    }
+    events = [
+        _event(
+            RunStarted.KIND,
+            started,
+            env,
+            f"{where}.run",
+            trace_id=trace_id,
+            default_span=root,
+            default_parent=None,
+            default_seq=0,
+            default_ts=started_at,
+            index=0,
+        )
+    ]
+
+    counters: dict[tuple[str, str], int] = {}
+    last_seq = events[0].seq
+    for section in ("steps", "verdicts"):
+        items = obj.get(section) or []
+        if not isinstance(items, list):
+            raise PayloadError(f"{where}.{section}", "expected an array")
+        for i, item in enumerate(items):
+            path = f"{where}.{section}[{i}]"
+            item = _object(item, path)
+            kind = item.get("kind", "verdict" if section == "verdicts" else None)
+            if section == "verdicts" and kind != "verdict":
+                raise PayloadError(f"{path}.kind", f"a verdict has kind 'verdict', not {kind!r}")
+            if (
+                kind not in PAYLOAD_TYPES
+                or kind in ("run.started", "run.finished")
+                or (section == "steps" and kind == "verdict")
+            ):
+                raise PayloadError(f"{path}.kind", f"{kind!r} is not a step kind")
+            unknown = sorted(set(item) - {"kind", "payload", *ENVELOPE})
+            if unknown:
+                raise PayloadError(path, f"unknown key(s) {', '.join(unknown)}")
+            payload = _object(item.get("payload", {}), f"{path}.payload")
+            default_span = _span_for(trace_id, f"{section}/{i}")
+            span = item.get("span_id", default_span)
+            index = counters.get((str(span), kind), 0)
+            counters[(str(span), kind)] = index + 1
+            default_seq = 0 if section == "verdicts" else last_seq + 1
+            event = _event(
+                kind,
+                payload,
+                item,
+                path,
+                trace_id=trace_id,
+                default_span=default_span,
+                default_parent=root,
+                default_seq=default_seq,
+                default_ts=started_at,
+                index=index,
+            )
+            if section == "steps":
+                last_seq = max(last_seq, event.seq)
+            events.append(event)
+
+    if run.get("status") is not None or run.get("ended_at") is not None:
+        finished = {"status": run.get("status", "ok"), "error": run.get("error")}
+        env = {
+            "span_id": root,
+            "seq": run.get("finished_seq", last_seq + 1),
+            "ts": run.get("ended_at"),
+            "event_id": run.get("finished_event_id"),
+        }
+        events.append(
+            _event(
+                RunFinished.KIND,
+                finished,
+                env,
+                f"{where}.run",
+                trace_id=trace_id,
+                default_span=root,
+                default_parent=None,
+                default_seq=last_seq + 1,
+                default_ts=events[-1].ts if len(events) > 1 else started_at,
+                index=0,
+            )
+        )
+    case = None
+    if obj.get("case") is not None:
+        data = dict(_object(obj["case"], f"{where}.case"))
+        dataset = data.pop("dataset", None) or run.get("dataset")
+        version = (
+            data.pop("dataset_version", None)
+            or run.get("dataset_version")
+            or DEFAULT_DATASET_VERSION
+        )
+        if not dataset:
+            raise PayloadError(f"{where}.case", "missing 'dataset' (in the case or the run)")
+        if "case_id" not in data and run.get("case_id"):
+            data["case_id"] = run["case_id"]
+        case = (str(dataset), str(version), Case.from_json(data, f"{where}.case"))
+    return events, case
+
+
+def iter_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, decoded JSON) for each non-blank line; bad JSON names its line."""
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                yield lineno, orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise ImportError_(f"{path}: line {lineno}: not valid JSON ({exc})") from None
+
+
+def parse_records(records: Iterable[tuple[int, Any]], source: str) -> Parsed:
+    """Validate every record; collect events and datasets. Nothing is written here."""
+    events: list[Event] = []
+    cases: dict[tuple[str, str], dict[str, tuple[Case, int]]] = {}
+    runs = 0
+    for lineno, obj in records:
+        try:
+            line_events, case = parse_line(obj, lineno)
+        except (PayloadError, ValueError) as exc:
+            raise ImportError_(f"{source}: {exc}") from None
+        events.extend(line_events)
+        runs += 1
+        if case is not None:
+            dataset, version, c = case
+            known = cases.setdefault((dataset, version), {})
+            if c.case_id in known and known[c.case_id][0] != c:
+                raise ImportError_(
+                    f"{source}: line {lineno}: case {c.case_id!r} of dataset {dataset!r} differs "
+                    f"from the one given on line {known[c.case_id][1]}"
+                )
+            known.setdefault(c.case_id, (c, lineno))
+    datasets = [
+        Dataset(name, version, tuple(c for c, _ in by_id.values()))
+        for (name, version), by_id in cases.items()
+    ]
+    return Parsed(events, datasets, runs)
+
+
+def read_file(path: Path) -> Parsed:
+    """Parse a JSONL or Parquet export file."""
+    if not path.exists():
+        raise ImportError_(f"{path}: no such file")
+    if path.suffix == ".parquet":
+        return parse_records(_parquet_records(path), str(path))
+    return parse_records(iter_lines(path), str(path))
+
+
+def _parquet_records(path: Path) -> Iterator[tuple[int, Any]]:
+    import polars as pl
+
+    frame = pl.read_parquet(path, columns=["trace_id", "run", "steps", "verdicts", "case"])
+    for i, row in enumerate(frame.iter_rows(named=True), start=1):
+        record: dict[str, Any] = {"trace_id": row["trace_id"]}
+        for key in ("run", "steps", "verdicts", "case"):
+            if row[key] is not None:
+                record[key] = orjson.loads(row[key])
+        yield i, record
+
+
+# --- export -----------------------------------------------------------------------------------
+
+
+def _envelope(event: Event) -> dict[str, Any]:
+    return {
+        "event_id": str(event.event_id),
+        "span_id": event.span_id,
+        "parent_span_id": event.parent_span_id,
+        "seq": event.seq,
+        "ts": format_ts(event.ts),
+        "schema_version": event.schema_version,
+    }
+
+
+def to_record(
+    trace_id: str,
+    events: Iterable[Event],
+    case: Case | None,
+    dataset: str | None,
+    dataset_version: str | None,
+) -> dict[str, Any]:
+    """One export line: a trace's events as stored (not upcast), in trace order."""
+    run: dict[str, Any] = {}
+    steps, verdicts = [], []
+    for event in events:
+        if event.kind == RunStarted.KIND and "started_event_id" not in run:
+            run.update(event.payload)
+            run.update(
+                span_id=event.span_id,
+                started_at=format_ts(event.ts),
+                started_seq=event.seq,
+                started_event_id=str(event.event_id),
+            )
+        elif event.kind == RunFinished.KIND and "finished_event_id" not in run:
+            run.update(
+                status=event.payload["status"],
+                error=event.payload.get("error"),
+                ended_at=format_ts(event.ts),
+                finished_seq=event.seq,
+                finished_event_id=str(event.event_id),
+            )
+        elif event.kind == "verdict":
+            verdicts.append({"kind": "verdict", "payload": dict(event.payload), **_envelope(event)})
+        else:
+            steps.append({"kind": event.kind, "payload": dict(event.payload), **_envelope(event)})
+    record: dict[str, Any] = {
+        "trace_id": trace_id,
+        "run": run,
+        "steps": steps,
+        "verdicts": verdicts,
+    }
+    if case is not None and dataset:
+        record["case"] = {"dataset": dataset, "dataset_version": dataset_version, **case.to_json()}
+    return record
+
+
+def write_jsonl(records: Iterable[dict[str, Any]], out: Any) -> int:
+    """Write records to a binary file object, one per line; return how many."""
+    n = 0
+    for record in records:
+        out.write(orjson.dumps(record) + b"\n")
+        n += 1
+    return n
+
+
+def write_parquet(records: Iterable[dict[str, Any]], path: Path) -> int:
+    """Write records to Parquet: the JSONL keys as JSON text columns, plus flat run columns."""
+    import polars as pl
+
+    rows = []
+    for r in records:
+        run = r["run"]
+        rows.append(
+            {
+                "trace_id": r["trace_id"],
+                "agent": run.get("agent"),
+                "agent_version": run.get("agent_version"),
+                "strategy": run.get("strategy"),
+                "dataset": run.get("dataset"),
+                "case_id": run.get("case_id"),
+                "status": run.get("status"),
+                "started_at": run.get("started_at"),
+                "ended_at": run.get("ended_at"),
+                "n_steps": len(r["steps"]),
+                "n_verdicts": len(r["verdicts"]),
+                "run": orjson.dumps(run).decode(),
+                "steps": orjson.dumps(r["steps"]).decode(),
+                "verdicts": orjson.dumps(r["verdicts"]).decode(),
+                "case": orjson.dumps(r["case"]).decode() if "case" in r else None,
+            }
+        )
+    schema = {
+        "trace_id": pl.String,
+        "agent": pl.String,
+        "agent_version": pl.String,
+        "strategy": pl.String,
+        "dataset": pl.String,
+        "case_id": pl.String,
+        "status": pl.String,
+        "started_at": pl.String,
+        "ended_at": pl.String,
+        "n_steps": pl.Int64,
+        "n_verdicts": pl.Int64,
+        "run": pl.String,
+        "steps": pl.String,
+        "verdicts": pl.String,
+        "case": pl.String,
+    }
+    frame = pl.DataFrame(rows, schema=schema)
+    frame = frame.with_columns(
+        pl.col("started_at").str.to_datetime(time_zone="UTC"),
+        pl.col("ended_at").str.to_datetime(time_zone="UTC"),
+    )
+    frame.write_parquet(path)
+    return len(rows)

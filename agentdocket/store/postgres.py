@@ -1,0 +1,277 @@
+"""PostgreSQL recorder: psycopg 3, binary COPY for events and projection rows."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC
+from typing import Any
+
+import orjson
+import psycopg
+from psycopg import errors, sql
+from psycopg.types.json import Jsonb
+
+from agentdocket.events import Event
+from agentdocket.store.base import EVENT_COLUMNS, JSON_COLUMNS, TIME_COLUMNS, Store, StoreError
+from agentdocket.store.config import display_url, parse_url, psycopg_conninfo
+from agentdocket.store.projections import Projection, project
+
+EVENT_TYPES = ["uuid", "text", "text", "text", "int8", "timestamptz", "text", "int2", "jsonb"]
+TYPES = {
+    "runs": {
+        "models": "jsonb",
+        "attributes": "jsonb",
+        "started_at": "timestamptz",
+        "ended_at": "timestamptz",
+        "first_ts": "timestamptz",
+        "last_ts": "timestamptz",
+    },
+    "verdicts": {"passed": "bool", "score": "float8", "details": "jsonb", "ts": "timestamptz"},
+    "cases": {"ordinal": "int4", "data": "jsonb"},
+}
+RETRYABLE = (errors.DeadlockDetected, errors.SerializationFailure)
+
+
+def _dumps_jsonb(value: Any) -> Jsonb:
+    return Jsonb(value, dumps=orjson.dumps)
+
+
+class PostgresStore(Store):
+    dialect = "postgresql"
+    least = "least"
+    greatest = "greatest"
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self._conninfo = psycopg_conninfo(parse_url(url))
+        try:
+            self._conn = psycopg.connect(self._conninfo, autocommit=True)
+        except psycopg.OperationalError as exc:
+            raise StoreError(f"cannot connect to {display_url(url)}: {exc}".strip()) from None
+        self._staged: set[str] = set()
+
+    def close(self) -> None:
+        self._conn.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[psycopg.Connection[Any]]:
+        with self._conn.transaction():
+            yield self._conn
+
+    def _append_batch(self, events: list[Event]) -> int:
+        # Deadlocks between concurrent writers of the same traces are retried: the batch is
+        # idempotent, and the failed transaction left nothing behind.
+        for attempt in range(5):
+            try:
+                return super()._append_batch(events)
+            except RETRYABLE:
+                if attempt == 4:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    def _read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._read_on(self._conn, query, params)
+
+    def _read_on(self, conn: Any, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with conn.cursor() as cur:
+            cur.execute(query.replace("?", "%s"), list(params))
+            return list(cur.fetchall())
+
+    def _read_with_names(
+        self, query: str, params: Sequence[Any] = ()
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        with self._conn.cursor() as cur:
+            cur.execute(query.replace("?", "%s"), list(params))
+            names = [d.name for d in cur.description or []]
+            return names, list(cur.fetchall())
+
+    def _stream(
+        self, query: str, params: Sequence[Any] = (), size: int = 10_000
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        with self._conn.transaction():
+            yield from self._stream_cursor(self._conn, query, params, size)
+
+    def _stream_on(self, conn: Any, query: str, size: int) -> Iterator[list[tuple[Any, ...]]]:
+        yield from self._stream_cursor(conn, query, (), size)
+
+    def _stream_cursor(
+        self, conn: Any, query: str, params: Sequence[Any], size: int
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        with conn.cursor(name=f"agentdocket_{uuid.uuid4().hex[:12]}") as cur:
+            cur.itersize = size
+            cur.execute(query.replace("?", "%s"), list(params))
+            while rows := cur.fetchmany(size):
+                yield rows
+
+    def _execute(self, conn: Any, query: str, params: Sequence[Any] = ()) -> None:
+        conn.execute(query.replace("?", "%s"), list(params))
+
+    def _lock_for_rebuild(self, conn: Any) -> None:
+        # Appends wait while the projections are rebuilt; readers carry on.
+        conn.execute("LOCK TABLE events IN SHARE MODE")
+        conn.execute("LOCK TABLE runs, verdicts IN EXCLUSIVE MODE")
+
+    def _to_db(self, column: str, value: Any) -> Any:
+        if column in JSON_COLUMNS and value is not None:
+            return _dumps_jsonb(value)
+        return value
+
+    def _converts(self, column: str) -> bool:
+        return column in JSON_COLUMNS
+
+    def _from_db(self, column: str, value: Any) -> Any:
+        if isinstance(value, uuid.UUID):
+            return str(value)
+        if column in TIME_COLUMNS and value is not None:
+            return value.astimezone(UTC)
+        return value
+
+    # --- bulk writes --------------------------------------------------------------------------
+
+    def _event_rows(self, events: Sequence[Event]) -> Iterator[tuple[Any, ...]]:
+        for e in events:
+            yield (
+                e.event_id,
+                e.trace_id,
+                e.span_id,
+                e.parent_span_id,
+                e.seq,
+                e.ts,
+                e.kind,
+                e.schema_version,
+                _dumps_jsonb(e.payload),
+            )
+
+    def _copy(
+        self,
+        conn: Any,
+        table: str,
+        columns: Sequence[str],
+        types: list[str],
+        rows: Iterator[tuple[Any, ...]] | list[tuple[Any, ...]],
+        meanwhile: Callable[[], None] | None = None,
+    ) -> None:
+        """Binary COPY of rows. ``meanwhile`` runs after the rows are sent, while the server
+        is still processing them."""
+        stmt = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+            sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns))
+        )
+        with conn.cursor() as cur, cur.copy(stmt) as copy:
+            copy.set_types(types)
+            for row in rows:
+                copy.write_row(row)
+            if meanwhile is not None:
+                meanwhile()
+
+    def _stage(self, conn: Any, table: str) -> str:
+        """A temporary table shaped like ``table``, emptied at each commit."""
+        name = f"agentdocket_in_{table}"
+        if name not in self._staged:
+            conn.execute(
+                sql.SQL(
+                    "CREATE TEMP TABLE IF NOT EXISTS {} (LIKE {} INCLUDING DEFAULTS) "
+                    "ON COMMIT DELETE ROWS"
+                ).format(sql.Identifier(name), sql.Identifier(table))
+            )
+            self._staged.add(name)
+        return name
+
+    def _insert_events(self, conn: Any, events: Sequence[Event]) -> tuple[int, Projection]:
+        if not events:
+            return 0, Projection()
+        # Fast path: a batch of new events goes straight in with COPY, and their projection is
+        # computed while the server digests the rows. If any of them is already stored (a
+        # retried batch), the savepoint rolls back and the batch goes through a staging table
+        # with ON CONFLICT DO NOTHING, which tells which rows were new.
+        projected: list[Projection] = []
+        try:
+            with conn.transaction():
+                self._copy(
+                    conn,
+                    "events",
+                    EVENT_COLUMNS,
+                    EVENT_TYPES,
+                    self._event_rows(events),
+                    meanwhile=lambda: projected.append(project(events)),
+                )
+            return len(events), projected[0]
+        except errors.UniqueViolation:
+            pass
+        staging = self._stage(conn, "events")
+        conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(staging)))
+        self._copy(conn, staging, EVENT_COLUMNS, EVENT_TYPES, self._event_rows(events))
+        cols = sql.SQL(", ").join(map(sql.Identifier, EVENT_COLUMNS))
+        cur = conn.execute(
+            sql.SQL(
+                "INSERT INTO events ({cols}) SELECT {cols} FROM {src} ORDER BY trace_id, event_id "
+                "ON CONFLICT (trace_id, event_id) DO NOTHING RETURNING event_id"
+            ).format(cols=cols, src=sql.Identifier(staging))
+        )
+        new = {row[0] for row in cur.fetchall()}
+        return len(new), project(e for e in events if e.event_id in new)
+
+    def _types(self, table: str, columns: Sequence[str]) -> list[str]:
+        declared = TYPES.get(table, {})
+        return [declared.get(c, "int4" if c.startswith("n_") else "text") for c in columns]
+
+    def _existing(
+        self, conn: Any, table: str, key: Sequence[str], keys: list[tuple[Any, ...]]
+    ) -> set[tuple[Any, ...]]:
+        """Which of ``keys`` are already in ``table`` (one index probe each)."""
+        cols = sql.SQL(", ").join(map(sql.Identifier, key))
+        unnest = sql.SQL(", ").join(sql.SQL("%s::text[]") for _ in key)
+        query = sql.SQL(
+            "SELECT {cols} FROM {table} WHERE ({cols}) IN (SELECT * FROM unnest({unnest}))"
+        ).format(cols=cols, table=sql.Identifier(table), unnest=unnest)
+        params = [[k[i] for k in keys] for i in range(len(key))]
+        return {tuple(r) for r in conn.execute(query, params).fetchall()}
+
+    def _merge(
+        self,
+        conn: Any,
+        table: str,
+        columns: Sequence[str],
+        key: Sequence[str],
+        rows: list[tuple[Any, ...]],
+        conflict: str,
+    ) -> None:
+        types = self._types(table, columns)
+        index = [columns.index(k) for k in key]
+        keyed = [(tuple(r[i] for i in index), r) for r in rows]
+        existing = self._existing(conn, table, key, [k for k, _ in keyed]) if conflict else set()
+        # Rows with a new key go straight in with COPY. Should another writer have inserted one
+        # of those keys meanwhile, the savepoint rolls back and they take the upsert path too.
+        fresh = [r for k, r in keyed if k not in existing]
+        merge = [r for k, r in keyed if k in existing]
+        if fresh:
+            try:
+                with conn.transaction():
+                    self._copy(conn, table, columns, types, fresh)
+            except errors.UniqueViolation:
+                if not conflict:
+                    raise
+                merge = rows
+        if merge:
+            merge.sort(key=lambda r: tuple(r[i] for i in index))
+            staging = self._stage(conn, table)
+            conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(staging)))
+            self._copy(conn, staging, columns, types, merge)
+            cols = sql.SQL(", ").join(map(sql.Identifier, columns))
+            # Key order, so that concurrent writers lock rows in the same order.
+            order = sql.SQL(", ").join(map(sql.Identifier, key))
+            conn.execute(
+                sql.SQL(
+                    "INSERT INTO {dst} ({cols}) SELECT {cols} FROM {src} "
+                    "ORDER BY {order} {conflict}"
+                ).format(
+                    dst=sql.Identifier(table),
+                    cols=cols,
+                    src=sql.Identifier(staging),
+                    order=order,
+                    conflict=sql.SQL(conflict),
+                )
+            )

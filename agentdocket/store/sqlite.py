@@ -1,0 +1,170 @@
+"""SQLite recorder: the embedded default. WAL mode, one writer at a time (BEGIN IMMEDIATE)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from agentdocket.events import Event, format_ts
+from agentdocket.store.base import EVENT_COLUMNS, JSON_COLUMNS, TIME_COLUMNS, Store, dumps
+from agentdocket.store.config import parse_url, sqlite_path
+from agentdocket.store.projections import Projection, project
+
+BOOL_COLUMNS = frozenset({"passed"})
+CHUNK = 500  # bound parameters per IN (...) lookup
+
+
+def _ts(value: datetime) -> str:
+    return format_ts(value)
+
+
+def _parse_ts(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+
+
+class SqliteStore(Store):
+    dialect = "sqlite"
+    least = "min"
+    greatest = "max"
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.path = sqlite_path(parse_url(url))
+        self._conn = sqlite3.connect(
+            self.path, isolation_level=None, timeout=60, check_same_thread=False
+        )
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("PRAGMA foreign_keys=ON")
+        self._conn.execute("PRAGMA busy_timeout=60000")
+
+    def close(self) -> None:
+        self._conn.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        # BEGIN IMMEDIATE takes the write lock up front, so the read-then-insert of a batch
+        # cannot interleave with another writer's.
+        for attempt in range(100):
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == 99:
+                    raise
+                time.sleep(0.05)
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        else:
+            self._conn.execute("COMMIT")
+
+    def _read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._conn.execute(query, list(params)).fetchall()
+
+    def _read_on(self, conn: Any, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = conn.execute(query, list(params)).fetchall()
+        return rows
+
+    def _read_with_names(
+        self, query: str, params: Sequence[Any] = ()
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        cur = self._conn.execute(query, list(params))
+        names = [d[0] for d in cur.description or []]
+        return names, cur.fetchall()
+
+    def _stream(
+        self, query: str, params: Sequence[Any] = (), size: int = 10_000
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        cur = self._conn.execute(query, list(params))
+        while rows := cur.fetchmany(size):
+            yield rows
+
+    def _stream_on(self, conn: Any, query: str, size: int) -> Iterator[list[tuple[Any, ...]]]:
+        # Materialised first: the same connection then writes the projections.
+        rows = conn.execute(query).fetchall()
+        for start in range(0, len(rows), size):
+            yield rows[start : start + size]
+
+    def _execute(self, conn: Any, query: str, params: Sequence[Any] = ()) -> None:
+        conn.execute(query, list(params))
+
+    def _lock_for_rebuild(self, conn: Any) -> None:
+        pass  # BEGIN IMMEDIATE already excludes other writers
+
+    def _to_db(self, column: str, value: Any) -> Any:
+        if value is None:
+            return None
+        if column in JSON_COLUMNS:
+            return dumps(value)
+        if column in TIME_COLUMNS:
+            return _ts(value)
+        if column in BOOL_COLUMNS:
+            return int(value)
+        return value
+
+    def _converts(self, column: str) -> bool:
+        return column in JSON_COLUMNS or column in TIME_COLUMNS or column in BOOL_COLUMNS
+
+    def _from_db(self, column: str, value: Any) -> Any:
+        if value is None:
+            return None
+        if column in JSON_COLUMNS:
+            return json.loads(value)
+        if column in TIME_COLUMNS:
+            return _parse_ts(value)
+        if column in BOOL_COLUMNS:
+            return bool(value)
+        return value
+
+    def _insert_events(self, conn: Any, events: Sequence[Event]) -> tuple[int, Projection]:
+        ids = [str(e.event_id) for e in events]
+        stored: set[str] = set()
+        for start in range(0, len(ids), CHUNK):
+            chunk = ids[start : start + CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            rows = conn.execute(f"SELECT event_id FROM events WHERE event_id IN ({marks})", chunk)
+            stored.update(r[0] for r in rows)
+        new = [e for e in events if str(e.event_id) not in stored]
+        conn.executemany(
+            f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ({', '.join('?' * 9)})",
+            [
+                (
+                    str(e.event_id),
+                    e.trace_id,
+                    e.span_id,
+                    e.parent_span_id,
+                    e.seq,
+                    _ts(e.ts),
+                    e.kind,
+                    e.schema_version,
+                    dumps(e.payload),
+                )
+                for e in new
+            ],
+        )
+        return len(new), project(new)
+
+    def _merge(
+        self,
+        conn: Any,
+        table: str,
+        columns: Sequence[str],
+        key: Sequence[str],
+        rows: list[tuple[Any, ...]],
+        conflict: str,
+    ) -> None:
+        index = [columns.index(k) for k in key]
+        rows = sorted(rows, key=lambda r: tuple(r[i] for i in index))
+        conn.executemany(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
+            f"{conflict}",
+            rows,
+        )
