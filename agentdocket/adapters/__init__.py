@@ -1,0 +1,1 @@
+"""agentdocket.adapters: not built yet (see the project issues)."""

@@ -1,0 +1,1 @@
+"""agentdocket.scorers: not built yet (see the project issues)."""

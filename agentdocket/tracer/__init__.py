@@ -1,0 +1,1 @@
+"""agentdocket.tracer: not built yet (see the project issues)."""

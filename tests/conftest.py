@@ -1,0 +1,109 @@
+"""Fixtures: every store test runs against real SQLite and real PostgreSQL.
+
+PostgreSQL comes from ``AGENTDOCKET_TEST_PG_URL`` (set by scripts/test, which starts the
+cluster). Each test gets a fresh database cloned from a migrated template.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from agentdocket.store import Store, open_store
+from agentdocket.store.config import parse_url, psycopg_conninfo
+from agentdocket.store.migrate import upgrade
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+
+
+def _admin_url() -> str | None:
+    return os.environ.get("AGENTDOCKET_TEST_PG_URL")
+
+
+def _admin(url: str) -> psycopg.Connection[tuple[object, ...]]:
+    return psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True)
+
+
+def _drop(url: str, name: str) -> None:
+    with _admin(url) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
+
+
+@pytest.fixture(scope="session")
+def pg_template() -> Iterator[tuple[str, str]]:
+    url = _admin_url()
+    if not url:
+        if os.environ.get("CI"):
+            pytest.fail("AGENTDOCKET_TEST_PG_URL is not set: run the suite with scripts/test")
+        pytest.skip("no PostgreSQL: run the suite with scripts/test")
+    name = f"agentdocket_tpl_{uuid.uuid4().hex[:8]}"
+    with _admin(url) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    upgrade(parse_url(url).set(database=name).render_as_string(hide_password=False))
+    yield url, name
+    _drop(url, name)
+
+
+def _fresh_pg(template: tuple[str, str], *, migrated: bool = True) -> tuple[str, str]:
+    url, tpl = template
+    name = f"agentdocket_test_{uuid.uuid4().hex[:10]}"
+    with _admin(url) as conn:
+        if migrated:
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                    sql.Identifier(name), sql.Identifier(tpl)
+                )
+            )
+        else:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return parse_url(url).set(database=name).render_as_string(hide_password=False), name
+
+
+@pytest.fixture
+def pg_url(pg_template: tuple[str, str]) -> Iterator[str]:
+    url, name = _fresh_pg(pg_template)
+    yield url
+    _drop(pg_template[0], name)
+
+
+@pytest.fixture
+def empty_pg_url(pg_template: tuple[str, str]) -> Iterator[str]:
+    """A PostgreSQL database with no schema at all."""
+    url, name = _fresh_pg(pg_template, migrated=False)
+    yield url
+    _drop(pg_template[0], name)
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'agentdocket.db'}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request: pytest.FixtureRequest) -> str:
+    """A fresh, migrated database of each kind."""
+    if request.param == "sqlite":
+        return str(request.getfixturevalue("sqlite_url"))
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def bare_url(request: pytest.FixtureRequest) -> str:
+    """A fresh database of each kind with no schema."""
+    if request.param == "sqlite":
+        return str(request.getfixturevalue("sqlite_url"))
+    return str(request.getfixturevalue("empty_pg_url"))
+
+
+@pytest.fixture
+def store(url: str) -> Iterator[Store]:
+    s = open_store(url)
+    yield s
+    s.close()

@@ -1,0 +1,204 @@
+"""The event model: identity, validation with named places, schemas, upcasting, traces."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from datetime import datetime
+
+import pytest
+
+from agentdocket.events import (
+    PAYLOAD_TYPES,
+    Event,
+    PayloadError,
+    Plan,
+    PlanStep,
+    Response,
+    Trace,
+    Verdict,
+    event_id_for,
+    json_schema,
+    register_upcaster,
+    unregister_upcaster,
+    validate_payload,
+)
+
+from .factory import run_events
+
+TID = "4bf92f3577b34da6a3ce929d0e0e4736"
+SPAN = "00f067aa0ba902b7"
+
+
+def test_event_id_is_derived_from_identity() -> None:
+    a = Event.create(trace_id=TID, span_id=SPAN, seq=3, payload=Response(text="x"))
+    b = Event.create(trace_id=TID, span_id=SPAN, seq=9, payload=Response(text="other"))
+    c = Event.create(trace_id=TID, span_id=SPAN, seq=3, payload=Response(text="x"), index=1)
+    assert a.event_id == b.event_id == event_id_for(TID, SPAN, "response", 0)
+    assert c.event_id != a.event_id
+
+
+def test_timestamps_are_utc_and_must_be_aware() -> None:
+    e = Event.create(
+        trace_id=TID,
+        span_id=SPAN,
+        seq=0,
+        payload=Response(text="x"),
+        ts=datetime.fromisoformat("2026-01-01T02:00:00.123456+02:00"),
+    )
+    offset = e.ts.utcoffset()
+    assert offset is not None and offset.total_seconds() == 0
+    assert (e.ts.hour, e.ts.microsecond) == (0, 123456)
+    with pytest.raises(ValueError, match="no time zone"):
+        Event.create(
+            trace_id=TID, span_id=SPAN, seq=0, payload=Response(text="x"), ts=datetime(2026, 1, 1)
+        )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "place"),
+    [
+        ({"trace_id": "xyz"}, "trace_id"),
+        ({"trace_id": "0" * 32}, "trace_id"),
+        ({"span_id": "ABCDEF0123456789"}, "span_id"),
+        ({"parent_span_id": "12"}, "parent_span_id"),
+        ({"seq": -1}, "seq"),
+    ],
+)
+def test_bad_envelope_names_the_field(kwargs: dict[str, object], place: str) -> None:
+    args: dict[str, object] = {
+        "trace_id": TID,
+        "span_id": SPAN,
+        "seq": 0,
+        "payload": Response(text="x"),
+    }
+    args.update(kwargs)
+    with pytest.raises(PayloadError) as info:
+        Event.create(**args)  # type: ignore[arg-type]
+    assert info.value.path == place
+
+
+@pytest.mark.parametrize(
+    ("kind", "payload", "place", "words"),
+    [
+        ("plan", {"steps": [{"tool": "a"}, {"tool": 3}]}, "payload.steps[1].tool", "string"),
+        ("plan", {"steps": [{}]}, "payload.steps[0]", "needs a tool or a text"),
+        ("plan", {}, "payload", "missing required field 'steps'"),
+        ("response", {"text": "a", "txt": "b"}, "payload", "unknown field(s) txt"),
+        ("tool.returned", {"call_id": "c", "duration_ms": "fast"}, "payload.duration_ms", "number"),
+        ("run.finished", {"status": "done"}, "payload.status", "not one of"),
+        (
+            "verdict",
+            {
+                "scorer": "s",
+                "scorer_version": "1",
+                "input_hash": "h",
+                "subject_trace_id": TID,
+                "failure_type": "missing call",
+            },
+            "payload",
+            "namespaced",
+        ),
+        ("sql.executed", {"query": "q", "rows": [[float("nan")]]}, "payload.rows[0][0]", "finite"),
+        ("nope", {}, "kind", "unknown event kind"),
+    ],
+)
+def test_bad_payload_names_the_place(
+    kind: str, payload: dict[str, object], place: str, words: str
+) -> None:
+    with pytest.raises(PayloadError) as info:
+        validate_payload(kind, payload)
+    assert info.value.path == place
+    assert words in str(info.value)
+
+
+def test_every_kind_has_a_documented_schema() -> None:
+    required_kinds = {
+        "run.started",
+        "plan",
+        "tool.called",
+        "tool.returned",
+        "sql.executed",
+        "retrieval",
+        "llm.called",
+        "message",
+        "response",
+        "run.finished",
+        "verdict",
+    }
+    assert required_kinds <= set(PAYLOAD_TYPES)
+    for kind, cls in PAYLOAD_TYPES.items():
+        schema = json_schema(cls)
+        assert schema["type"] == "object" and schema["additionalProperties"] is False
+        assert schema["description"], kind
+        for name, prop in schema["properties"].items():
+            assert prop.get("description"), f"{kind}.{name} has no description"
+    verdict = json_schema(Verdict)
+    assert {"scorer", "scorer_version", "input_hash", "subject_trace_id"} <= set(
+        verdict["required"]
+    )
+
+
+@pytest.fixture
+def plan_v0() -> Iterator[None]:
+    """Pretend plan payloads once were version 0: {"tools": [...]}."""
+
+    @register_upcaster("plan", 0)
+    def _(payload: dict[str, object]) -> dict[str, object]:
+        tools = payload.pop("tools")
+        assert isinstance(tools, list)
+        return {"steps": [{"tool": t} for t in tools]}
+
+    yield
+    unregister_upcaster("plan", 0)
+
+
+def test_old_payload_versions_are_upcast_on_read(plan_v0: None) -> None:
+    old = Event(
+        event_id=event_id_for(TID, SPAN, "plan", 0),
+        trace_id=TID,
+        span_id=SPAN,
+        parent_span_id=None,
+        seq=1,
+        ts=datetime.fromisoformat("2026-01-01T00:00:00+00:00"),
+        kind="plan",
+        payload={"tools": ["sql", "answer"]},
+        schema_version=0,
+    )
+    assert old.data == Plan(steps=[PlanStep(tool="sql"), PlanStep(tool="answer")])
+    assert old.payload == {"tools": ["sql", "answer"]}  # the stored event is untouched
+    assert old.upcast().schema_version == Plan.VERSION
+
+
+def test_unknown_old_version_is_a_clear_error() -> None:
+    old = Event(
+        event_id=event_id_for(TID, SPAN, "plan", 0),
+        trace_id=TID,
+        span_id=SPAN,
+        parent_span_id=None,
+        seq=1,
+        ts=datetime.fromisoformat("2026-01-01T00:00:00+00:00"),
+        kind="plan",
+        payload={},
+        schema_version=0,
+    )
+    with pytest.raises(PayloadError, match="no upcaster for plan from version 0"):
+        _ = old.data
+
+
+def test_trace_helpers_read_a_run() -> None:
+    events = run_events(random.Random(3), fail=True)
+    shuffled = list(reversed(events))
+    trace = Trace.from_events(shuffled)
+    assert [e.seq for e in trace.events] == sorted(e.seq for e in events)
+    assert trace.status == "error"
+    assert [s.tool for s in trace.plan()] == ["sql", "search"]
+    calls = trace.tool_calls()
+    assert [(c.tool, c.returned, c.error) for c in calls] == [
+        ("sql", True, None),
+        ("search", True, "timeout"),
+    ]
+    assert trace.response is not None and trace.response.startswith("answer")
+    assert trace.started is not None and trace.started.agent == "agent-a"
+    with pytest.raises(ValueError, match="several traces"):
+        Trace.from_events(events + run_events(random.Random(4)))

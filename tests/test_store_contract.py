@@ -1,0 +1,192 @@
+"""The store contract, run against real SQLite and real PostgreSQL alike."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+from agentdocket.events import Case, Dataset, ExpectedCall
+from agentdocket.store import DatasetConflict, Store, StoreError, open_store
+
+from .factory import T0, many_runs, run_events, verdict_event
+
+
+def projections(store: Store) -> dict[str, list[dict[str, Any]]]:
+    return {
+        "runs": store.rows("runs", "trace_id"),
+        "verdicts": store.rows("verdicts", "verdict_id"),
+        "steps": [dict(r) for r in store._dicts("SELECT * FROM steps ORDER BY trace_id, seq")],
+    }
+
+
+def test_append_and_read_back(store: Store) -> None:
+    events = run_events(random.Random(1), fail=True)
+    result = store.append(events)
+    assert (result.inserted, result.duplicates) == (len(events), 0)
+    stored = store.events(events[0].trace_id)
+    assert stored == sorted(events, key=lambda e: e.seq)
+    trace = store.read_trace(events[0].trace_id)
+    assert trace is not None and trace.status == "error"
+    assert trace.tool_calls()[1].error == "timeout"
+
+
+def test_resent_events_add_nothing(store: Store) -> None:
+    events = many_runs(20)
+    store.append(events[:100])
+    before = projections(store)
+    again = store.append(events[:100])
+    assert (again.inserted, again.duplicates) == (0, 100)
+    assert projections(store) == before
+    # a batch mixing stored and new events adds exactly the new ones
+    mixed = store.append(events[50:] + events[50:60])
+    assert mixed.inserted == len(events) - 100
+    assert store.counts()["events"] == len(events)
+
+
+def test_runs_projection(store: Store) -> None:
+    events = run_events(random.Random(2), fail=True, strategy="iterative")
+    store.append(events)
+    run = store.run(events[0].trace_id)
+    assert run is not None
+    assert (run["agent"], run["agent_version"], run["strategy"]) == ("agent-a", "1.0", "iterative")
+    assert run["models"] == {"planner": "m-plan", "response_former": "m-resp"}
+    assert (run["dataset"], run["case_id"], run["status"]) == ("ds", "c1", "error")
+    assert run["started_at"] == events[0].ts and run["ended_at"] == events[-1].ts
+    assert run["n_events"] == len(events)
+    assert (
+        run["n_plans"],
+        run["n_tool_calls"],
+        run["n_sql"],
+        run["n_retrievals"],
+        run["n_llm_calls"],
+        run["n_messages"],
+        run["n_responses"],
+    ) == (1, 2, 1, 1, 1, 2, 1)
+    assert run["n_steps"] == 9  # tool.returned completes its call, it is not a step of its own
+    assert run["n_errors"] == 1
+
+
+def test_steps_view_joins_tool_calls_with_their_returns(store: Store) -> None:
+    events = run_events(random.Random(3), fail=True)
+    store.append(events[:3])  # run.started, plan, the first tool.called only
+    steps = projections(store)["steps"]
+    assert [(s["kind"], s["name"], s["status"]) for s in steps] == [
+        ("plan", None, "ok"),
+        ("tool", "sql", None),
+    ]
+    store.append(events)
+    steps = projections(store)["steps"]
+    tools = [
+        (s["name"], s["status"], s["error"], s["duration_ms"], s["call_id"])
+        for s in steps
+        if s["kind"] == "tool"
+    ]
+    assert tools == [
+        ("sql", "ok", None, 1.5, "call-0"),
+        ("search", "error", "timeout", 2.5, "call-1"),
+    ]
+    assert [s["kind"] for s in steps] == [
+        "plan",
+        "tool",
+        "tool",
+        "sql",
+        "retrieval",
+        "llm",
+        "message",
+        "message",
+        "response",
+    ]
+
+
+def test_rebuild_equals_incremental_projections(store: Store) -> None:
+    events = many_runs(60, seed=5)
+    rng = random.Random(9)
+    shuffled = events[:]
+    rng.shuffle(shuffled)  # arrival order differs from trace order; batches split runs
+    for start in range(0, len(shuffled), 37):
+        store.append(shuffled[start : start + 37])
+    incremental = projections(store)
+    assert len(incremental["runs"]) == 60 and len(incremental["verdicts"]) == 20
+    counts = store.rebuild(batch_size=101)
+    assert counts["events"] == len(events)
+    assert projections(store) == incremental
+
+
+def test_event_log_refuses_update_and_delete(store: Store) -> None:
+    store.append(run_events(random.Random(4)))
+    conn: Any = store._conn  # type: ignore[attr-defined]
+    refused = (psycopg.Error, sqlite3.DatabaseError)
+    for statement in ("UPDATE events SET seq = seq + 1", "DELETE FROM events"):
+        with pytest.raises(refused, match="append-only"):
+            conn.execute(statement)
+    if store.dialect == "postgresql":
+        with pytest.raises(psycopg.Error, match="append-only"):
+            conn.execute("TRUNCATE events")
+    assert store.counts()["events"] == 13
+
+
+def test_verdicts_keep_every_version_and_latest_is_selectable(store: Store) -> None:
+    events = run_events(random.Random(6))
+    store.append(events)
+    v1 = verdict_event(events, version="1", passed=False, when=T0)
+    v2 = verdict_event(events, version="2", passed=True, when=T0 + timedelta(minutes=1))
+    store.append([v1, v2, v1])
+    rows = store.rows("verdicts", "scorer_version")
+    assert [(r["scorer_version"], r["passed"], r["failure_type"]) for r in rows] == [
+        ("1", False, "planner:wrong_plan"),
+        ("2", True, None),
+    ]
+    latest = store.rows("verdicts_latest", "scorer_version")
+    assert len(latest) == 2  # one per (run, scorer, version)
+    assert store.run(events[0].trace_id)["n_verdicts"] == 2  # type: ignore[index]
+    assert [v.scorer_version for v in store.read_trace(events[0].trace_id).verdicts()] == ["1", "2"]  # type: ignore[union-attr]
+
+
+def test_datasets_are_immutable_per_version(store: Store) -> None:
+    cases = (
+        Case(
+            case_id="c1",
+            question="q?",
+            expected_plan=["sql"],
+            expected_calls=[ExpectedCall(tool="sql", arguments={"q": "x"})],
+            reference_answer="4",
+        ),
+        Case(case_id="c2", question="r?", question_type="interpretive"),
+    )
+    ds = Dataset("ds", "1", cases)
+    assert store.register_dataset(ds) is True
+    assert store.register_dataset(ds) is False  # identical: nothing to do
+    changed = Dataset("ds", "1", (cases[0], Case(case_id="c2", question="other")))
+    with pytest.raises(DatasetConflict, match="immutable"):
+        store.register_dataset(changed)
+    store.register_dataset(Dataset("ds", "2", (cases[0],)))
+    assert store.dataset("ds", "1") == ds
+    assert store.latest_version("ds") == "2"
+    with pytest.raises(StoreError, match="duplicate case ids c1"):
+        store.register_dataset(Dataset("dup", "1", (cases[0], cases[0])))
+    conn: Any = store._conn  # type: ignore[attr-defined]
+    with pytest.raises((psycopg.Error, sqlite3.DatabaseError), match="refused"):
+        conn.execute("UPDATE cases SET question_type = 'conclusive'")
+
+
+def test_traces_come_with_their_cases_in_batches(store: Store) -> None:
+    cases = tuple(Case(case_id=f"c{i}", expected_plan=["sql", "search"]) for i in range(7))
+    store.register_dataset(Dataset("ds", "1", cases))
+    events = many_runs(25, seed=2)
+    store.append(events)
+    batches = list(store.iter_traces(dataset="ds", batch_size=10))
+    assert [len(b) for b in batches] == [10, 10, 5]
+    for trace in (t for b in batches for t in b):
+        assert trace.case is not None
+        assert trace.started is not None and trace.case.case_id == trace.started.case_id
+    assert list(store.iter_traces(dataset="elsewhere")) == []
+
+
+def test_fresh_database_is_migrated_on_first_use(bare_url: str) -> None:
+    with open_store(bare_url) as store:
+        assert store.counts()["events"] == 0
