@@ -15,29 +15,21 @@ from agentdocket.cli import main
 AGENTDOCKET = str(Path(sys.executable).parent / "agentdocket")  # the installed console script
 
 
+def _demo(cwd: Path) -> str:
+    """Run the installed `agentdocket demo` in ``cwd`` with no database configured."""
+    env = {k: v for k, v in os.environ.items() if k != "AGENTDOCKET_DATABASE_URL"}
+    done = subprocess.run(
+        [AGENTDOCKET, "demo"], cwd=cwd, env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
 def test_demo_imports_the_sample_and_lists_it(tmp_path: Path) -> None:
-    env = {**os.environ, "AGENTDOCKET_DATABASE_URL": ""}
-    env.pop("AGENTDOCKET_DATABASE_URL")
-    out = subprocess.run(
-        [AGENTDOCKET, "demo"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    out = _demo(tmp_path)
     assert f"sqlite:///{tmp_path / 'agentdocket.db'}" in out
     assert "imported 6 sample runs (50 events new, 0 already there)" in out
     assert out.count("concerts-qa 0.1") == 6
-    again = subprocess.run(
-        [AGENTDOCKET, "demo"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    assert "(0 events new, 50 already there)" in again
+    assert "(0 events new, 50 already there)" in _demo(tmp_path)
 
 
 def test_runs_show_prints_a_timeline(url: str) -> None:

@@ -153,8 +153,9 @@ def plan_v0() -> Iterator[None]:
     unregister_upcaster("plan", 0)
 
 
-def test_old_payload_versions_are_upcast_on_read(plan_v0: None) -> None:
-    old = Event(
+def _plan_v0(payload: dict[str, object]) -> Event:
+    """A stored plan event written at schema version 0."""
+    return Event(
         event_id=event_id_for(TID, SPAN, "plan", 0),
         trace_id=TID,
         span_id=SPAN,
@@ -162,26 +163,20 @@ def test_old_payload_versions_are_upcast_on_read(plan_v0: None) -> None:
         seq=1,
         ts=datetime.fromisoformat("2026-01-01T00:00:00+00:00"),
         kind="plan",
-        payload={"tools": ["sql", "answer"]},
+        payload=payload,
         schema_version=0,
     )
+
+
+def test_old_payload_versions_are_upcast_on_read(plan_v0: None) -> None:
+    old = _plan_v0({"tools": ["sql", "answer"]})
     assert old.data == Plan(steps=[PlanStep(tool="sql"), PlanStep(tool="answer")])
     assert old.payload == {"tools": ["sql", "answer"]}  # the stored event is untouched
     assert old.upcast().schema_version == Plan.VERSION
 
 
 def test_unknown_old_version_is_a_clear_error() -> None:
-    old = Event(
-        event_id=event_id_for(TID, SPAN, "plan", 0),
-        trace_id=TID,
-        span_id=SPAN,
-        parent_span_id=None,
-        seq=1,
-        ts=datetime.fromisoformat("2026-01-01T00:00:00+00:00"),
-        kind="plan",
-        payload={},
-        schema_version=0,
-    )
+    old = _plan_v0({})
     with pytest.raises(PayloadError, match="no upcaster for plan from version 0"):
         _ = old.data
 

@@ -134,12 +134,6 @@ class Store(ABC):
     @abstractmethod
     def _lock_for_rebuild(self, conn: Any) -> None: ...
 
-    @abstractmethod
-    def _stream(
-        self, sql: str, params: Sequence[Any] = (), size: int = BATCH
-    ) -> Iterator[list[tuple[Any, ...]]]:
-        """Run a read-only query and yield its rows in chunks."""
-
     def __enter__(self) -> Store:
         return self
 
@@ -255,8 +249,7 @@ class Store(ABC):
         return [dict(r) for r in self._dicts(f"SELECT * FROM {table} ORDER BY {order_by}")]
 
     def _dicts(self, sql: str, params: Sequence[Any] = ()) -> Iterator[dict[str, Any]]:
-        rows = self._read_with_names(sql, params)
-        names, data = rows
+        names, data = self._read_with_names(sql, params)
         for r in data:
             yield {n: self._from_db(n, v) for n, v in zip(names, r, strict=True)}
 

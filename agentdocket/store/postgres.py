@@ -89,21 +89,10 @@ class PostgresStore(Store):
             names = [d.name for d in cur.description or []]
             return names, list(cur.fetchall())
 
-    def _stream(
-        self, query: str, params: Sequence[Any] = (), size: int = 10_000
-    ) -> Iterator[list[tuple[Any, ...]]]:
-        with self._conn.transaction():
-            yield from self._stream_cursor(self._conn, query, params, size)
-
     def _stream_on(self, conn: Any, query: str, size: int) -> Iterator[list[tuple[Any, ...]]]:
-        yield from self._stream_cursor(conn, query, (), size)
-
-    def _stream_cursor(
-        self, conn: Any, query: str, params: Sequence[Any], size: int
-    ) -> Iterator[list[tuple[Any, ...]]]:
         with conn.cursor(name=f"agentdocket_{uuid.uuid4().hex[:12]}") as cur:
             cur.itersize = size
-            cur.execute(query.replace("?", "%s"), list(params))
+            cur.execute(query)
             while rows := cur.fetchmany(size):
                 yield rows
 

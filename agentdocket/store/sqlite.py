@@ -80,13 +80,6 @@ class SqliteStore(Store):
         names = [d[0] for d in cur.description or []]
         return names, cur.fetchall()
 
-    def _stream(
-        self, query: str, params: Sequence[Any] = (), size: int = 10_000
-    ) -> Iterator[list[tuple[Any, ...]]]:
-        cur = self._conn.execute(query, list(params))
-        while rows := cur.fetchmany(size):
-            yield rows
-
     def _stream_on(self, conn: Any, query: str, size: int) -> Iterator[list[tuple[Any, ...]]]:
         # Materialised first: the same connection then writes the projections.
         rows = conn.execute(query).fetchall()
