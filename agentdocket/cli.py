@@ -6,7 +6,6 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -184,7 +183,8 @@ def _when(value: Any) -> str:
 
 def _duration(run: dict[str, Any]) -> str:
     if run["started_at"] and run["ended_at"]:
-        return f"{(run['ended_at'] - run['started_at']).total_seconds():.2f}s"
+        seconds = (run["ended_at"] - run["started_at"]).total_seconds()
+        return f"{seconds:.2f}s" if seconds >= 1 else f"{seconds * 1000:.1f}ms"
     return "-"
 
 
@@ -343,14 +343,45 @@ def _depths(events: list[Event]) -> dict[str, int]:
 
 
 @main.command()
+@click.option(
+    "--concerts-db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Keep the demo's concerts database at this path (default: a temporary file).",
+)
 @click.pass_context
-def demo(ctx: click.Context) -> None:
-    """Migrate the store, import the sample traces shipped with agentdocket, and list them."""
+def demo(ctx: click.Context, concerts_db: Path | None) -> None:
+    """Run a scripted database-QA agent over its own concerts database in three strategies
+    (sequential, iterative, no-interaction), recording every step through the tracer, then
+    list the runs."""
+    from rich.progress import Progress
+
+    from agentdocket.demo import DATASET, QUESTIONS, STRATEGIES, run_demo
+
     url = database_url(ctx.obj.get("url"))
     console.print(f"store: {display_url(url)}")
-    sample = resources.files("agentdocket") / "data" / "sample_traces.jsonl"
-    with resources.as_file(sample) as path, _store(ctx) as store:
-        runs_n, inserted, dupes = _import_traces(store, path)
-    console.print(f"imported {runs_n} sample runs ({inserted} events new, {dupes} already there)")
-    ctx.invoke(runs_list, dataset=None, agent=None, limit=50)
+    total = len(QUESTIONS) * len(STRATEGIES)
+    with Progress(console=err, transient=True) as progress:
+        task = progress.add_task("recording runs", total=total)
+
+        def advance(case_id: str, strategy: str, answer: str) -> None:
+            progress.update(task, advance=1, description=f"{strategy} {case_id}")
+
+        try:
+            result = run_demo(url, concerts_db=concerts_db, progress=advance)
+        except (ConfigError, StoreError) as exc:
+            raise click.ClickException(str(exc)) from None
+    stats = result.stats
+    console.print(
+        f"recorded {len(result.trace_ids)} runs ({len(QUESTIONS)} questions x "
+        f"{', '.join(STRATEGIES)}): {stats.spans} spans, {stats.events} events, "
+        f"{stats.delivered + stats.replayed} stored"
+    )
+    if stats.spooled:
+        err.print(
+            f"[yellow]{stats.spooled} events are spooled in {result.spool_dir}: the store was "
+            "unavailable; they are delivered when it is reachable again[/]"
+        )
+    if concerts_db is not None:
+        console.print(f"concerts database kept at {concerts_db}")
+    ctx.invoke(runs_list, dataset=DATASET, agent=None, limit=len(result.trace_ids))
     console.print("see one with: agentdocket runs show TRACE_ID")

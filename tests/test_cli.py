@@ -10,7 +10,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+import agentdocket
 from agentdocket.cli import main
+from agentdocket.store import open_store
 
 AGENTDOCKET = str(Path(sys.executable).parent / "agentdocket")  # the installed console script
 
@@ -24,17 +26,32 @@ def _demo(cwd: Path) -> str:
     return done.stdout
 
 
-def test_demo_imports_the_sample_and_lists_it(tmp_path: Path) -> None:
+def test_demo_records_runs_of_three_strategies_through_the_tracer(tmp_path: Path) -> None:
     out = _demo(tmp_path)
     assert f"sqlite:///{tmp_path / 'agentdocket.db'}" in out
-    assert "imported 6 sample runs (50 events new, 0 already there)" in out
-    assert out.count("concerts-qa 0.1") == 6
-    assert "(0 events new, 50 already there)" in _demo(tmp_path)
+    assert "recorded 30 runs (10 questions x sequential, iterative, no-interaction)" in out
+    for strategy in ("sequential", "iterative", "no-interaction"):
+        assert out.count(f" {strategy} ") == 10
+    store = open_store(f"sqlite:///{tmp_path / 'agentdocket.db'}")
+    runs = store.list_runs(dataset="concerts-demo", limit=None)
+    assert len(runs) == 30 and all(r["status"] == "ok" for r in runs)
+    # the cases came along, and a second demo records new runs against the same cases
+    assert len(store.dataset("concerts-demo", "1").cases) == 10
+    store.close()
+    assert "recorded 30 runs" in _demo(tmp_path)
+    with open_store(f"sqlite:///{tmp_path / 'agentdocket.db'}") as again:
+        assert again.counts()["runs"] == 60
+
+
+def _sample(runner: CliRunner, url: str) -> None:
+    sample = Path(agentdocket.__file__).parent / "data" / "sample_traces.jsonl"
+    done = runner.invoke(main, ["--database", url, "import", "traces", str(sample)], obj={})
+    assert done.exit_code == 0, done.output
 
 
 def test_runs_show_prints_a_timeline(url: str) -> None:
     runner = CliRunner()
-    assert runner.invoke(main, ["--database", url, "demo"], obj={}).exit_code == 0
+    _sample(runner, url)
     shown = runner.invoke(main, ["--database", url, "runs", "show", "d069"], obj={})
     assert shown.exit_code == 0, shown.output
     text = shown.output
@@ -59,6 +76,29 @@ def test_runs_show_prints_a_timeline(url: str) -> None:
     assert "runs (0 of 6)" in listed.output
     missing = runner.invoke(main, ["--database", url, "runs", "show", "ffff"], obj={})
     assert missing.exit_code == 1 and "no run with a trace id starting 'ffff'" in missing.output
+
+
+def test_demo_runs_are_readable_with_runs_show(url: str, tmp_path: Path) -> None:
+    runner = CliRunner()
+    done = runner.invoke(
+        main,
+        ["--database", url, "demo", "--concerts-db", str(tmp_path / "concerts.db")],
+        obj={},
+    )
+    assert done.exit_code == 0, done.output
+    assert (tmp_path / "concerts.db").exists()
+    with open_store(url) as store:
+        runs = store.list_runs(dataset="concerts-demo", limit=None)
+        for run in runs:
+            shown = runner.invoke(
+                main, ["--database", url, "runs", "show", run["trace_id"]], obj={}
+            )
+            assert shown.exit_code == 0, shown.output
+            assert run["question"] in shown.output
+        q03 = next(r for r in runs if r["case_id"] == "q03" and r["strategy"] == "sequential")
+    text = runner.invoke(main, ["--database", url, "runs", "show", q03["trace_id"]], obj={}).output
+    assert "error: OperationalError: no such column: c.concert_year" in text
+    assert "The average age of the singers who performed in 2023 is 34.8." in text
 
 
 def test_schemas_are_printed_as_json_schema() -> None:

@@ -209,3 +209,53 @@ def upcast(kind: str, version: int, payload: Mapping[str, Any]) -> Mapping[str, 
         payload = step(dict(payload))
         version += 1
     return payload
+
+
+# --- plain JSON form of a whole event (for spools and queues) ---------------------------------
+
+
+def event_to_json(event: Event) -> dict[str, Any]:
+    """The event, envelope and payload, as a JSON object; :func:`event_from_json` inverts it."""
+    return {
+        "event_id": str(event.event_id),
+        "trace_id": event.trace_id,
+        "span_id": event.span_id,
+        "parent_span_id": event.parent_span_id,
+        "seq": event.seq,
+        "ts": format_ts(event.ts),
+        "kind": event.kind,
+        "schema_version": event.schema_version,
+        "payload": event.payload,
+    }
+
+
+def event_from_json(obj: Mapping[str, Any], where: str = "event") -> Event:
+    """An event from :func:`event_to_json`'s form; the envelope is checked, the payload kept
+    as stored at its ``schema_version`` (it is upcast on read, like a stored row)."""
+    try:
+        event_id = uuid.UUID(str(obj["event_id"]))
+        kind = obj["kind"]
+        version = obj["schema_version"]
+        payload = obj["payload"]
+        seq = obj["seq"]
+    except (KeyError, ValueError) as exc:
+        raise PayloadError(where, f"not an event object ({exc})") from None
+    current_version(kind)
+    if not isinstance(payload, Mapping):
+        raise PayloadError(f"{where}.payload", "expected an object")
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+        raise PayloadError(f"{where}.seq", f"{seq!r} is not a non-negative integer")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise PayloadError(f"{where}.schema_version", f"{version!r} is not an integer")
+    parent = obj.get("parent_span_id")
+    return Event(
+        event_id=event_id,
+        trace_id=check_trace_id(obj.get("trace_id"), f"{where}.trace_id"),
+        span_id=check_span_id(obj.get("span_id"), f"{where}.span_id"),
+        parent_span_id=None if parent is None else check_span_id(parent, f"{where}.parent"),
+        seq=seq,
+        ts=parse_ts(obj.get("ts"), f"{where}.ts"),
+        kind=kind,
+        payload=dict(payload),
+        schema_version=version,
+    )

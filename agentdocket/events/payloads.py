@@ -228,6 +228,27 @@ class Verdict:
             )
 
 
+@dataclass(frozen=True)
+class TelemetryDropped:
+    """Spans an exporter had to drop (queue or spool full), reported once delivery resumed.
+
+    Lives in a trace of its own: it is about the telemetry pipeline, not about a run, so it is
+    not projected into ``runs``.
+    """
+
+    KIND: ClassVar[str] = "telemetry.dropped"
+    VERSION: ClassVar[int] = 1
+
+    count: int = field("spans dropped since the last report")
+    reason: Literal["queue_full", "spool_full", "spool_error"] = field(
+        "queue_full: the span processor's queue overflowed; spool_full: the spool reached its "
+        "maximum size while the database was away; spool_error: the spool could not be written"
+    )
+    first_dropped_at: str | None = field("when the first of them was dropped (ISO 8601)", None)
+    last_dropped_at: str | None = field("when the last of them was dropped (ISO 8601)", None)
+    process: dict[str, Any] = field("host, pid and service of the dropping process", factory=dict)
+
+
 PAYLOAD_TYPES: dict[str, type] = {
     cls.KIND: cls
     for cls in (
@@ -243,7 +264,10 @@ PAYLOAD_TYPES: dict[str, type] = {
         RunFinished,
         GenericStep,
         Verdict,
+        TelemetryDropped,
     )
 }
 KINDS = tuple(PAYLOAD_TYPES)
-STEP_KINDS = frozenset(KINDS) - {"run.started", "run.finished", "verdict"}
+# Kinds about the telemetry pipeline itself: stored, but not part of any run.
+PIPELINE_KINDS = frozenset({"telemetry.dropped"})
+STEP_KINDS = frozenset(KINDS) - {"run.started", "run.finished", "verdict"} - PIPELINE_KINDS

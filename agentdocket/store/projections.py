@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
-from agentdocket.events import Event
+from agentdocket.events import PIPELINE_KINDS, Event
 
 # Counters kept per run, by event kind.
 COUNTERS = {
@@ -178,6 +178,8 @@ def project(events: Iterable[Event]) -> Projection:
     out = Projection()
     runs = out.runs
     for event in events:
+        if event.kind in PIPELINE_KINDS:
+            continue
         run = runs.get(event.trace_id)
         if run is None:
             run = runs[event.trace_id] = RunRow(event.trace_id)

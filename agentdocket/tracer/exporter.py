@@ -1,0 +1,302 @@
+"""``StoreSpanExporter``: OpenTelemetry spans into the event log, durably, without harming the host.
+
+It runs on the span processor's worker thread (the stock ``BatchSpanProcessor``), never on the
+agent's. Each batch is mapped to events and appended; when the database is unreachable or the
+write fails, the batch goes to the spool (:mod:`agentdocket.tracer.spool`) and the database is
+retried with exponential back-off. Once it answers, the spool is replayed in order before new
+batches. Nothing is raised into the host: errors are logged (rate-limited) and counted in
+:attr:`StoreSpanExporter.stats`. The exporter's own database work runs with OpenTelemetry
+instrumentation suppressed, so it is never traced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from agentdocket.events import Event, TelemetryDropped, format_ts
+from agentdocket.store import Store, database_url, display_url, open_store
+from agentdocket.store.config import parse_url
+from agentdocket.tracer.mapping import spans_to_events
+from agentdocket.tracer.spool import DEFAULT_MAX_BYTES, Spool
+
+log = logging.getLogger("agentdocket.tracer")
+
+SPOOL_ENV = "AGENTDOCKET_SPOOL_DIR"
+CONNECT_TIMEOUT_S = 5
+
+
+@dataclass
+class ExportStats:
+    """What the exporter has done since it started (counts of spans unless said otherwise)."""
+
+    spans: int = 0
+    events: int = 0  # events mapped from those spans
+    delivered: int = 0  # events appended to the database directly
+    spooled: int = 0  # events written to the spool
+    replayed: int = 0  # events delivered from the spool
+    dropped: dict[str, int] = field(default_factory=dict)  # spans, by reason
+    failures: int = 0  # failed attempts to reach or write the database
+
+
+@dataclass
+class _Drops:
+    count: int = 0
+    first: datetime | None = None
+    last: datetime | None = None
+
+
+def default_spool_dir(url: str) -> Path:
+    """``$AGENTDOCKET_SPOOL_DIR`` or the user cache, one subdirectory per database."""
+    base = os.environ.get(SPOOL_ENV)
+    if base:
+        root = Path(base)
+    else:
+        cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        root = Path(cache) / "agentdocket" / "spool"
+    key = hashlib.sha256(display_url(url).encode()).hexdigest()[:16]
+    return root / key
+
+
+def _with_connect_timeout(url: str) -> str:
+    parsed = parse_url(url)
+    if parsed.get_backend_name() != "postgresql" or "connect_timeout" in parsed.query:
+        return url
+    return parsed.update_query_dict({"connect_timeout": str(CONNECT_TIMEOUT_S)}).render_as_string(
+        hide_password=False
+    )
+
+
+class StoreSpanExporter(SpanExporter):
+    """An OpenTelemetry ``SpanExporter`` writing spans as events into agentdocket's store.
+
+    ``url`` (the database URL) defaults to ``AGENTDOCKET_DATABASE_URL`` (else ./agentdocket.db).
+    ``spool_dir`` / ``spool_max_bytes`` place and bound the spool; past the maximum, new spans
+    are dropped and counted, and the count is stored as a ``telemetry.dropped`` event once the
+    database is back. ``keep_unrecognized`` keeps spans that are neither ours nor OpenInference
+    nor GenAI as generic ``step`` events (off by default: a host's HTTP spans are not steps).
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        spool_dir: str | Path | None = None,
+        spool_max_bytes: int = DEFAULT_MAX_BYTES,
+        keep_unrecognized: bool = False,
+        retry_initial_s: float = 0.5,
+        retry_max_s: float = 30.0,
+        replay_on_start: bool = True,
+        store_factory: Callable[[str], Store] | None = None,
+    ) -> None:
+        self.url = _with_connect_timeout(database_url(url))
+        directory = Path(spool_dir) if spool_dir else default_spool_dir(self.url)
+        self.spool = Spool(directory, spool_max_bytes)
+        self.keep_unrecognized = keep_unrecognized
+        self.stats = ExportStats()
+        self._open = store_factory or (lambda url: open_store(url))
+        self._store: Store | None = None
+        self._lock = threading.RLock()
+        self._retry_initial = retry_initial_s
+        self._retry_max = retry_max_s
+        self._backoff = retry_initial_s
+        self._retry_at = 0.0
+        self._last_warning = 0.0
+        self._drops: dict[str, _Drops] = {}
+        self._queue_drops: Callable[[], int] | None = None
+        self._queue_drops_seen = 0
+        self._health_trace = uuid.uuid4().hex
+        self._reports = 0
+        self._closed = False
+        if replay_on_start and self.spool.pending():
+            threading.Thread(
+                target=self._startup, name="agentdocket-spool-replay", daemon=True
+            ).start()
+
+    # --- the SpanExporter interface -------------------------------------------------------------
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+        try:
+            with self._lock:
+                self._export(spans)
+            return SpanExportResult.SUCCESS
+        except Exception:  # never into the host
+            self.stats.failures += 1
+            log.exception("agentdocket: exporting %d spans failed", len(spans))
+            return SpanExportResult.FAILURE
+        finally:
+            detach(token)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._close_store()
+            self.spool.close()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+    # --- delivery -------------------------------------------------------------------------------
+
+    def watch_queue(self, dropped: Callable[[], int]) -> None:
+        """Report the spans a span processor dropped (``dropped`` returns its running count)."""
+        self._queue_drops = dropped
+
+    def flush_spool(self) -> bool:
+        """Try now to deliver what is spooled (ignoring the back-off); True when nothing waits."""
+        token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+        try:
+            with self._lock:
+                self._retry_at = 0.0
+                return self._deliver([], 0)
+        finally:
+            detach(token)
+
+    def _startup(self) -> None:
+        try:
+            self.flush_spool()
+        except Exception:
+            log.exception("agentdocket: replaying the spool at start-up failed")
+
+    def _export(self, spans: Sequence[ReadableSpan]) -> None:
+        events = spans_to_events(spans, keep_unrecognized=self.keep_unrecognized)
+        self.stats.spans += len(spans)
+        self.stats.events += len(events)
+        self._collect_queue_drops()
+        self._deliver(events, len(spans))
+
+    def _deliver(self, events: list[Event], n_spans: int) -> bool:
+        """Store ``events`` (after the spool), or spool them; True when all reached the store."""
+        if time.monotonic() >= self._retry_at:
+            try:
+                store = self._connect()
+                if self.spool.pending():
+                    self.stats.replayed += self.spool.replay(store.append)
+                if events:
+                    store.append(events)
+                    self.stats.delivered += len(events)
+                self._report_drops(store)
+                self._backoff = self._retry_initial
+                return True
+            except Exception as exc:
+                self._failed(exc)
+        if events:
+            self._spool(events, n_spans)
+        return False
+
+    def _spool(self, events: list[Event], n_spans: int) -> None:
+        try:
+            if self.spool.append(events):
+                self.stats.spooled += len(events)
+                return
+            reason = "spool_full"
+        except OSError:
+            log.exception("agentdocket: could not write the spool %s", self.spool.path)
+            reason = "spool_error"
+        self._dropped(reason, n_spans)
+
+    def _connect(self) -> Store:
+        if self._store is None:
+            self._store = self._open(self.url)
+        return self._store
+
+    def _failed(self, exc: Exception) -> None:
+        self.stats.failures += 1
+        self._close_store()
+        self._retry_at = time.monotonic() + self._backoff
+        self._backoff = min(self._backoff * 2, self._retry_max)
+        now = time.monotonic()
+        if now - self._last_warning > 60:
+            self._last_warning = now
+            log.warning(
+                "agentdocket: the store at %s is unavailable (%s: %s); spooling to %s and retrying",
+                display_url(self.url),
+                type(exc).__name__,
+                str(exc).strip().splitlines()[0] if str(exc).strip() else "",
+                self.spool.directory,
+            )
+
+    def _close_store(self) -> None:
+        store, self._store = self._store, None
+        if store is not None:
+            try:
+                store.close()
+            except Exception:
+                log.debug("agentdocket: closing the store failed", exc_info=True)
+
+    # --- dropped spans ----------------------------------------------------------------------------
+
+    def _dropped(self, reason: str, n: int) -> None:
+        if n <= 0:
+            return
+        self.stats.dropped[reason] = self.stats.dropped.get(reason, 0) + n
+        drops = self._drops.setdefault(reason, _Drops())
+        now = datetime.now(UTC)
+        drops.count += n
+        drops.first = drops.first or now
+        drops.last = now
+        log.warning("agentdocket: dropped %d spans (%s)", n, reason)
+
+    def _collect_queue_drops(self) -> None:
+        if self._queue_drops is None:
+            return
+        total = self._queue_drops()
+        if total > self._queue_drops_seen:
+            self._dropped("queue_full", total - self._queue_drops_seen)
+            self._queue_drops_seen = total
+
+    def _report_drops(self, store: Store) -> None:
+        if not self._drops:
+            return
+        events = []
+        for reason, drops in sorted(self._drops.items()):
+            self._reports += 1
+            payload = TelemetryDropped(
+                count=drops.count,
+                reason=reason,  # type: ignore[arg-type]
+                first_dropped_at=format_ts(drops.first) if drops.first else None,
+                last_dropped_at=format_ts(drops.last) if drops.last else None,
+                process={"host": socket.gethostname(), "pid": os.getpid()},
+            )
+            events.append(
+                Event.create(
+                    trace_id=self._health_trace,
+                    span_id=uuid.uuid4().hex[:16],
+                    seq=self._reports,
+                    payload=payload,
+                )
+            )
+        store.append(events)
+        self._drops.clear()
+
+
+class CountingBatchSpanProcessor(BatchSpanProcessor):
+    """The stock ``BatchSpanProcessor``, counting the spans it drops because its queue is full
+    (the SDK only logs them)."""
+
+    def __init__(self, exporter: SpanExporter, **kwargs: Any) -> None:
+        super().__init__(exporter, **kwargs)
+        self.dropped = 0
+        self._lock = threading.Lock()
+
+    def on_end(self, span: ReadableSpan) -> None:
+        queue = getattr(getattr(self, "_batch_processor", None), "_queue", None)
+        if queue is not None and queue.maxlen is not None and len(queue) >= queue.maxlen:
+            with self._lock:
+                self.dropped += 1
+        super().on_end(span)

@@ -1,0 +1,383 @@
+"""From OpenTelemetry spans to events: a pure function, shared by the exporter and the receiver.
+
+A span is recognised by ``agentdocket.kind`` (ours), else by ``openinference.span.kind``, else by
+``gen_ai.operation.name``. Ours carry ``agentdocket.seq`` (their order within the run); foreign
+spans are ordered by time (seq 0, and 1 for the run's end so it sorts last). A span that cannot
+be mapped to its kind (foreign data of an unexpected shape) is kept as a generic ``step`` event
+with the problem noted, never dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+from opentelemetry.trace import SpanContext, Status, StatusCode
+
+from agentdocket.events import Event, PayloadError
+from agentdocket.tracer import attributes as A
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MAPPING_ERROR = "agentdocket.mapping_error"
+
+
+class SpanLike(Protocol):
+    """What the mapping reads of a span (``ReadableSpan`` has it)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def context(self) -> SpanContext | None: ...
+    @property
+    def parent(self) -> SpanContext | None: ...
+    @property
+    def attributes(self) -> Mapping[str, Any] | None: ...
+    @property
+    def start_time(self) -> int | None: ...
+    @property
+    def end_time(self) -> int | None: ...
+    @property
+    def status(self) -> Status: ...
+
+
+def ts_of(ns: int | None) -> datetime:
+    return EPOCH + timedelta(microseconds=(ns or 0) // 1000)
+
+
+def spans_to_events(spans: Iterable[SpanLike], *, keep_unrecognized: bool = False) -> list[Event]:
+    """The events of a batch of ended spans."""
+    out: list[Event] = []
+    for span in spans:
+        out.extend(span_to_events(span, keep_unrecognized=keep_unrecognized))
+    return out
+
+
+def span_to_events(span: SpanLike, *, keep_unrecognized: bool = False) -> list[Event]:
+    ctx = span.context
+    if ctx is None or not ctx.is_valid:
+        return []
+    attrs: Mapping[str, Any] = span.attributes or {}
+    m = _Mapper(span, ctx, attrs)
+    kind = attrs.get(A.KIND)
+    handler = _OURS.get(kind) if isinstance(kind, str) else None
+    if handler is None:
+        handler = m.foreign_handler(keep_unrecognized)
+        if handler is None:
+            return []
+    try:
+        return handler(m)
+    except (PayloadError, ValueError, TypeError, KeyError) as exc:
+        return m.generic(problem=f"{type(exc).__name__}: {exc}")
+
+
+class _Mapper:
+    """The events of one span."""
+
+    def __init__(self, span: SpanLike, ctx: SpanContext, attrs: Mapping[str, Any]) -> None:
+        self.span = span
+        self.attrs = attrs
+        self.trace_id = format(ctx.trace_id, "032x")
+        self.span_id = format(ctx.span_id, "016x")
+        parent = span.parent
+        self.parent = format(parent.span_id, "016x") if parent is not None else None
+        self.start = ts_of(span.start_time)
+        self.end = ts_of(span.end_time or span.start_time)
+        self.duration_ms = max(0.0, ((span.end_time or 0) - (span.start_time or 0)) / 1e6)
+        status = span.status
+        self.error: str | None = None
+        if status.status_code is StatusCode.ERROR:
+            self.error = status.description or str(attrs.get(A.ERROR_TYPE) or "error")
+        self.ours = A.KIND in attrs
+        seq = attrs.get(A.SEQ)
+        self.seq = seq if isinstance(seq, int) and seq >= 0 else 0
+        end_seq = attrs.get(A.END_SEQ)
+        self.end_seq = end_seq if isinstance(end_seq, int) and end_seq >= 0 else self.seq
+
+    def event(
+        self, kind: str, payload: dict[str, Any], *, at_end: bool = False, seq: int | None = None
+    ) -> Event:
+        return Event.create(
+            trace_id=self.trace_id,
+            span_id=self.span_id,
+            parent_span_id=self.parent,
+            seq=seq if seq is not None else (self.end_seq if at_end else self.seq),
+            ts=self.end if at_end else self.start,
+            kind=kind,
+            payload={k: v for k, v in payload.items() if v is not None},
+        )
+
+    def get(self, *keys: str) -> Any:
+        for key in keys:
+            value = self.attrs.get(key)
+            if value is not None:
+                return value
+        return None
+
+    def value(self, key: str, mime_key: str) -> Any:
+        """``input.value`` / ``output.value``: parsed JSON unless declared plain text."""
+        raw = self.attrs.get(key)
+        if raw is None or self.attrs.get(mime_key) == A.TEXT_MIME:
+            return raw
+        return A.loads(raw)
+
+    # --- kinds --------------------------------------------------------------------------------
+
+    def foreign_handler(self, keep_unrecognized: bool) -> Any:
+        oi = self.attrs.get(A.OI_SPAN_KIND)
+        op = self.attrs.get(A.GEN_AI_OPERATION)
+        if oi == A.OI_AGENT or op == A.OP_INVOKE_AGENT:
+            return _Mapper.run if self.parent is None else _Mapper.generic
+        if oi == A.OI_TOOL or op == A.OP_EXECUTE_TOOL:
+            return _Mapper.tool
+        if oi == A.OI_LLM or op in A.LLM_OPERATIONS:
+            return _Mapper.llm
+        if oi == A.OI_RETRIEVER or op == A.OP_RETRIEVAL:
+            return _Mapper.retrieval
+        if oi is not None or op is not None or keep_unrecognized:
+            return _Mapper.generic
+        return None
+
+    def run(self) -> list[Event]:
+        models = {
+            k[len(A.MODEL_PREFIX) :]: str(v)
+            for k, v in self.attrs.items()
+            if k.startswith(A.MODEL_PREFIX)
+        }
+        extra = A.loads(self.attrs.get(A.RUN_ATTRIBUTES))
+        question = self.attrs.get(A.INPUT_VALUE)
+        started = {
+            "agent": str(self.get(A.GEN_AI_AGENT_NAME, A.AGENT_NAME) or self.span.name),
+            "agent_version": _opt_str(self.get(A.GEN_AI_AGENT_VERSION)),
+            "strategy": _opt_str(self.get(A.STRATEGY)),
+            "models": models,
+            "question": _opt_str(question),
+            "dataset": _opt_str(self.get(A.DATASET)),
+            "dataset_version": _opt_str(self.get(A.DATASET_VERSION)),
+            "case_id": _opt_str(self.get(A.CASE_ID)),
+            "attributes": extra if isinstance(extra, dict) else {},
+        }
+        status = self.attrs.get(A.RUN_STATUS)
+        if status not in ("ok", "error", "cancelled"):
+            status = "error" if self.error is not None else "ok"
+        events = [self.event("run.started", started, seq=0 if self.ours else None)]
+        output = self.attrs.get(A.OUTPUT_VALUE)
+        if not self.ours and output is not None:
+            events.append(self.event("response", {"text": str(output)}, at_end=True))
+        events.append(
+            self.event(
+                "run.finished",
+                {"status": status, "error": self.error if status != "ok" else None},
+                at_end=True,
+                seq=None if self.ours else 1,
+            )
+        )
+        return events
+
+    def tool(self) -> list[Event]:
+        call_id = str(self.get(A.GEN_AI_TOOL_CALL_ID, A.TOOL_CALL_ID) or self.span_id)
+        name = str(self.get(A.TOOL_NAME, A.GEN_AI_TOOL_NAME) or self.span.name)
+        raw_args = self.get(A.INPUT_VALUE, A.GEN_AI_TOOL_CALL_ARGUMENTS)
+        args = A.loads(raw_args)
+        if not isinstance(args, dict):
+            args = raw_args if isinstance(raw_args, str) else A.dumps(raw_args)
+        if self.attrs.get(A.OUTPUT_VALUE) is not None:
+            result = self.value(A.OUTPUT_VALUE, A.OUTPUT_MIME)
+        else:
+            result = A.loads(self.attrs.get(A.GEN_AI_TOOL_CALL_RESULT))
+        return [
+            self.event("tool.called", {"call_id": call_id, "tool": name, "arguments": args}),
+            self.event(
+                "tool.returned",
+                {
+                    "call_id": call_id,
+                    "tool": name,
+                    "result": _jsonable(result),
+                    "error": self.error,
+                    "duration_ms": self.duration_ms,
+                },
+                at_end=True,
+            ),
+        ]
+
+    def sql(self) -> list[Event]:
+        rows = self.value(A.OUTPUT_VALUE, A.OUTPUT_MIME)
+        columns = self.attrs.get(A.SQL_COLUMNS)
+        count = self.attrs.get(A.DB_RETURNED_ROWS)
+        payload = {
+            "query": str(self.get(A.DB_QUERY_TEXT, A.DB_STATEMENT_OLD, A.INPUT_VALUE) or ""),
+            "columns": [str(c) for c in columns] if columns is not None else [],
+            "rows": _jsonable(rows) if isinstance(rows, list) else [],
+            "row_count": count if isinstance(count, int) else None,
+            "error": self.error,
+            "duration_ms": self.duration_ms,
+            "database": _opt_str(self.get(A.DB_NAMESPACE, A.DB_SYSTEM)),
+        }
+        return [self.event("sql.executed", payload)]
+
+    def retrieval(self) -> list[Event]:
+        docs = []
+        for i, d in enumerate(A.indexed(self.attrs, A.RETRIEVAL_DOCUMENTS)):
+            meta = A.loads(d.get(A.DOCUMENT_METADATA))
+            score = d.get(A.DOCUMENT_SCORE)
+            content = d.get(A.DOCUMENT_CONTENT)
+            docs.append(
+                {
+                    "id": str(d.get(A.DOCUMENT_ID, i)),
+                    "score": float(score) if isinstance(score, int | float) else None,
+                    "text": str(content) if content is not None else None,
+                    "metadata": meta if isinstance(meta, dict) else {},
+                }
+            )
+        query = self.get(A.INPUT_VALUE, A.GEN_AI_RETRIEVAL_QUERY)
+        return [self.event("retrieval", {"query": str(query or ""), "documents": docs})]
+
+    def llm(self) -> list[Event]:
+        params = A.loads(self.attrs.get(A.LLM_INVOCATION_PARAMETERS))
+        temperature = self.get(A.GEN_AI_REQUEST_TEMPERATURE)
+        if temperature is None and isinstance(params, dict):
+            temperature = params.get("temperature")
+        extra = A.loads(self.attrs.get(A.LLM_ATTRIBUTES))
+        extra = dict(extra) if isinstance(extra, dict) else {}
+        provider = self.get(A.LLM_PROVIDER, A.GEN_AI_PROVIDER, A.GEN_AI_SYSTEM_OLD)
+        if provider is not None:
+            extra.setdefault("provider", str(provider))
+        payload = {
+            "model": str(
+                self.get(A.LLM_MODEL, A.GEN_AI_REQUEST_MODEL, A.GEN_AI_RESPONSE_MODEL) or "unknown"
+            ),
+            "role": _opt_str(self.get(A.LLM_ROLE)),
+            "input_messages": self.messages(
+                A.LLM_INPUT_MESSAGES, A.GEN_AI_INPUT_MESSAGES, "prompt"
+            ),
+            "output_messages": self.messages(
+                A.LLM_OUTPUT_MESSAGES, A.GEN_AI_OUTPUT_MESSAGES, "completion"
+            ),
+            "temperature": float(temperature) if isinstance(temperature, int | float) else None,
+            "input_tokens": _opt_int(
+                self.get(A.LLM_PROMPT_TOKENS, A.GEN_AI_INPUT_TOKENS, A.GEN_AI_PROMPT_TOKENS_OLD)
+            ),
+            "output_tokens": _opt_int(
+                self.get(
+                    A.LLM_COMPLETION_TOKENS, A.GEN_AI_OUTPUT_TOKENS, A.GEN_AI_COMPLETION_TOKENS_OLD
+                )
+            ),
+            "duration_ms": self.duration_ms,
+            "error": self.error,
+            "attributes": extra,
+        }
+        return [self.event("llm.called", payload)]
+
+    def messages(self, oi_prefix: str, gen_ai_key: str, old_prefix: str) -> list[dict[str, Any]]:
+        """Messages from OpenInference's flattened list, GenAI's JSON (role + parts), or the
+        deprecated indexed ``gen_ai.prompt.N.role`` / ``gen_ai.completion.N.content``."""
+        out: list[dict[str, Any]] = []
+        for m in A.indexed(self.attrs, oi_prefix):
+            calls = []
+            for c in A.indexed({k: v for k, v in m.items()}, A.MESSAGE_TOOL_CALLS):
+                args = A.loads(c.get(A.TOOL_CALL_FUNCTION_ARGUMENTS))
+                call = {"name": str(c.get(A.TOOL_CALL_FUNCTION_NAME)), "arguments": args}
+                if c.get(A.TOOL_CALL_ID) is not None:
+                    call["id"] = str(c[A.TOOL_CALL_ID])
+                calls.append(_jsonable(call))
+            out.append(
+                {
+                    "role": str(m.get(A.MESSAGE_ROLE, "user")),
+                    "content": str(m.get(A.MESSAGE_CONTENT, "")),
+                    "name": _opt_str(m.get(A.MESSAGE_NAME)),
+                    "tool_calls": calls,
+                }
+            )
+        if out:
+            return _drop_none(out)
+        structured = A.loads(self.attrs.get(gen_ai_key))
+        if isinstance(structured, list):
+            for m in structured:
+                if isinstance(m, dict):
+                    out.append({"role": str(m.get("role", "user")), "content": _parts_text(m)})
+            return out
+        for m in A.indexed(self.attrs, f"gen_ai.{old_prefix}"):
+            out.append({"role": str(m.get("role", "user")), "content": str(m.get("content", ""))})
+        return out
+
+    def plan(self) -> list[Event]:
+        steps = self.value(A.OUTPUT_VALUE, A.OUTPUT_MIME)
+        if not isinstance(steps, list):
+            raise ValueError("a plan span's output.value must be a JSON array of steps")
+        payload = {"steps": steps, "text": _opt_str(self.attrs.get(A.PLAN_TEXT))}
+        return [self.event("plan", payload)]
+
+    def message(self) -> list[Event]:
+        payload = {
+            "role": str(self.attrs.get(A.MESSAGE_SPEAKER, "user")),
+            "content": str(self.attrs.get(A.INPUT_VALUE, "")),
+            "name": _opt_str(self.attrs.get(A.MESSAGE_SPEAKER_NAME)),
+        }
+        return [self.event("message", payload)]
+
+    def response(self) -> list[Event]:
+        return [self.event("response", {"text": str(self.attrs.get(A.OUTPUT_VALUE, ""))})]
+
+    def generic(self, problem: str | None = None) -> list[Event]:
+        attributes = {k: _attribute(v) for k, v in self.attrs.items()}
+        if problem is not None:
+            attributes[MAPPING_ERROR] = problem
+        payload = {
+            "name": self.span.name,
+            "status": "error" if self.error is not None else "ok",
+            "error": self.error,
+            "duration_ms": self.duration_ms,
+            "attributes": attributes,
+        }
+        return [self.event("step", payload)]
+
+
+_OURS = {
+    "run": _Mapper.run,
+    "plan": _Mapper.plan,
+    "tool": _Mapper.tool,
+    "sql": _Mapper.sql,
+    "retrieval": _Mapper.retrieval,
+    "llm": _Mapper.llm,
+    "message": _Mapper.message,
+    "response": _Mapper.response,
+}
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _opt_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _attribute(value: Any) -> Any:
+    """A span attribute as JSON (sequences become arrays; NaN and infinities become text)."""
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [_attribute(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def _jsonable(value: Any) -> Any:
+    """A value parsed from JSON text is JSON already; anything else goes through ``dumps``."""
+    if value is None or isinstance(value, str | int | float | bool | list | dict):
+        return value
+    return A.loads(A.dumps(value))
+
+
+def _parts_text(message: Mapping[str, Any]) -> str:
+    if isinstance(message.get("content"), str):
+        return str(message["content"])
+    parts = message.get("parts")
+    if isinstance(parts, list):
+        texts = [str(p.get("content", "")) for p in parts if isinstance(p, dict)]
+        return "\n".join(t for t in texts if t)
+    return ""
+
+
+def _drop_none(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in m.items() if v is not None} for m in messages]

@@ -1,0 +1,212 @@
+"""A durable local spool for events the database could not take yet.
+
+One append-only file per process (``<time>-<host>-<pid>-<random>.spool``), held under an
+exclusive ``flock`` while the process lives. Each record is one batch: a header (magic, length,
+CRC-32) and the batch's events as JSON; every append is ``fsync``'d before it counts as spooled.
+A torn last record (the process died mid-write) fails its length or CRC check and is skipped.
+
+Replay delivers records in order: first the files of processes that are gone (their lock is
+free), oldest first, then this process's own file. Delivery is idempotent (event ids are
+deterministic), so a crash between delivering and removing a file duplicates nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import socket
+import struct
+import threading
+import time
+import uuid
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import orjson
+
+from agentdocket.events import Event, event_from_json, event_to_json
+
+log = logging.getLogger("agentdocket.tracer")
+
+MAGIC = b"ADS1"
+HEADER = struct.Struct(">4sII")  # magic, payload length, crc32
+SUFFIX = ".spool"
+DEFAULT_MAX_BYTES = 512 * 1024 * 1024
+REPLAY_CHUNK = 5_000  # events handed to the store per append when replaying
+
+
+class Spool:
+    """The spool directory, and this process's file in it."""
+
+    def __init__(self, directory: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.directory = Path(directory)
+        self.max_bytes = max_bytes
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._new_file()
+
+    def _new_file(self) -> None:
+        """This process's own file (not created until the first write)."""
+        name = f"{time.time_ns():020d}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.path = self.directory / (name + SUFFIX)
+        self._fd: int | None = None
+        self._own_bytes = 0
+        self._pid = os.getpid()
+
+    # --- writing ------------------------------------------------------------------------------
+
+    def append(self, events: list[Event]) -> bool:
+        """Write a batch durably. False (nothing written) when the spool would pass its maximum
+        size; raises ``OSError`` when the file cannot be written."""
+        body = orjson.dumps([event_to_json(e) for e in events])
+        record = HEADER.pack(MAGIC, len(body), zlib.crc32(body)) + body
+        with self._lock:
+            if self._pid != os.getpid():  # forked: the child gets a file of its own
+                self._new_file()
+            if self.size() + len(record) > self.max_bytes:
+                return False
+            fd = self._open_own()
+            start = self._own_bytes
+            try:
+                view = memoryview(record)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+                os.fsync(fd)
+            except OSError:
+                os.ftruncate(fd, start)  # never leave half a record behind
+                raise
+            self._own_bytes = start + len(record)
+            return True
+
+    def _open_own(self) -> int:
+        if self._fd is None:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            _fsync_dir(self.directory)
+            self._fd = fd
+        return self._fd
+
+    # --- state --------------------------------------------------------------------------------
+
+    def files(self) -> list[Path]:
+        """Spool files in the directory, oldest first (this process's included)."""
+        try:
+            return sorted(p for p in self.directory.iterdir() if p.name.endswith(SUFFIX))
+        except FileNotFoundError:
+            return []
+
+    def size(self) -> int:
+        """Bytes spooled in the directory, by every process."""
+        total = 0
+        for path in self.files():
+            if path == self.path:
+                total += self._own_bytes
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    total += path.stat().st_size
+        return total
+
+    def pending(self) -> bool:
+        """Whether anything waits: this process's records, or another process's file."""
+        return self._own_bytes > 0 or any(p != self.path for p in self.files())
+
+    # --- replay -------------------------------------------------------------------------------
+
+    def replay(self, deliver: Callable[[list[Event]], object]) -> int:
+        """Deliver what is spooled, in order; return the number of events delivered. Raises
+        what ``deliver`` raises, leaving the undelivered records (and possibly some delivered
+        ones, which a later replay delivers again, harmlessly) in place."""
+        with self._lock:
+            delivered = 0
+            for path in self.files():
+                if path != self.path:
+                    delivered += self._replay_orphan(path, deliver)
+            if self._own_bytes and self._fd is not None:
+                delivered += _deliver_records(self._fd, self.path, deliver)
+                os.ftruncate(self._fd, 0)
+                os.fsync(self._fd)
+                self._own_bytes = 0
+            return delivered
+
+    def _replay_orphan(self, path: Path, deliver: Callable[[list[Event]], object]) -> int:
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except FileNotFoundError:
+            return 0
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return 0  # a live process owns it
+            if not path.exists():
+                return 0  # another process replayed and removed it while we waited
+            n = _deliver_records(fd, path, deliver)
+            path.unlink(missing_ok=True)
+            _fsync_dir(self.directory)
+            return n
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        """Release this process's file; an empty one is removed."""
+        with self._lock:
+            if self._fd is None:
+                return
+            if self._own_bytes == 0:
+                self.path.unlink(missing_ok=True)
+            os.close(self._fd)
+            self._fd = None
+
+
+def read_records(fd: int, path: Path) -> Iterator[list[Event]]:
+    """The batches stored in a spool file, in order; a torn or corrupt tail ends the file."""
+    data = os.pread(fd, os.fstat(fd).st_size, 0)
+    pos = 0
+    while pos < len(data):
+        header = data[pos : pos + HEADER.size]
+        if len(header) < HEADER.size:
+            _torn(path, len(data) - pos)
+            return
+        magic, length, crc = HEADER.unpack(header)
+        body = data[pos + HEADER.size : pos + HEADER.size + length]
+        if magic != MAGIC or len(body) < length or zlib.crc32(body) != crc:
+            _torn(path, len(data) - pos)
+            return
+        yield [event_from_json(e, f"{path.name} record") for e in orjson.loads(body)]
+        pos += HEADER.size + length
+
+
+def _deliver_records(fd: int, path: Path, deliver: Callable[[list[Event]], object]) -> int:
+    chunk: list[Event] = []
+    total = 0
+    for batch in read_records(fd, path):
+        chunk.extend(batch)
+        if len(chunk) >= REPLAY_CHUNK:
+            deliver(chunk)
+            total += len(chunk)
+            chunk = []
+    if chunk:
+        deliver(chunk)
+        total += len(chunk)
+    return total
+
+
+def _torn(path: Path, size: int) -> None:
+    log.warning(
+        "agentdocket: spool %s ends with %d bytes of an incomplete record (a write cut short); "
+        "they are skipped",
+        path,
+        size,
+    )
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
