@@ -236,9 +236,13 @@ def main() -> None:
     url = args.url
     if not url:
         root = Path(__file__).resolve().parents[1]
-        url = subprocess.run(
-            [str(root / "scripts" / "pg-up")], check=True, text=True, capture_output=True
-        ).stdout.strip()
+        url = (
+            subprocess.run(
+                [str(root / "scripts" / "pg-up")], check=True, text=True, capture_output=True
+            )
+            .stdout.strip()
+            .splitlines()[-1]
+        )
     admin = psycopg_conninfo(parse_url(url))
     print(f"generating {args.events} events ...", flush=True)
     events = list(synthetic_events(args.events))

@@ -34,6 +34,8 @@ class TcpProxy:
     def stop(self) -> None:
         listener, self._listener = self._listener, None
         if listener is not None:
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
             listener.close()
         with self._lock:
             conns, self._conns = self._conns, []

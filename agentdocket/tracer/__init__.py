@@ -130,7 +130,6 @@ def configure(
             max_export_batch_size=min(max_export_batch_size, max_queue_size),
             schedule_delay_millis=schedule_delay_millis,
         )
-        exporter.watch_queue(lambda: processor.dropped)
         if provider is None:
             current = trace.get_tracer_provider()
             if isinstance(current, TracerProvider):

@@ -117,7 +117,7 @@ class StoreSpanExporter(SpanExporter):
         self._retry_at = 0.0
         self._last_warning = 0.0
         self._drops: dict[str, _Drops] = {}
-        self._queue_drops: Callable[[], int] | None = None
+        self._processor: CountingBatchSpanProcessor | None = None
         self._queue_drops_seen = 0
         self._health_trace = uuid.uuid4().hex
         self._reports = 0
@@ -144,6 +144,9 @@ class StoreSpanExporter(SpanExporter):
 
     def shutdown(self) -> None:
         with self._lock:
+            self._collect_queue_drops()
+            if self._drops:  # a last chance to report what was dropped
+                self._deliver([], 0)
             self._closed = True
             self._close_store()
             self.spool.close()
@@ -153,9 +156,9 @@ class StoreSpanExporter(SpanExporter):
 
     # --- delivery -------------------------------------------------------------------------------
 
-    def watch_queue(self, dropped: Callable[[], int]) -> None:
-        """Report the spans a span processor dropped (``dropped`` returns its running count)."""
-        self._queue_drops = dropped
+    def watch_queue(self, processor: CountingBatchSpanProcessor) -> None:
+        """Report the spans ``processor`` (the one feeding this exporter) drops."""
+        self._processor = processor
 
     def flush_spool(self) -> bool:
         """Try now to deliver what is spooled (ignoring the back-off); True when nothing waits."""
@@ -253,12 +256,19 @@ class StoreSpanExporter(SpanExporter):
         log.warning("agentdocket: dropped %d spans (%s)", n, reason)
 
     def _collect_queue_drops(self) -> None:
-        if self._queue_drops is None:
+        processor = self._processor
+        if processor is None:
             return
-        total = self._queue_drops()
-        if total > self._queue_drops_seen:
-            self._dropped("queue_full", total - self._queue_drops_seen)
-            self._queue_drops_seen = total
+        lost = processor.ended - self.stats.spans - processor.queued()
+        if lost > self._queue_drops_seen:
+            self._dropped("queue_full", lost - self._queue_drops_seen)
+            self._queue_drops_seen = lost
+
+    @property
+    def queue_dropped(self) -> int:
+        """Spans the watched processor's full queue dropped, as far as counted yet."""
+        self._collect_queue_drops()
+        return self._queue_drops_seen
 
     def _report_drops(self, store: Store) -> None:
         if not self._drops:
@@ -286,17 +296,24 @@ class StoreSpanExporter(SpanExporter):
 
 
 class CountingBatchSpanProcessor(BatchSpanProcessor):
-    """The stock ``BatchSpanProcessor``, counting the spans it drops because its queue is full
-    (the SDK only logs them)."""
+    """The stock ``BatchSpanProcessor``, keeping the counts from which the exporter tells how
+    many spans its full queue dropped (the SDK only logs them): spans handed to the queue, and
+    the queue's length. Spans ended minus spans exported minus spans queued is exact once the
+    queue is idle, and never more than the truth in between."""
 
     def __init__(self, exporter: SpanExporter, **kwargs: Any) -> None:
         super().__init__(exporter, **kwargs)
-        self.dropped = 0
+        self.ended = 0
         self._lock = threading.Lock()
+        if isinstance(exporter, StoreSpanExporter):
+            exporter.watch_queue(self)
 
     def on_end(self, span: ReadableSpan) -> None:
-        queue = getattr(getattr(self, "_batch_processor", None), "_queue", None)
-        if queue is not None and queue.maxlen is not None and len(queue) >= queue.maxlen:
-            with self._lock:
-                self.dropped += 1
         super().on_end(span)
+        if span.context is not None and span.context.trace_flags.sampled:
+            with self._lock:
+                self.ended += 1
+
+    def queued(self) -> int:
+        queue = getattr(getattr(self, "_batch_processor", None), "_queue", None)
+        return len(queue) if queue is not None else 0
