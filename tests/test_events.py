@@ -23,6 +23,7 @@ from agentdocket.events import (
     unregister_upcaster,
     validate_payload,
 )
+from agentdocket.events.codec import from_json, to_json
 
 from .factory import run_events
 
@@ -110,6 +111,23 @@ def test_bad_payload_names_the_place(
         validate_payload(kind, payload)
     assert info.value.path == place
     assert words in str(info.value)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_compiled_validator_equals_the_reflective_one(seed: int) -> None:
+    """validate_payload (compiled) gives exactly to_json(from_json(...)), errors included."""
+    rng = random.Random(seed)
+    for event in run_events(rng, fail=seed % 2 == 0):
+        cls = PAYLOAD_TYPES[event.kind]
+        sparse = {k: v for k, v in event.payload.items() if v not in (None, [], {})}
+        assert validate_payload(event.kind, sparse) == to_json(from_json(cls, sparse))
+        for key in event.payload:
+            broken = {**event.payload, key: object()}
+            with pytest.raises(PayloadError) as compiled:
+                validate_payload(event.kind, broken)
+            with pytest.raises(PayloadError) as reflective:
+                from_json(cls, broken)
+            assert str(compiled.value) == str(reflective.value)
 
 
 def test_every_kind_has_a_documented_schema() -> None:

@@ -12,6 +12,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 
+from agentdocket.events import validate_payload
 from agentdocket.store import open_store
 from agentdocket.tracer import StoreSpanExporter
 
@@ -139,6 +140,7 @@ def _turns(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
 
 def test_openinference_and_genai_spans_become_events(url: str, tmp_path: Path) -> None:
     k = _foreign_trace(url, tmp_path, keep_unrecognized=False)
+    assert all(validate_payload(e.kind, e.payload) == e.payload for e in k["_all"])
     assert k["_all"][0].kind == "run.started" and k["_all"][-1].kind == "run.finished"
     started = k["run.started"][0].payload
     assert (started["agent"], started["question"]) == ("calc", "What is 2+2?")

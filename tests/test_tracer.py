@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from agentdocket.events import Case, Event
+from agentdocket.events import Case, Event, validate_payload
 from agentdocket.store import open_store
 from agentdocket.store.sqlite import SqliteStore
 from agentdocket.tracer import CountingBatchSpanProcessor, StoreSpanExporter, Tracer
@@ -123,6 +123,9 @@ def test_an_instrumented_run_lands_as_the_expected_events(recorder: Recorder) ->
         "run.finished",
     ]
     assert [e.seq for e in events] == list(range(len(events)))
+    # every payload is stored in its validated, normalised form (the exporter builds tool
+    # payloads without re-validating them: this holds it to that)
+    assert all(validate_payload(e.kind, e.payload) == e.payload for e in events)
     root = events[0].span_id
     by_kind = _by_kind(events)
     # steps hang under the run, SQL under the tool call that ran it

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 from collections.abc import Callable, Mapping
@@ -10,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentdocket.events.codec import PayloadError, from_json, to_json
+from agentdocket.events.compiled import normalizer
 from agentdocket.events.payloads import PAYLOAD_TYPES
 
 # Fixed namespace for deterministic event ids: uuid5(NAMESPACE, "trace/span/kind/index").
@@ -18,9 +20,15 @@ TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 SPAN_ID = re.compile(r"^[0-9a-f]{16}$")
 
 
+_NAMESPACE_BYTES = EVENT_NAMESPACE.bytes
+
+
 def event_id_for(trace_id: str, span_id: str, kind: str, index: int) -> uuid.UUID:
-    """The id of an event, derived from its identity so that a re-sent event is recognised."""
-    return uuid.uuid5(EVENT_NAMESPACE, f"{trace_id}/{span_id}/{kind}/{index}")
+    """The id of an event, derived from its identity so that a re-sent event is recognised:
+    ``uuid5(EVENT_NAMESPACE, "trace/span/kind/index")``."""
+    name = f"{trace_id}/{span_id}/{kind}/{index}".encode()
+    digest = hashlib.sha1(_NAMESPACE_BYTES + name, usedforsecurity=False).digest()
+    return uuid.UUID(bytes=digest[:16], version=5)
 
 
 def check_trace_id(value: object, where: str = "trace_id") -> str:
@@ -125,6 +133,34 @@ class Event:
             schema_version=PAYLOAD_TYPES[kind].VERSION,  # type: ignore[attr-defined]
         )
 
+    @classmethod
+    def assemble(
+        cls,
+        *,
+        trace_id: str,
+        span_id: str,
+        parent_span_id: str | None,
+        seq: int,
+        ts: datetime,
+        kind: str,
+        payload: dict[str, Any],
+        index: int = 0,
+    ) -> Event:
+        """An event from parts already checked: ids well-formed, ``ts`` aware UTC, ``payload``
+        the output of :func:`validate_payload` for ``kind``. For hot paths (the exporter) that
+        check ids once per span; everything else uses :meth:`create`."""
+        return cls(
+            event_id_for(trace_id, span_id, kind, index),
+            trace_id,
+            span_id,
+            parent_span_id,
+            seq,
+            ts,
+            kind,
+            payload,
+            _VERSIONS[kind],
+        )
+
     @property
     def data(self) -> Any:
         """The payload as its typed dataclass (upcast to the current version)."""
@@ -159,9 +195,10 @@ def validate_payload(
         raise PayloadError(
             "kind", f"unknown event kind {kind!r}; known: {', '.join(PAYLOAD_TYPES)}"
         )
-    result: dict[str, Any] = to_json(from_json(cls, payload, path))
-    return result
+    return normalizer(cls)(payload, path)
 
+
+_VERSIONS: dict[str, int] = {k: c.VERSION for k, c in PAYLOAD_TYPES.items()}  # type: ignore[attr-defined]
 
 # --- upcasting -------------------------------------------------------------------------------
 
