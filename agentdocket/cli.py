@@ -153,7 +153,7 @@ def export() -> None:
 @click.pass_context
 def export_traces(ctx: click.Context, fmt: str, dataset: str | None, output: Path | None) -> None:
     """Export runs (with steps, verdicts and cases) as JSONL or Parquet."""
-    from agentdocket.store.interchange import write_jsonl, write_parquet
+    from agentdocket.store.export import write_jsonl, write_parquet
 
     with _store(ctx) as store:
         records = store.export_records(dataset=dataset)

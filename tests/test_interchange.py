@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from agentdocket.cli import main
 from agentdocket.events import Case, Dataset
 from agentdocket.store import open_store
-from agentdocket.store.interchange import write_jsonl
+from agentdocket.store.export import write_jsonl
 
 from .factory import many_runs
 from .test_store_contract import projections

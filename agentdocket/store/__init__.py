@@ -5,8 +5,9 @@ Only this package talks to agentdocket's own database.
 
 from __future__ import annotations
 
-from agentdocket.store.base import AppendResult, DatasetConflict, Store, StoreError
+from agentdocket.store.base import AppendResult, Store
 from agentdocket.store.config import ENV_VAR, ConfigError, database_url, display_url, parse_url
+from agentdocket.store.errors import DatasetConflict, StoreError
 
 __all__ = [
     "ENV_VAR",

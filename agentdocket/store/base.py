@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +20,8 @@ from typing import Any
 import orjson
 
 from agentdocket.events import Case, Dataset, Event, Trace
+from agentdocket.store.datasets import DatasetStore
+from agentdocket.store.errors import StoreError
 from agentdocket.store.projections import (
     RUN_COLUMNS,
     RUN_COUNTS,
@@ -43,14 +45,6 @@ EVENT_COLUMNS = (
 JSON_COLUMNS = frozenset({"models", "attributes", "details", "payload", "data"})
 TIME_COLUMNS = frozenset({"ts", "started_at", "ended_at", "first_ts", "last_ts", "created_at"})
 BATCH = 10_000
-
-
-class StoreError(RuntimeError):
-    """A store operation that cannot be done, with the reason."""
-
-
-class DatasetConflict(StoreError):
-    """A dataset version that already exists with different content."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +74,7 @@ def _upsert_runs_clause(least: str, greatest: str) -> str:
     return "ON CONFLICT (trace_id) DO UPDATE SET " + ", ".join(sets)
 
 
-class Store(ABC):
+class Store(DatasetStore, ABC):
     """Append events, register datasets, read traces and projections."""
 
     dialect: str
@@ -340,7 +334,7 @@ class Store(ABC):
         self, *, dataset: str | None = None, batch_size: int = 1000
     ) -> Iterator[dict[str, Any]]:
         """Interchange records (see :mod:`agentdocket.store.interchange`), events as stored."""
-        from agentdocket.store.interchange import to_record
+        from agentdocket.store.export import to_record
 
         ids = self.trace_ids(dataset=dataset)
         for start in range(0, len(ids), batch_size):
@@ -395,127 +389,3 @@ class Store(ABC):
             (prefix.lower() + "%",),
         )
         return [r[0] for r in rows]
-
-    # --- datasets and cases -------------------------------------------------------------------
-
-    def register_dataset(self, dataset: Dataset) -> bool:
-        """Store a dataset version. True if new; False if the identical version was there.
-
-        Raises :class:`DatasetConflict` if that version exists with different content.
-        """
-        with self._write() as conn:
-            return self._register_on(conn, dataset)
-
-    def _register_on(self, conn: Any, dataset: Dataset) -> bool:
-        counts = Counter(c.case_id for c in dataset.cases)
-        dupes = sorted(case_id for case_id, n in counts.items() if n > 1)
-        if dupes:
-            raise StoreError(f"dataset {dataset.name}: duplicate case ids {', '.join(dupes[:5])}")
-        digest = dataset.content_hash()
-        existing = self._read_on(
-            conn,
-            "SELECT content_hash FROM datasets WHERE name = ? AND version = ?",
-            (dataset.name, dataset.version),
-        )
-        if existing:
-            if existing[0][0] == digest:
-                return False
-            raise DatasetConflict(
-                f"dataset {dataset.name!r} version {dataset.version!r} already exists with "
-                "different cases; datasets are immutable, register a new version"
-            )
-        self._execute(
-            conn,
-            "INSERT INTO datasets (name, version, description, content_hash, "
-            "n_cases) VALUES (?, ?, ?, ?, ?)",
-            (dataset.name, dataset.version, dataset.description, digest, len(dataset.cases)),
-        )
-        columns = (
-            "dataset",
-            "dataset_version",
-            "case_id",
-            "ordinal",
-            "question_type",
-            "group_id",
-            "data",
-        )
-        rows = [
-            (
-                dataset.name,
-                dataset.version,
-                c.case_id,
-                i,
-                c.question_type,
-                c.group,
-                self._to_db("data", c.to_json()),
-            )
-            for i, c in enumerate(dataset.cases)
-        ]
-        self._merge(conn, "cases", columns, ("dataset", "dataset_version", "case_id"), rows, "")
-        return True
-
-    @abstractmethod
-    def _read_on(
-        self, conn: Any, sql: str, params: Sequence[Any] = ()
-    ) -> list[tuple[Any, ...]]: ...
-
-    def datasets(self) -> list[dict[str, Any]]:
-        return list(self._dicts("SELECT * FROM datasets ORDER BY name, created_at, version"))
-
-    def latest_version(self, name: str) -> str | None:
-        rows = self._read(
-            "SELECT version FROM datasets WHERE name = ? "
-            "ORDER BY created_at DESC, version DESC LIMIT 1",
-            (name,),
-        )
-        return rows[0][0] if rows else None
-
-    def dataset(self, name: str, version: str | None = None) -> Dataset:
-        version = version or self.latest_version(name)
-        meta = list(
-            self._dicts("SELECT * FROM datasets WHERE name = ? AND version = ?", (name, version))
-        )
-        if not meta:
-            raise StoreError(f"no dataset {name!r}" + (f" version {version!r}" if version else ""))
-        cases = tuple(
-            Case.from_json(r["data"])
-            for r in self._dicts(
-                "SELECT data FROM cases WHERE dataset = ? AND dataset_version = ? ORDER BY ordinal",
-                (name, version),
-            )
-        )
-        return Dataset(name, str(version), cases, meta[0]["description"])
-
-    def _cases_for(self, runs: list[dict[str, Any]]) -> dict[str, tuple[str, Case]]:
-        """For each run naming a case: (dataset version, case), keyed by trace id.
-
-        A run that names no dataset version gets the case from the latest version.
-        """
-        resolved: dict[tuple[str, str | None], str | None] = {}
-        wanted: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
-        for run in runs:
-            if not (run["dataset"] and run["case_id"]):
-                continue
-            key = (run["dataset"], run["dataset_version"])
-            if key not in resolved:
-                resolved[key] = run["dataset_version"] or self.latest_version(run["dataset"])
-            version = resolved[key]
-            if version is not None:
-                wanted[(run["dataset"], version)].append((run["case_id"], run["trace_id"]))
-        out: dict[str, tuple[str, Case]] = {}
-        for (dataset, version), pairs in wanted.items():
-            case_ids = sorted({c for c, _ in pairs})
-            found: dict[str, Case] = {}
-            for start in range(0, len(case_ids), 500):
-                chunk = case_ids[start : start + 500]
-                marks = ", ".join("?" for _ in chunk)
-                for case_id, data in self._read(
-                    f"SELECT case_id, data FROM cases WHERE dataset = ? AND dataset_version = ?"
-                    f" AND case_id IN ({marks})",
-                    (dataset, version, *chunk),
-                ):
-                    found[case_id] = Case.from_json(self._from_db("data", data))
-            for case_id, trace_id in pairs:
-                if case_id in found:
-                    out[trace_id] = (version, found[case_id])
-        return out

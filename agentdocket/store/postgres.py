@@ -15,8 +15,9 @@ from psycopg import errors, sql
 from psycopg.types.json import Jsonb
 
 from agentdocket.events import Event
-from agentdocket.store.base import EVENT_COLUMNS, JSON_COLUMNS, TIME_COLUMNS, Store, StoreError
+from agentdocket.store.base import EVENT_COLUMNS, JSON_COLUMNS, TIME_COLUMNS, Store
 from agentdocket.store.config import display_url, parse_url, psycopg_conninfo
+from agentdocket.store.errors import StoreError
 from agentdocket.store.projections import Projection, project
 
 EVENT_TYPES = ["uuid", "text", "text", "text", "int8", "timestamptz", "text", "int2", "jsonb"]

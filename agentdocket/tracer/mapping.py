@@ -9,8 +9,7 @@ with the problem noted, never dropped.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -18,6 +17,13 @@ from opentelemetry.trace import SpanContext, Status, StatusCode
 
 from agentdocket.events import Event, PayloadError, validate_payload
 from agentdocket.tracer import attributes as A
+from agentdocket.tracer.decode import (
+    attribute_json,
+    jsonable,
+    opt_int,
+    opt_str,
+    read_messages,
+)
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAPPING_ERROR = "agentdocket.mapping_error"
@@ -171,13 +177,13 @@ class _Mapper:
         question = self.attrs.get(A.INPUT_VALUE)
         started = {
             "agent": str(self.get(A.GEN_AI_AGENT_NAME, A.AGENT_NAME) or self.span.name),
-            "agent_version": _opt_str(self.get(A.GEN_AI_AGENT_VERSION)),
-            "strategy": _opt_str(self.get(A.STRATEGY)),
+            "agent_version": opt_str(self.get(A.GEN_AI_AGENT_VERSION)),
+            "strategy": opt_str(self.get(A.STRATEGY)),
             "models": models,
-            "question": _opt_str(question),
-            "dataset": _opt_str(self.get(A.DATASET)),
-            "dataset_version": _opt_str(self.get(A.DATASET_VERSION)),
-            "case_id": _opt_str(self.get(A.CASE_ID)),
+            "question": opt_str(question),
+            "dataset": opt_str(self.get(A.DATASET)),
+            "dataset_version": opt_str(self.get(A.DATASET_VERSION)),
+            "case_id": opt_str(self.get(A.CASE_ID)),
             "attributes": extra if isinstance(extra, dict) else {},
         }
         status = self.attrs.get(A.RUN_STATUS)
@@ -212,7 +218,7 @@ class _Mapper:
         returned = {
             "call_id": call_id,
             "tool": name,
-            "result": _jsonable(result),
+            "result": jsonable(result),
             "error": self.error,
             "duration_ms": self.duration_ms,
         }
@@ -228,11 +234,11 @@ class _Mapper:
         payload = {
             "query": str(self.get(A.DB_QUERY_TEXT, A.DB_STATEMENT_OLD, A.INPUT_VALUE) or ""),
             "columns": [str(c) for c in columns] if columns is not None else [],
-            "rows": _jsonable(rows) if isinstance(rows, list) else [],
+            "rows": jsonable(rows) if isinstance(rows, list) else [],
             "row_count": count if isinstance(count, int) else None,
             "error": self.error,
             "duration_ms": self.duration_ms,
-            "database": _opt_str(self.get(A.DB_NAMESPACE, A.DB_SYSTEM)),
+            "database": opt_str(self.get(A.DB_NAMESPACE, A.DB_SYSTEM)),
         }
         return [self.event("sql.executed", payload)]
 
@@ -267,18 +273,18 @@ class _Mapper:
             "model": str(
                 self.get(A.LLM_MODEL, A.GEN_AI_REQUEST_MODEL, A.GEN_AI_RESPONSE_MODEL) or "unknown"
             ),
-            "role": _opt_str(self.get(A.LLM_ROLE)),
-            "input_messages": self.messages(
-                A.LLM_INPUT_MESSAGES, A.GEN_AI_INPUT_MESSAGES, "prompt"
+            "role": opt_str(self.get(A.LLM_ROLE)),
+            "input_messages": read_messages(
+                self.attrs, A.LLM_INPUT_MESSAGES, A.GEN_AI_INPUT_MESSAGES, "prompt"
             ),
-            "output_messages": self.messages(
-                A.LLM_OUTPUT_MESSAGES, A.GEN_AI_OUTPUT_MESSAGES, "completion"
+            "output_messages": read_messages(
+                self.attrs, A.LLM_OUTPUT_MESSAGES, A.GEN_AI_OUTPUT_MESSAGES, "completion"
             ),
             "temperature": float(temperature) if isinstance(temperature, int | float) else None,
-            "input_tokens": _opt_int(
+            "input_tokens": opt_int(
                 self.get(A.LLM_PROMPT_TOKENS, A.GEN_AI_INPUT_TOKENS, A.GEN_AI_PROMPT_TOKENS_OLD)
             ),
-            "output_tokens": _opt_int(
+            "output_tokens": opt_int(
                 self.get(
                     A.LLM_COMPLETION_TOKENS, A.GEN_AI_OUTPUT_TOKENS, A.GEN_AI_COMPLETION_TOKENS_OLD
                 )
@@ -289,50 +295,18 @@ class _Mapper:
         }
         return [self.event("llm.called", payload)]
 
-    def messages(self, oi_prefix: str, gen_ai_key: str, old_prefix: str) -> list[dict[str, Any]]:
-        """Messages from OpenInference's flattened list, GenAI's JSON (role + parts), or the
-        deprecated indexed ``gen_ai.prompt.N.role`` / ``gen_ai.completion.N.content``."""
-        out: list[dict[str, Any]] = []
-        for m in A.indexed(self.attrs, oi_prefix):
-            calls = []
-            for c in A.indexed({k: v for k, v in m.items()}, A.MESSAGE_TOOL_CALLS):
-                args = A.loads(c.get(A.TOOL_CALL_FUNCTION_ARGUMENTS))
-                call = {"name": str(c.get(A.TOOL_CALL_FUNCTION_NAME)), "arguments": args}
-                if c.get(A.TOOL_CALL_ID) is not None:
-                    call["id"] = str(c[A.TOOL_CALL_ID])
-                calls.append(_jsonable(call))
-            out.append(
-                {
-                    "role": str(m.get(A.MESSAGE_ROLE, "user")),
-                    "content": str(m.get(A.MESSAGE_CONTENT, "")),
-                    "name": _opt_str(m.get(A.MESSAGE_NAME)),
-                    "tool_calls": calls,
-                }
-            )
-        if out:
-            return _drop_none(out)
-        structured = A.loads(self.attrs.get(gen_ai_key))
-        if isinstance(structured, list):
-            for m in structured:
-                if isinstance(m, dict):
-                    out.append({"role": str(m.get("role", "user")), "content": _parts_text(m)})
-            return out
-        for m in A.indexed(self.attrs, f"gen_ai.{old_prefix}"):
-            out.append({"role": str(m.get("role", "user")), "content": str(m.get("content", ""))})
-        return out
-
     def plan(self) -> list[Event]:
         steps = self.value(A.OUTPUT_VALUE, A.OUTPUT_MIME)
         if not isinstance(steps, list):
             raise ValueError("a plan span's output.value must be a JSON array of steps")
-        payload = {"steps": steps, "text": _opt_str(self.attrs.get(A.PLAN_TEXT))}
+        payload = {"steps": steps, "text": opt_str(self.attrs.get(A.PLAN_TEXT))}
         return [self.event("plan", payload)]
 
     def message(self) -> list[Event]:
         payload = {
             "role": str(self.attrs.get(A.MESSAGE_SPEAKER, "user")),
             "content": str(self.attrs.get(A.INPUT_VALUE, "")),
-            "name": _opt_str(self.attrs.get(A.MESSAGE_SPEAKER_NAME)),
+            "name": opt_str(self.attrs.get(A.MESSAGE_SPEAKER_NAME)),
         }
         return [self.event("message", payload)]
 
@@ -340,7 +314,7 @@ class _Mapper:
         return [self.event("response", {"text": str(self.attrs.get(A.OUTPUT_VALUE, ""))})]
 
     def generic(self, problem: str | None = None) -> list[Event]:
-        attributes = {k: _attribute(v) for k, v in self.attrs.items()}
+        attributes = {k: attribute_json(v) for k, v in self.attrs.items()}
         if problem is not None:
             attributes[MAPPING_ERROR] = problem
         payload = {
@@ -363,44 +337,3 @@ _OURS = {
     "message": _Mapper.message,
     "response": _Mapper.response,
 }
-
-
-def _opt_str(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
-def _opt_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _attribute(value: Any) -> Any:
-    """A span attribute as JSON (sequences become arrays; NaN and infinities become text)."""
-    if isinstance(value, Sequence) and not isinstance(value, str):
-        return [_attribute(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
-
-
-def _jsonable(value: Any) -> Any:
-    """A value parsed from JSON text is JSON already; anything else goes through ``dumps``
-    (a non-finite float becomes its text, as JSON has no NaN)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if value is None or isinstance(value, str | int | float | bool | list | dict):
-        return value
-    return A.loads(A.dumps(value))
-
-
-def _parts_text(message: Mapping[str, Any]) -> str:
-    if isinstance(message.get("content"), str):
-        return str(message["content"])
-    parts = message.get("parts")
-    if isinstance(parts, list):
-        texts = [str(p.get("content", "")) for p in parts if isinstance(p, dict)]
-        return "\n".join(t for t in texts if t)
-    return ""
-
-
-def _drop_none(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: v for k, v in m.items() if v is not None} for m in messages]

@@ -19,6 +19,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
 
 from agentdocket.tracer import attributes as A
+from agentdocket.tracer.encode import document_attributes, message_attributes
 
 if TYPE_CHECKING:
     from agentdocket.tracer.api import Run
@@ -249,37 +250,6 @@ class SqlQuery(_Step):
             span.set_attribute(A.DB_RETURNED_ROWS, self._row_count or 0)
 
 
-def document_attributes(documents: Iterable[Any]) -> dict[str, Any]:
-    """OpenInference ``retrieval.documents.N.document.*`` attributes of documents given as
-    :class:`~agentdocket.events.Document`, mappings (``id``, ``score``, ``text``/``content``,
-    ``metadata``), ``(id, score)`` pairs or plain ids."""
-    attrs: dict[str, Any] = {}
-    for i, doc in enumerate(documents):
-        prefix = f"{A.RETRIEVAL_DOCUMENTS}.{i}."
-        if isinstance(doc, str):
-            doc_id, score, text, meta = doc, None, None, None
-        elif isinstance(doc, tuple):
-            doc_id, score, text, meta = str(doc[0]), doc[1] if len(doc) > 1 else None, None, None
-        elif isinstance(doc, Mapping):
-            doc_id = str(doc.get("id"))
-            score = doc.get("score")
-            text = doc.get("text", doc.get("content"))
-            meta = doc.get("metadata")
-        else:
-            doc_id = str(getattr(doc, "id", doc))
-            score = getattr(doc, "score", None)
-            text = getattr(doc, "text", None)
-            meta = getattr(doc, "metadata", None)
-        attrs[prefix + A.DOCUMENT_ID] = doc_id
-        if score is not None:
-            attrs[prefix + A.DOCUMENT_SCORE] = float(score)
-        if text is not None:
-            attrs[prefix + A.DOCUMENT_CONTENT] = A.text_value(text)
-        if meta:
-            attrs[prefix + A.DOCUMENT_METADATA] = A.dumps(meta)
-    return attrs
-
-
 class RetrievalStep(_Step):
     """A retrieval: ``with run.retrieval(query) as r: r.documents(hits)``."""
 
@@ -315,43 +285,6 @@ class RetrievalStep(_Step):
     def _close(self, span: Span, exc: BaseException | None) -> None:
         if self._docs:
             span.set_attributes(self._docs)
-
-
-def message_attributes(prefix: str, messages: Iterable[Any]) -> dict[str, Any]:
-    """OpenInference ``llm.*_messages.N.message.*`` attributes of messages given as mappings
-    (``role``, ``content``, ``name``, ``tool_calls``), ``(role, content)`` pairs, objects with
-    ``role``/``content`` (or langchain's ``type``/``content``) or plain strings (user turns)."""
-    attrs: dict[str, Any] = {}
-    for i, msg in enumerate(messages):
-        p = f"{prefix}.{i}."
-        if isinstance(msg, str):
-            role, content, name, calls = "user", msg, None, None
-        elif isinstance(msg, tuple):
-            role, content, name, calls = str(msg[0]), msg[1], None, None
-        elif isinstance(msg, Mapping):
-            role = str(msg.get("role", "user"))
-            content, name, calls = msg.get("content", ""), msg.get("name"), msg.get("tool_calls")
-        else:
-            role = str(getattr(msg, "role", None) or getattr(msg, "type", "user"))
-            content = getattr(msg, "content", "")
-            name, calls = getattr(msg, "name", None), getattr(msg, "tool_calls", None)
-        attrs[p + A.MESSAGE_ROLE] = role
-        attrs[p + A.MESSAGE_CONTENT] = A.text_value(content if content is not None else "")
-        if name:
-            attrs[p + A.MESSAGE_NAME] = str(name)
-        for j, call in enumerate(calls or ()):
-            c = f"{p}{A.MESSAGE_TOOL_CALLS}.{j}."
-            if isinstance(call, Mapping):
-                fn = call.get("function") if isinstance(call.get("function"), Mapping) else call
-                assert isinstance(fn, Mapping)
-                attrs[c + A.TOOL_CALL_FUNCTION_NAME] = str(fn.get("name"))
-                args = fn.get("arguments", fn.get("args", {}))
-                attrs[c + A.TOOL_CALL_FUNCTION_ARGUMENTS] = (
-                    args if isinstance(args, str) else A.dumps(args)
-                )
-                if call.get("id"):
-                    attrs[c + A.TOOL_CALL_ID] = str(call["id"])
-    return attrs
 
 
 class LlmCall(_Step):

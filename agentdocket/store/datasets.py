@@ -1,0 +1,167 @@
+"""Datasets and their cases in the store: immutable per (name, version)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from agentdocket.events import Case, Dataset
+from agentdocket.store.errors import DatasetConflict, StoreError
+
+
+class DatasetStore(ABC):
+    """Registering datasets and reading cases; :class:`~agentdocket.store.base.Store` supplies
+    the database primitives declared here."""
+
+    @abstractmethod
+    def _write(self) -> Any: ...
+
+    @abstractmethod
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    @abstractmethod
+    def _execute(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> None: ...
+
+    @abstractmethod
+    def _merge(
+        self,
+        conn: Any,
+        table: str,
+        columns: Sequence[str],
+        key: Sequence[str],
+        rows: list[tuple[Any, ...]],
+        conflict: str,
+    ) -> None: ...
+
+    @abstractmethod
+    def _to_db(self, column: str, value: Any) -> Any: ...
+
+    @abstractmethod
+    def _from_db(self, column: str, value: Any) -> Any: ...
+
+    @abstractmethod
+    def _dicts(self, sql: str, params: Sequence[Any] = ()) -> Iterator[dict[str, Any]]: ...
+
+    def register_dataset(self, dataset: Dataset) -> bool:
+        """Store a dataset version. True if new; False if the identical version was there.
+
+        Raises :class:`DatasetConflict` if that version exists with different content.
+        """
+        with self._write() as conn:
+            return self._register_on(conn, dataset)
+
+    def _register_on(self, conn: Any, dataset: Dataset) -> bool:
+        counts = Counter(c.case_id for c in dataset.cases)
+        dupes = sorted(case_id for case_id, n in counts.items() if n > 1)
+        if dupes:
+            raise StoreError(f"dataset {dataset.name}: duplicate case ids {', '.join(dupes[:5])}")
+        digest = dataset.content_hash()
+        existing = self._read_on(
+            conn,
+            "SELECT content_hash FROM datasets WHERE name = ? AND version = ?",
+            (dataset.name, dataset.version),
+        )
+        if existing:
+            if existing[0][0] == digest:
+                return False
+            raise DatasetConflict(
+                f"dataset {dataset.name!r} version {dataset.version!r} already exists with "
+                "different cases; datasets are immutable, register a new version"
+            )
+        self._execute(
+            conn,
+            "INSERT INTO datasets (name, version, description, content_hash, "
+            "n_cases) VALUES (?, ?, ?, ?, ?)",
+            (dataset.name, dataset.version, dataset.description, digest, len(dataset.cases)),
+        )
+        columns = (
+            "dataset",
+            "dataset_version",
+            "case_id",
+            "ordinal",
+            "question_type",
+            "group_id",
+            "data",
+        )
+        rows = [
+            (
+                dataset.name,
+                dataset.version,
+                c.case_id,
+                i,
+                c.question_type,
+                c.group,
+                self._to_db("data", c.to_json()),
+            )
+            for i, c in enumerate(dataset.cases)
+        ]
+        self._merge(conn, "cases", columns, ("dataset", "dataset_version", "case_id"), rows, "")
+        return True
+
+    @abstractmethod
+    def _read_on(
+        self, conn: Any, sql: str, params: Sequence[Any] = ()
+    ) -> list[tuple[Any, ...]]: ...
+
+    def datasets(self) -> list[dict[str, Any]]:
+        return list(self._dicts("SELECT * FROM datasets ORDER BY name, created_at, version"))
+
+    def latest_version(self, name: str) -> str | None:
+        rows = self._read(
+            "SELECT version FROM datasets WHERE name = ? "
+            "ORDER BY created_at DESC, version DESC LIMIT 1",
+            (name,),
+        )
+        return rows[0][0] if rows else None
+
+    def dataset(self, name: str, version: str | None = None) -> Dataset:
+        version = version or self.latest_version(name)
+        meta = list(
+            self._dicts("SELECT * FROM datasets WHERE name = ? AND version = ?", (name, version))
+        )
+        if not meta:
+            raise StoreError(f"no dataset {name!r}" + (f" version {version!r}" if version else ""))
+        cases = tuple(
+            Case.from_json(r["data"])
+            for r in self._dicts(
+                "SELECT data FROM cases WHERE dataset = ? AND dataset_version = ? ORDER BY ordinal",
+                (name, version),
+            )
+        )
+        return Dataset(name, str(version), cases, meta[0]["description"])
+
+    def _cases_for(self, runs: list[dict[str, Any]]) -> dict[str, tuple[str, Case]]:
+        """For each run naming a case: (dataset version, case), keyed by trace id.
+
+        A run that names no dataset version gets the case from the latest version.
+        """
+        resolved: dict[tuple[str, str | None], str | None] = {}
+        wanted: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+        for run in runs:
+            if not (run["dataset"] and run["case_id"]):
+                continue
+            key = (run["dataset"], run["dataset_version"])
+            if key not in resolved:
+                resolved[key] = run["dataset_version"] or self.latest_version(run["dataset"])
+            version = resolved[key]
+            if version is not None:
+                wanted[(run["dataset"], version)].append((run["case_id"], run["trace_id"]))
+        out: dict[str, tuple[str, Case]] = {}
+        for (dataset, version), pairs in wanted.items():
+            case_ids = sorted({c for c, _ in pairs})
+            found: dict[str, Case] = {}
+            for start in range(0, len(case_ids), 500):
+                chunk = case_ids[start : start + 500]
+                marks = ", ".join("?" for _ in chunk)
+                for case_id, data in self._read(
+                    f"SELECT case_id, data FROM cases WHERE dataset = ? AND dataset_version = ?"
+                    f" AND case_id IN ({marks})",
+                    (dataset, version, *chunk),
+                ):
+                    found[case_id] = Case.from_json(self._from_db("data", data))
+            for case_id, trace_id in pairs:
+                if case_id in found:
+                    out[trace_id] = (version, found[case_id])
+        return out

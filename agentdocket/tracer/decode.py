@@ -1,0 +1,86 @@
+"""Reading span attribute values back: JSON-safe values and chat messages in the OpenInference,
+GenAI and deprecated GenAI forms."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agentdocket.tracer import attributes as A
+
+
+def read_messages(
+    attrs: Mapping[str, Any], oi_prefix: str, gen_ai_key: str, old_prefix: str
+) -> list[dict[str, Any]]:
+    """Messages from OpenInference's flattened list, GenAI's JSON (role + parts), or the
+    deprecated indexed ``gen_ai.prompt.N.role`` / ``gen_ai.completion.N.content``."""
+    out: list[dict[str, Any]] = []
+    for m in A.indexed(attrs, oi_prefix):
+        calls = []
+        for c in A.indexed({k: v for k, v in m.items()}, A.MESSAGE_TOOL_CALLS):
+            args = A.loads(c.get(A.TOOL_CALL_FUNCTION_ARGUMENTS))
+            call = {"name": str(c.get(A.TOOL_CALL_FUNCTION_NAME)), "arguments": args}
+            if c.get(A.TOOL_CALL_ID) is not None:
+                call["id"] = str(c[A.TOOL_CALL_ID])
+            calls.append(jsonable(call))
+        out.append(
+            {
+                "role": str(m.get(A.MESSAGE_ROLE, "user")),
+                "content": str(m.get(A.MESSAGE_CONTENT, "")),
+                "name": opt_str(m.get(A.MESSAGE_NAME)),
+                "tool_calls": calls,
+            }
+        )
+    if out:
+        return _drop_none(out)
+    structured = A.loads(attrs.get(gen_ai_key))
+    if isinstance(structured, list):
+        for m in structured:
+            if isinstance(m, dict):
+                out.append({"role": str(m.get("role", "user")), "content": _parts_text(m)})
+        return out
+    for m in A.indexed(attrs, f"gen_ai.{old_prefix}"):
+        out.append({"role": str(m.get("role", "user")), "content": str(m.get("content", ""))})
+    return out
+
+
+def opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def opt_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def attribute_json(value: Any) -> Any:
+    """A span attribute as JSON (sequences become arrays; NaN and infinities become text)."""
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [attribute_json(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def jsonable(value: Any) -> Any:
+    """A value parsed from JSON text is JSON already; anything else goes through ``dumps``
+    (a non-finite float becomes its text, as JSON has no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, str | int | float | bool | list | dict):
+        return value
+    return A.loads(A.dumps(value))
+
+
+def _parts_text(message: Mapping[str, Any]) -> str:
+    if isinstance(message.get("content"), str):
+        return str(message["content"])
+    parts = message.get("parts")
+    if isinstance(parts, list):
+        texts = [str(p.get("content", "")) for p in parts if isinstance(p, dict)]
+        return "\n".join(t for t in texts if t)
+    return ""
+
+
+def _drop_none(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in m.items() if v is not None} for m in messages]
