@@ -85,45 +85,15 @@ class Store(DatasetStore, ABC):
         self.url = url
         self.runs_upsert = _upsert_runs_clause(self.least, self.greatest)
 
-    # --- connection and value conversion, per database --------------------------------------
+    # --- connection and value conversion, per database (more in DatasetStore) ---------------
 
     @abstractmethod
     def close(self) -> None: ...
 
     @abstractmethod
-    def _write(self) -> Any:
-        """A context manager: a write transaction on a connection (retrying is the caller's)."""
-
-    @abstractmethod
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Run a read-only query written with ``?`` placeholders."""
-
-    @abstractmethod
     def _insert_events(self, conn: Any, events: Sequence[Event]) -> tuple[int, Projection]:
         """Insert events, skipping those already stored; return how many were inserted and the
         projection of those (a backend may compute it while the database digests the rows)."""
-
-    @abstractmethod
-    def _merge(
-        self,
-        conn: Any,
-        table: str,
-        columns: Sequence[str],
-        key: Sequence[str],
-        rows: list[tuple[Any, ...]],
-        conflict: str,
-    ) -> None:
-        """Insert rows into a projection table; rows whose key exists go through ``conflict``
-        (an ``ON CONFLICT ... DO ...`` clause; empty for tables where a clash is an error)."""
-
-    @abstractmethod
-    def _execute(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> None: ...
-
-    @abstractmethod
-    def _to_db(self, column: str, value: Any) -> Any: ...
-
-    @abstractmethod
-    def _from_db(self, column: str, value: Any) -> Any: ...
 
     @abstractmethod
     def _lock_for_rebuild(self, conn: Any) -> None: ...

@@ -12,14 +12,16 @@ from agentdocket.store.errors import DatasetConflict, StoreError
 
 
 class DatasetStore(ABC):
-    """Registering datasets and reading cases; :class:`~agentdocket.store.base.Store` supplies
-    the database primitives declared here."""
+    """Registering datasets and reading cases. Declares the database primitives that
+    :class:`~agentdocket.store.base.Store` and its backends implement."""
 
     @abstractmethod
-    def _write(self) -> Any: ...
+    def _write(self) -> Any:
+        """A context manager: a write transaction on a connection (retrying is the caller's)."""
 
     @abstractmethod
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run a read-only query written with ``?`` placeholders."""
 
     @abstractmethod
     def _execute(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> None: ...
@@ -33,7 +35,9 @@ class DatasetStore(ABC):
         key: Sequence[str],
         rows: list[tuple[Any, ...]],
         conflict: str,
-    ) -> None: ...
+    ) -> None:
+        """Insert rows into a projection table; rows whose key exists go through ``conflict``
+        (an ``ON CONFLICT ... DO ...`` clause; empty for tables where a clash is an error)."""
 
     @abstractmethod
     def _to_db(self, column: str, value: Any) -> Any: ...

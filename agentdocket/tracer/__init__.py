@@ -17,7 +17,7 @@ Or add :class:`StoreSpanExporter` to a ``TracerProvider`` of your own.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,9 +25,9 @@ from typing import Any, TypeVar
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
+from typing_extensions import Unpack
 
-from agentdocket.events import Case
-from agentdocket.tracer.api import Run, Tracer, current_run
+from agentdocket.tracer.api import Run, RunOptions, Tracer, current_run
 from agentdocket.tracer.exporter import (
     CountingBatchSpanProcessor,
     ExportStats,
@@ -42,6 +42,7 @@ __all__ = [
     "CountingBatchSpanProcessor",
     "ExportStats",
     "Run",
+    "RunOptions",
     "Spool",
     "StoreSpanExporter",
     "Tracer",
@@ -159,30 +160,9 @@ def get_tracer() -> Tracer:
     return _default
 
 
-def run(
-    agent: str,
-    *,
-    question: str | None = None,
-    case: Case | str | None = None,
-    dataset: str | None = None,
-    dataset_version: str | None = None,
-    strategy: str | None = None,
-    models: Mapping[str, str] | None = None,
-    agent_version: str | None = None,
-    attributes: Mapping[str, Any] | None = None,
-) -> Run:
-    """A run of ``agent`` (see :meth:`Tracer.run`), recorded through the configured tracer."""
-    return _default.run(
-        agent,
-        question=question,
-        case=case,
-        dataset=dataset,
-        dataset_version=dataset_version,
-        strategy=strategy,
-        models=models,
-        agent_version=agent_version,
-        attributes=attributes,
-    )
+def run(agent: str, **options: Unpack[RunOptions]) -> Run:
+    """A run of ``agent`` (see :class:`RunOptions`), recorded through the configured tracer."""
+    return _default.run(agent, **options)
 
 
 def tool(fn: Any = None, /, *, name: str | None = None) -> Any:

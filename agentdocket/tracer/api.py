@@ -12,12 +12,13 @@ import itertools
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar, Token
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, TypedDict, TypeVar, overload
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Link, Span, TracerProvider
+from typing_extensions import Unpack
 
 from agentdocket import __version__
 from agentdocket.events import Case, PlanStep
@@ -47,6 +48,24 @@ DB_SYSTEMS = {
 _current: ContextVar[Run | None] = ContextVar("agentdocket_run", default=None)
 
 
+class RunOptions(TypedDict, total=False):
+    """What a run records about itself (all optional).
+
+    ``case`` is the :class:`~agentdocket.events.Case` (or its id) the run answers, in
+    ``dataset`` at ``dataset_version``; ``models`` names the model of each role
+    (``{"planner": "gpt-4o", ...}``); ``question`` defaults to the case's question.
+    """
+
+    question: str | None
+    case: Case | str | None
+    dataset: str | None
+    dataset_version: str | None
+    strategy: str | None
+    models: Mapping[str, str] | None
+    agent_version: str | None
+    attributes: Mapping[str, Any] | None
+
+
 class Tracer:
     """Makes runs. Uses the global OpenTelemetry tracer provider unless given one."""
 
@@ -61,37 +80,10 @@ class Tracer:
             self._otel = trace.get_tracer("agentdocket", __version__, tracer_provider=self.provider)
         return self._otel
 
-    def run(
-        self,
-        agent: str,
-        *,
-        question: str | None = None,
-        case: Case | str | None = None,
-        dataset: str | None = None,
-        dataset_version: str | None = None,
-        strategy: str | None = None,
-        models: Mapping[str, str] | None = None,
-        agent_version: str | None = None,
-        attributes: Mapping[str, Any] | None = None,
-    ) -> Run:
-        """A run of ``agent``, to use as ``with tracer.run(...) as run:``.
-
-        ``case`` is the :class:`~agentdocket.events.Case` (or its id) the run answers, in
-        ``dataset`` at ``dataset_version``; ``models`` names the model of each role
-        (``{"planner": "gpt-4o", ...}``).
-        """
-        return Run(
-            self,
-            agent=agent,
-            question=question,
-            case=case,
-            dataset=dataset,
-            dataset_version=dataset_version,
-            strategy=strategy,
-            models=models,
-            agent_version=agent_version,
-            attributes=attributes,
-        )
+    def run(self, agent: str, **options: Unpack[RunOptions]) -> Run:
+        """A run of ``agent``, to use as ``with tracer.run(...) as run:`` (see
+        :class:`RunOptions` for the keywords)."""
+        return Run(self, agent, **options)
 
     @overload
     def tool(self, fn: F, /, *, name: str | None = None) -> F: ...
@@ -116,20 +108,10 @@ def current_run() -> Run | None:
 class Run:
     """One run of an agent; every method records a step. Use as a context manager."""
 
-    def __init__(
-        self,
-        tracer: Tracer,
-        *,
-        agent: str,
-        question: str | None,
-        case: Case | str | None,
-        dataset: str | None,
-        dataset_version: str | None,
-        strategy: str | None,
-        models: Mapping[str, str] | None,
-        agent_version: str | None,
-        attributes: Mapping[str, Any] | None,
-    ) -> None:
+    def __init__(self, tracer: Tracer, agent: str, **options: Unpack[RunOptions]) -> None:
+        question = options.get("question")
+        case = options.get("case")
+        attributes = options.get("attributes")
         self._tracer = tracer
         if isinstance(case, Case):
             question = question if question is not None else case.question
@@ -145,17 +127,17 @@ class Run:
             A.GEN_AI_AGENT_NAME: agent,
         }
         optional = {
-            A.GEN_AI_AGENT_VERSION: agent_version,
-            A.STRATEGY: strategy,
-            A.DATASET: dataset,
-            A.DATASET_VERSION: dataset_version,
+            A.GEN_AI_AGENT_VERSION: options.get("agent_version"),
+            A.STRATEGY: options.get("strategy"),
+            A.DATASET: options.get("dataset"),
+            A.DATASET_VERSION: options.get("dataset_version"),
             A.CASE_ID: case_id,
         }
         attrs.update({k: v for k, v in optional.items() if v is not None})
         if question is not None:
             attrs[A.INPUT_VALUE] = A.text_value(question)
             attrs[A.INPUT_MIME] = A.TEXT_MIME
-        for role, model in (models or {}).items():
+        for role, model in (options.get("models") or {}).items():
             attrs[A.MODEL_PREFIX + role] = str(model)
         if attributes:
             attrs[A.RUN_ATTRIBUTES] = A.dumps(dict(attributes))
