@@ -244,3 +244,13 @@ def test_a_torn_last_record_is_skipped(tmp_path: Path, caplog: pytest.LogCapture
     Spool(tmp_path / "spool").replay(batches.append)
     assert first < len(data) and sum(len(b) for b in batches) == 2 * EV
     assert "incomplete record" in caplog.text
+
+
+def test_an_unwritable_spool_counts_drops_and_never_raises(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("a file where the spool directory should be")
+    r = Recorder(_blocked_sqlite(tmp_path), tmp_path / "file" / "spool", retry_initial_s=60)
+    _record(r, 2, "lost")
+    r.flush()
+    r.close()
+    assert r.exporter.stats.dropped == {"spool_error": 2 * SPANS}
+    assert r.exporter.stats.spooled == 0

@@ -281,3 +281,32 @@ def test_the_exporters_database_work_is_not_traced(url: str, tmp_path: Path) -> 
     r.flush()
     r.close()
     assert seen == [True]
+
+
+def test_configure_records_through_the_module_level_api(tmp_path: Path) -> None:
+    from agentdocket import tracer
+
+    url = f"sqlite:///{tmp_path / 'agentdocket.db'}"
+    configured = tracer.configure(url, spool_dir=tmp_path / "spool", set_global=False)
+    try:
+        with pytest.raises(RuntimeError, match="already configured"):
+            tracer.configure(url, set_global=False)
+
+        @tracer.tool(name="double")
+        def double(x: int) -> int:
+            return 2 * x
+
+        with tracer.run("qa", question="2 x 21?", strategy="iterative") as run:
+            assert tracer.current_run() is run
+            run.respond(str(double(21)))
+        assert tracer.current_run() is None
+        configured.flush()
+        assert configured.stats.delivered == 5 and configured.stats.failures == 0
+    finally:
+        tracer.shutdown()
+    assert tracer.get_tracer() is not configured.tracer
+    with open_store(url) as store:
+        assert run.trace_id is not None
+        kinds = [e.kind for e in store.events(run.trace_id)]
+    assert kinds == ["run.started", "tool.called", "tool.returned", "response", "run.finished"]
+    tracer.shutdown()  # a second shutdown is harmless

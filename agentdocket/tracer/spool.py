@@ -44,7 +44,6 @@ class Spool:
     def __init__(self, directory: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.directory = Path(directory)
         self.max_bytes = max_bytes
-        self.directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._new_file()
 
@@ -84,6 +83,7 @@ class Spool:
 
     def _open_own(self) -> int:
         if self._fd is None:
+            self.directory.mkdir(parents=True, exist_ok=True)  # created when first needed
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX)
             _fsync_dir(self.directory)
@@ -96,7 +96,7 @@ class Spool:
         """Spool files in the directory, oldest first (this process's included)."""
         try:
             return sorted(p for p in self.directory.iterdir() if p.name.endswith(SUFFIX))
-        except FileNotFoundError:
+        except OSError:  # not created yet, or not readable: nothing to replay from it
             return []
 
     def size(self) -> int:
