@@ -1,0 +1,38 @@
+"""Interaction metrics (Table 2 of 000_b3c1d8e83c640636.txt): how much an agent planned and
+queried, and how long its answer was."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agentdocket.events import Trace
+from agentdocket.scorers.base import Outcome
+
+
+def _words(text: str | None) -> int:
+    return len(text.split()) if text else 0
+
+
+def interaction_metrics(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
+    """Plan length in words, SQL queries generated, valid ones (ran without error and returned
+    rows), and answer length in words. No pass/fail: the metrics are the verdict."""
+    plans = trace.of_kind("plan")
+    plan_words = 0
+    for event in plans:
+        plan = event.data
+        if plan.text:
+            plan_words += _words(plan.text)
+        else:
+            plan_words += sum(_words(s.text or s.tool) for s in plan.steps)
+    sql = trace.sql()
+    valid = sum(1 for q in sql if q.error is None and (q.row_count or len(q.rows)) > 0)
+    return Outcome(
+        details={
+            "plan_length": plan_words,
+            "plan_steps": len(trace.plan()),
+            "sql_generated": len(sql),
+            "sql_valid": valid,
+            "answer_length": _words(trace.response),
+        }
+    )

@@ -1,0 +1,229 @@
+"""Tool-use scorers (003_f039c1845464af00.txt): planner suffix match, slot filling in any order,
+and overall procedural accuracy.
+
+Argument comparison follows the rules attached to the dataset's cases
+(:class:`~agentdocket.events.ArgumentRules`), never rules written here: ignored keys, coercions of
+the expected value, text normalisation, and semantic equality by embedding cosine above a
+threshold. Semantic comparison needs a ``similarity`` function in the scorer's configuration
+(texts pairs -> cosines); the rule-only comparison needs nothing.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from agentdocket.events import ArgumentRules, ExpectedCall, ToolCall, Trace
+from agentdocket.scorers.base import Outcome
+
+Similarity = Callable[[Sequence[tuple[str, str]]], Sequence[float]]
+
+
+# --- planner.suffix_match --------------------------------------------------------------------
+
+
+def plan_names(trace: Trace) -> list[str]:
+    """The generated plan as step names: each step's tool, else its text."""
+    return [step.tool or step.text or "" for step in trace.plan()]
+
+
+def suffix_match(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
+    """Passes when the generated plan equals the expected plan or ends with it."""
+    case = trace.case
+    if case is None or not case.expected_plan:
+        return None
+    expected = list(case.expected_plan)
+    generated = plan_names(trace)
+    details: dict[str, Any] = {"expected": expected, "generated": generated}
+    if generated == expected or (
+        len(generated) > len(expected) and generated[-len(expected) :] == expected
+    ):
+        extra = generated[: len(generated) - len(expected)]
+        details.update(extra_steps=len(extra), extra=extra)
+        return Outcome(passed=True, score=1.0, details=details)
+    if not generated:
+        return Outcome(
+            passed=False,
+            score=0.0,
+            failure_type="planner:no_plan",
+            rationale="no plan recorded",
+            details=details,
+        )
+    return Outcome(
+        passed=False,
+        score=0.0,
+        failure_type="planner:mismatch",
+        rationale="the plan neither equals nor ends with the expected plan",
+        details=details,
+    )
+
+
+# --- tools.slot_fill -------------------------------------------------------------------------
+
+
+def _normalise(value: Any, steps: Sequence[str]) -> Any:
+    if not isinstance(value, str):
+        return value
+    for step in steps:
+        if step == "url_spaces":
+            value = urllib.parse.unquote_plus(value)
+        elif step == "strip":
+            value = value.strip()
+        elif step == "casefold":
+            value = value.casefold()
+    return value
+
+
+def _coerce(value: Any, how: str | None) -> Any:
+    if how == "join_comma" and isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    if how == "string" and isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+def _rule(rules: ArgumentRules | None, table: str, key: str) -> Any:
+    if rules is None:
+        return None
+    mapping: Mapping[str, Any] = getattr(rules, table)
+    return mapping.get(key, mapping.get("*"))
+
+
+def _prepared(arguments: dict[str, Any] | str, rules: ArgumentRules | None) -> dict[str, Any] | str:
+    if isinstance(arguments, str):
+        return arguments
+    ignored = set(rules.ignore) if rules else set()
+    out = {}
+    for key, value in arguments.items():
+        if key in ignored:
+            continue
+        value = _coerce(value, _rule(rules, "coerce", key))
+        out[key] = _normalise(value, _rule(rules, "normalize", key) or ())
+    return out
+
+
+def _differences(
+    expected: ExpectedCall,
+    call: ToolCall,
+    rules: ArgumentRules | None,
+    similarity: Similarity | None,
+) -> list[str]:
+    """The argument names on which ``call`` fails ``expected`` (empty: it matches)."""
+    want = _prepared(expected.arguments, rules)
+    got = _prepared(call.arguments, rules)
+    if isinstance(want, str) or isinstance(got, str):
+        return [] if want == got else ["<arguments>"]
+    differ = sorted(set(want) ^ set(got))
+    for key in sorted(set(want) & set(got)):
+        threshold = _rule(rules, "semantic", key)
+        if threshold is not None and isinstance(want[key], str) and isinstance(got[key], str):
+            if want[key] == got[key]:
+                continue
+            if similarity is None:
+                raise ValueError(
+                    f"argument {key!r} of tool {expected.tool!r} is compared semantically: "
+                    "configure the scorer with a similarity function"
+                )
+            if similarity([(want[key], got[key])])[0] > threshold:
+                continue
+            differ.append(key)
+        elif want[key] != got[key]:
+            differ.append(key)
+    return differ
+
+
+def _max_matching(compatible: list[list[int]], n_right: int) -> list[int | None]:
+    """A maximum bipartite matching (augmenting paths): for each left node its right node."""
+    owner: list[int | None] = [None] * n_right
+
+    def augment(left: int, seen: set[int]) -> bool:
+        for right in compatible[left]:
+            if right in seen:
+                continue
+            seen.add(right)
+            holder = owner[right]
+            if holder is None or augment(holder, seen):
+                owner[right] = left
+                return True
+        return False
+
+    for left in range(len(compatible)):
+        augment(left, set())
+    match: list[int | None] = [None] * len(compatible)
+    for right, holder in enumerate(owner):
+        if holder is not None:
+            match[holder] = right
+    return match
+
+
+def slot_fill(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
+    """Every expected call is matched by a distinct executed call with equal arguments (under
+    the case's rules), in any order; found by a maximum matching, not greedily."""
+    case = trace.case
+    if case is None:
+        return None
+    expected = list(case.expected_calls)
+    calls = trace.tool_calls()
+    similarity: Similarity | None = config.get("similarity")
+    diffs = [
+        [
+            _differences(e, c, case.rules_for(e.tool), similarity) if c.tool == e.tool else None
+            for c in calls
+        ]
+        for e in expected
+    ]
+    compatible = [[j for j, d in enumerate(row) if d == []] for row in diffs]
+    match = _max_matching(compatible, len(calls))
+    missing = [i for i, m in enumerate(match) if m is None]
+    details: dict[str, Any] = {
+        "expected_calls": len(expected),
+        "executed_calls": len(calls),
+        "matched": {str(i): calls[m].call_id for i, m in enumerate(match) if m is not None},
+    }
+    if not missing:
+        return Outcome(passed=True, score=1.0, details=details)
+    unmatched = []
+    for i in missing:
+        candidates = [d for d in diffs[i] if d is not None]
+        unmatched.append(
+            {
+                "tool": expected[i].tool,
+                "arguments": expected[i].arguments,
+                "closest_differences": min(candidates, key=len) if candidates else None,
+            }
+        )
+    details["unmatched"] = unmatched
+    # fewer calls of a tool than expected: a call is missing; else some arguments are wrong
+    short = any(
+        sum(c.tool == expected[i].tool for c in calls)
+        < sum(e.tool == expected[i].tool for e in expected)
+        for i in missing
+    )
+    failure = "slot_fill:missing_call" if short else "slot_fill:wrong_argument"
+    return Outcome(
+        passed=False,
+        score=(len(expected) - len(missing)) / len(expected),
+        failure_type=failure,
+        rationale=f"{len(missing)} of {len(expected)} expected calls not matched",
+        details=details,
+    )
+
+
+# --- tools.procedural ------------------------------------------------------------------------
+
+
+def procedural(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
+    """Overall procedural accuracy: the planner and slot filling both pass."""
+    plan = suffix_match(trace, config)
+    slots = slot_fill(trace, config)
+    if plan is None or slots is None:
+        return None
+    passed = bool(plan.passed and slots.passed)
+    failure = None if passed else (plan.failure_type or slots.failure_type)
+    return Outcome(
+        passed=passed,
+        score=1.0 if passed else 0.0,
+        failure_type=failure,
+        details={"planner_passed": plan.passed, "slot_fill_passed": slots.passed},
+    )

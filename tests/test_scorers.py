@@ -1,0 +1,240 @@
+"""Rule-based scorers on the demo's real traces and on crafted cases: planner suffix match, slot
+filling under the cases' argument rules with an optimal matching, procedural accuracy,
+interaction metrics."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentdocket import scorers
+from agentdocket.demo import run_demo
+from agentdocket.events import (
+    ArgumentRules,
+    Case,
+    Event,
+    ExpectedCall,
+    Plan,
+    PlanStep,
+    RunStarted,
+    ToolCalled,
+    ToolReturned,
+    Trace,
+)
+from agentdocket.scorers.tool_use import slot_fill
+from agentdocket.store import open_store
+
+
+@pytest.fixture(scope="module")
+def demo_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Trace]:
+    tmp = tmp_path_factory.mktemp("demo")
+    url = f"sqlite:///{tmp / 'agentdocket.db'}"
+    run_demo(url, spool_dir=tmp / "spool")
+    with open_store(url) as store:
+        traces = [t for batch in store.iter_traces(dataset="concerts-demo") for t in batch]
+    out = {}
+    for t in traces:
+        started = t.started
+        assert started is not None and started.strategy and started.case_id
+        out[(started.strategy, started.case_id)] = t
+    assert len(out) == 30
+    return out
+
+
+# (strategy, case) -> (planner passed, slot fill failure type or None)
+EXPECTED = {
+    ("sequential", "q03"): (True, None),  # an erroring query, then the right one: 1 extra step
+    ("sequential", "q06"): (True, "slot_fill:wrong_argument"),  # LIKE instead of =
+    ("sequential", "q08"): (True, "slot_fill:wrong_argument"),  # >= 2 instead of > 2
+    ("iterative", "q02"): (True, "slot_fill:wrong_argument"),  # sorted the wrong way
+    ("iterative", "q04"): (True, "slot_fill:wrong_argument"),  # max of one song, not the sum
+    ("iterative", "q05"): (True, "slot_fill:wrong_argument"),  # 'london': no rows
+    ("iterative", "q07"): (False, "slot_fill:missing_call"),  # stopped before 2022
+    ("iterative", "q09"): (False, "slot_fill:missing_call"),  # stopped after one query
+    ("no-interaction", "q01"): (False, "slot_fill:missing_call"),
+}
+
+
+def test_tool_use_scorers_on_the_demo(demo_traces: dict[tuple[str, str], Trace]) -> None:
+    planner = scorers.get("planner.suffix_match")
+    slots = scorers.get("tools.slot_fill")
+    procedural = scorers.get("tools.procedural")
+    for key, trace in demo_traces.items():
+        plan_passed, slot_failure = EXPECTED.get(key, (key[0] != "no-interaction", None))
+        if key[0] == "no-interaction":
+            slot_failure = "slot_fill:missing_call"
+        p, s, both = planner.verdict(trace), slots.verdict(trace), procedural.verdict(trace)
+        assert p is not None and s is not None and both is not None
+        assert p.passed is plan_passed, key
+        assert s.failure_type == slot_failure, key
+        assert s.passed is (slot_failure is None), key
+        assert both.passed is (plan_passed and slot_failure is None), key
+    extra = planner.verdict(demo_traces[("sequential", "q03")])
+    assert extra is not None and extra.details["extra_steps"] == 1
+    assert extra.details["extra"] == ["sql"]
+    none = planner.verdict(demo_traces[("no-interaction", "q04")])
+    assert none is not None and none.failure_type == "planner:no_plan"
+
+
+def test_interaction_metrics_on_the_demo(demo_traces: dict[tuple[str, str], Trace]) -> None:
+    metrics = scorers.get("interaction.metrics")
+    q03 = metrics.verdict(demo_traces[("sequential", "q03")])
+    assert q03 is not None and q03.passed is None
+    assert q03.details["sql_generated"] == 2 and q03.details["sql_valid"] == 1
+    assert q03.details["answer_length"] == len(
+        [
+            "The",
+            "average",
+            "age",
+            "of",
+            "the",
+            "singers",
+            "who",
+            "performed",
+            "in",
+            "2023",
+            "is",
+            "34.8.",
+        ]
+    )
+    empty = metrics.verdict(demo_traces[("iterative", "q05")])
+    assert empty is not None and (empty.details["sql_generated"], empty.details["sql_valid"]) == (
+        1,
+        0,
+    )
+    guess = metrics.verdict(demo_traces[("no-interaction", "q02")])
+    assert guess is not None and guess.details["plan_length"] == guess.details["sql_generated"] == 0
+
+
+def _trace(calls: Sequence[tuple[str, dict[str, Any] | str]], case: Case, plan: list[str]) -> Trace:
+    rng = random.Random(len(calls))
+    tid = uuid.UUID(int=rng.getrandbits(128)).hex
+    root = "a" * 16
+    events = [
+        Event.create(trace_id=tid, span_id=root, seq=0, payload=RunStarted(agent="t")),
+        Event.create(
+            trace_id=tid, span_id=root, seq=1, payload=Plan(steps=[PlanStep(tool=t) for t in plan])
+        ),
+    ]
+    for i, (tool, args) in enumerate(calls):
+        span = f"{i + 1:016x}"
+        events.append(
+            Event.create(
+                trace_id=tid,
+                span_id=span,
+                seq=2 + 2 * i,
+                payload=ToolCalled(call_id=span, tool=tool, arguments=args),
+            )
+        )
+        events.append(
+            Event.create(
+                trace_id=tid, span_id=span, seq=3 + 2 * i, payload=ToolReturned(call_id=span)
+            )
+        )
+    return Trace.from_events(events, case)
+
+
+def _words_similarity(pairs: Sequence[tuple[str, str]]) -> list[float]:
+    """Word-set overlap: a deterministic stand-in for embedding cosine, for matching logic."""
+    out = []
+    for a, b in pairs:
+        x, y = set(a.split()), set(b.split())
+        out.append(len(x & y) / len(x | y))
+    return out
+
+
+def test_slot_fill_finds_the_optimal_assignment_not_the_greedy_one() -> None:
+    rules = [ArgumentRules(semantic={"q": 0.4})]
+    case = Case(
+        case_id="c",
+        expected_calls=[
+            ExpectedCall("search", {"q": "cats"}),
+            ExpectedCall("search", {"q": "dogs"}),
+        ],
+        argument_rules=rules,
+    )
+    # greedy in call order would give "cats" the first call ("cats dogs") and leave "dogs" none
+    trace = _trace([("search", {"q": "cats dogs"}), ("search", {"q": "cats"})], case, ["search"])
+    outcome = slot_fill(trace, {"similarity": _words_similarity})
+    assert outcome is not None and outcome.passed is True
+    assert outcome.details["matched"] == {"0": "0000000000000002", "1": "0000000000000001"}
+    with pytest.raises(ValueError, match="configure the scorer with a similarity function"):
+        slot_fill(trace, {})
+
+
+def test_slot_fill_applies_the_cases_rules() -> None:
+    rules = [
+        ArgumentRules(
+            ignore=["api_key"],
+            coerce={"symbols": "join_comma", "amount": "string"},
+            tools=["convert"],
+        ),
+        ArgumentRules(normalize={"i": ["url_spaces"]}, tools=["wolfram"]),
+    ]
+    case = Case(
+        case_id="c",
+        expected_calls=[
+            ExpectedCall("convert", {"symbols": ["USD", "EUR"], "amount": 10, "api_key": "k1"}),
+            ExpectedCall("wolfram", {"i": "weather in paris"}),
+        ],
+        argument_rules=rules,
+    )
+    good = _trace(
+        [
+            ("wolfram", {"i": "weather%20in+paris"}),
+            ("convert", {"symbols": "USD,EUR", "amount": "10", "api_key": "other"}),
+        ],
+        case,
+        ["convert", "wolfram"],
+    )
+    assert (outcome := slot_fill(good, {})) is not None and outcome.passed is True
+    wrong = _trace(
+        [("convert", {"symbols": "USD", "amount": "10"}), ("wolfram", {"i": "weather in paris"})],
+        case,
+        [],
+    )
+    outcome = slot_fill(wrong, {})
+    assert outcome is not None and outcome.failure_type == "slot_fill:wrong_argument"
+    assert outcome.details["unmatched"][0]["closest_differences"] == ["symbols"]
+    assert outcome.score == 0.5
+    missing = _trace([("wolfram", {"i": "weather in paris"})], case, [])
+    outcome = slot_fill(missing, {})
+    assert outcome is not None and outcome.failure_type == "slot_fill:missing_call"
+
+
+def test_a_verdict_is_tagged_and_its_input_hash_is_stable(
+    demo_traces: dict[tuple[str, str], Trace],
+) -> None:
+    trace = demo_traces[("sequential", "q01")]
+    scorer = scorers.get("tools.slot_fill")
+    first, again = scorer.verdict(trace), scorer.verdict(trace)
+    assert first is not None and again is not None
+    assert (first.scorer, first.scorer_version, first.subject_trace_id) == (
+        "tools.slot_fill",
+        "1",
+        trace.trace_id,
+    )
+    assert first.input_hash == again.input_hash
+    other = scorers.get("tools.slot_fill").input_hash(demo_traces[("sequential", "q02")])
+    assert other != first.input_hash
+    assert [s.name for s in scorers.scorers()] == [
+        "interaction.metrics",
+        "planner.suffix_match",
+        "tools.procedural",
+        "tools.slot_fill",
+    ]
+    with pytest.raises(KeyError, match="no scorer named 'nope'"):
+        scorers.get("nope")
+
+
+def test_scorers_skip_traces_without_a_case(tmp_path: Path) -> None:
+    trace = _trace([("x", {})], Case(case_id="c"), ["x"])
+    bare = Trace(trace.trace_id, trace.events, None)
+    assert scorers.get("planner.suffix_match").verdict(bare) is None
+    assert scorers.get("tools.slot_fill").verdict(bare) is None
+    assert scorers.get("planner.suffix_match").verdict(trace) is None  # no expected plan
