@@ -165,6 +165,18 @@ def test_slot_fill_finds_the_optimal_assignment_not_the_greedy_one() -> None:
     assert outcome.details["matched"] == {"0": "0000000000000002", "1": "0000000000000001"}
     with pytest.raises(ValueError, match="configure the scorer with a similarity function"):
         slot_fill(trace, {})
+    # the IBM study's in-order pairing (a case attribute, set by its importer) does fail here
+    in_order = Case(
+        case_id="c",
+        expected_calls=case.expected_calls,
+        argument_rules=rules,
+        attributes={"slot_fill_pairing": "in_order"},
+    )
+    greedy = slot_fill(
+        Trace(trace.trace_id, trace.events, in_order), {"similarity": _words_similarity}
+    )
+    assert greedy is not None and greedy.passed is False
+    assert greedy.details["pairing"] == "in_order"
 
 
 def test_slot_fill_applies_the_cases_rules() -> None:

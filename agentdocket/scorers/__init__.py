@@ -31,6 +31,7 @@ register(
         "every expected call matched by a distinct executed call with equal arguments "
         "(the case's rules), in any order",
         slot_fill,
+        config={"similarity": "all-MiniLM-L6-v2"},
         inputs=("tool.called", "tool.returned", "case"),
     )
 )
@@ -40,6 +41,7 @@ register(
         "1",
         "overall procedural accuracy: planner.suffix_match and tools.slot_fill both pass",
         procedural,
+        config={"similarity": "all-MiniLM-L6-v2"},
         inputs=TOOL_INPUTS,
     )
 )

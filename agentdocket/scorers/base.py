@@ -61,7 +61,8 @@ class Scorer:
             "case": trace.case.to_json() if trace.case is not None and "case" in kinds else None,
             "config": dict(self.config),
         }
-        return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        encoded = orjson.dumps(body, option=orjson.OPT_SORT_KEYS, default=_named)
+        return hashlib.sha256(encoded).hexdigest()
 
     def verdict(self, trace: Trace) -> Verdict | None:
         """The verdict on ``trace``, or None when there is nothing to judge."""
@@ -80,6 +81,11 @@ class Scorer:
             rationale=outcome.rationale,
             details=outcome.details,
         )
+
+
+def _named(value: Any) -> str:
+    """A configuration value that is not JSON (a function) by its qualified name."""
+    return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', repr(value))}"
 
 
 _REGISTRY: dict[str, dict[str, Scorer]] = {}

@@ -10,7 +10,6 @@ threshold. Semantic comparison needs a ``similarity`` function in the scorer's c
 
 from __future__ import annotations
 
-import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -18,6 +17,10 @@ from agentdocket.events import ArgumentRules, ExpectedCall, ToolCall, Trace
 from agentdocket.scorers.base import Outcome
 
 Similarity = Callable[[Sequence[tuple[str, str]]], Sequence[float]]
+# A case attribute choosing how expected calls are paired with executed ones: "optimal" (the
+# default: a maximum matching, independent of call order) or "in_order" (the IBM study's
+# order-dependent procedure, which its published numbers depend on).
+PAIRING = "slot_fill_pairing"
 
 
 # --- planner.suffix_match --------------------------------------------------------------------
@@ -66,8 +69,8 @@ def _normalise(value: Any, steps: Sequence[str]) -> Any:
     if not isinstance(value, str):
         return value
     for step in steps:
-        if step == "url_spaces":
-            value = urllib.parse.unquote_plus(value)
+        if step == "url_spaces":  # exactly these two; other escapes stay as they are
+            value = value.replace("%20", " ").replace("+", " ")
         elif step == "strip":
             value = value.strip()
         elif step == "casefold":
@@ -133,6 +136,44 @@ def _differences(
     return differ
 
 
+def _similarity(configured: Any) -> Similarity | None:
+    """The configured similarity: a function, or the name of the embedding model."""
+    if configured is None or callable(configured):
+        found: Similarity | None = configured
+        return found
+    if configured == "all-MiniLM-L6-v2":
+        from agentdocket.scorers.embeddings import cosine_pairs
+
+        return cosine_pairs
+    raise ValueError(f"unknown similarity {configured!r}; use 'all-MiniLM-L6-v2' or a function")
+
+
+def _in_order(
+    diffs: list[list[list[str] | None]], expected: list[ExpectedCall], case: Any
+) -> list[int | None]:
+    """The pairing of the IBM study, kept to reproduce its published numbers: each expected
+    call in order takes the first unused executed call of its tool that matches; a candidate
+    that differs only in semantically compared arguments ends that expected call's search."""
+    used: set[int] = set()
+    match: list[int | None] = []
+    for e, row in zip(expected, diffs, strict=True):
+        rules = case.rules_for(e.tool)
+        semantic = set(rules.semantic) if rules is not None else set()
+        found = None
+        for j, d in enumerate(row):
+            if d is None or j in used:
+                continue
+            if d == []:
+                found = j
+                break
+            if semantic and set(d) <= semantic:
+                break
+        if found is not None:
+            used.add(found)
+        match.append(found)
+    return match
+
+
 def _max_matching(compatible: list[list[int]], n_right: int) -> list[int | None]:
     """A maximum bipartite matching (augmenting paths): for each left node its right node."""
     owner: list[int | None] = [None] * n_right
@@ -165,7 +206,7 @@ def slot_fill(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
         return None
     expected = list(case.expected_calls)
     calls = trace.tool_calls()
-    similarity: Similarity | None = config.get("similarity")
+    similarity = _similarity(config.get("similarity"))
     diffs = [
         [
             _differences(e, c, case.rules_for(e.tool), similarity) if c.tool == e.tool else None
@@ -173,10 +214,18 @@ def slot_fill(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
         ]
         for e in expected
     ]
-    compatible = [[j for j, d in enumerate(row) if d == []] for row in diffs]
-    match = _max_matching(compatible, len(calls))
+    pairing = case.attributes.get(PAIRING, "optimal")
+    if pairing == "in_order":
+        match = _in_order(diffs, expected, case)
+    elif pairing == "optimal":
+        match = _max_matching(
+            [[j for j, d in enumerate(row) if d == []] for row in diffs], len(calls)
+        )
+    else:
+        raise ValueError(f"case {case.case_id}: unknown {PAIRING} {pairing!r}")
     missing = [i for i, m in enumerate(match) if m is None]
     details: dict[str, Any] = {
+        "pairing": pairing,
         "expected_calls": len(expected),
         "executed_calls": len(calls),
         "matched": {str(i): calls[m].call_id for i, m in enumerate(match) if m is not None},

