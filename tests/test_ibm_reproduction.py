@@ -11,6 +11,7 @@ import pytest
 
 from agentdocket import scorers
 from agentdocket.adapters.ibm_coalitions import load
+from agentdocket.scorers.rouge import RougeL, rouge_l
 from agentdocket.store import open_store
 
 from .conftest import SHARED
@@ -45,6 +46,7 @@ def test_planner_and_slot_filling_reproduce_the_published_summary(
     slots = scorers.get("tools.slot_fill")
     counts = {"planner_failure": 0, "slot_filling_failure": 0, "both_passed": 0, "extra": 0}
     scored = 0
+    rouge: list[RougeL] = []
     for trace in traces:
         assert trace.case is not None
         if trace.status == "error":
@@ -52,6 +54,8 @@ def test_planner_and_slot_filling_reproduce_the_published_summary(
         scored += 1
         plan, slot = planner.verdict(trace), slots.verdict(trace)
         assert plan is not None and slot is not None
+        # reference = the stub response (the study called rouge_score the other way round)
+        rouge.append(rouge_l(trace.case.stub_response or "", trace.response or ""))
         counts["planner_failure"] += not plan.passed
         counts["slot_filling_failure"] += not slot.passed
         counts["both_passed"] += bool(plan.passed and slot.passed)
@@ -63,6 +67,13 @@ def test_planner_and_slot_filling_reproduce_the_published_summary(
             test["slot_filling_passed"],
         ), trace.case.case_id
     assert scored == len(verdicts) == 114
+    mean = {
+        k: sum(getattr(r, k) for r in rouge) / scored for k in ("precision", "recall", "fmeasure")
+    }
+    # the study's "precision" is LCS / stub length: our recall, and vice versa
+    assert abs(mean["recall"] - published["average_rougeL_precision"]) < 1e-9
+    assert abs(mean["precision"] - published["average_rougeL_recall"]) < 1e-9
+    assert abs(mean["fmeasure"] - published["average_rougeL_fmeasure"]) < 1e-9
     assert counts == {
         "planner_failure": published["planner_failure_count"],
         "slot_filling_failure": published["slot_filling_failure_count"],
