@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+_TOKEN = re.compile(r"[a-z0-9]+")
 
 
 @dataclass(frozen=True)
@@ -23,8 +23,9 @@ class RougeL:
 
 
 def tokens(text: str) -> list[str]:
-    """``rouge_score``'s default tokenisation without stemming."""
-    return [t for t in _NON_ALNUM.sub(" ", text.lower()).split() if t]
+    """``rouge_score``'s default tokenisation without stemming: the maximal runs of ``a-z0-9``
+    in the lower-cased text (it replaces everything else by spaces and splits)."""
+    return _TOKEN.findall(text.lower())
 
 
 def lcs_length(a: list[str], b: list[str]) -> int:
