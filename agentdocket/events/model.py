@@ -130,7 +130,7 @@ class Event:
             ts=utc(ts) if ts is not None else now(),
             kind=kind,
             payload=data,
-            schema_version=PAYLOAD_TYPES[kind].VERSION,  # type: ignore[attr-defined]
+            schema_version=_VERSIONS[kind],
         )
 
     @classmethod
@@ -207,10 +207,9 @@ _UPCASTERS: dict[tuple[str, int], Upcaster] = {}
 
 
 def current_version(kind: str) -> int:
-    cls = PAYLOAD_TYPES.get(kind)
-    if cls is None:
+    version = _VERSIONS.get(kind)
+    if version is None:
         raise PayloadError("kind", f"unknown event kind {kind!r}")
-    version: int = cls.VERSION  # type: ignore[attr-defined]
     return version
 
 

@@ -121,7 +121,6 @@ class StoreSpanExporter(SpanExporter):
         self._queue_drops_seen = 0
         self._health_trace = uuid.uuid4().hex
         self._reports = 0
-        self._closed = False
         if replay_on_start and self.spool.pending():
             threading.Thread(
                 target=self._startup, name="agentdocket-spool-replay", daemon=True
@@ -147,7 +146,6 @@ class StoreSpanExporter(SpanExporter):
             self._collect_queue_drops()
             if self._drops:  # a last chance to report what was dropped
                 self._deliver([], 0)
-            self._closed = True
             self._close_store()
             self.spool.close()
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -43,7 +42,7 @@ class _Step:
     """A span opened on ``__enter__`` (made current, so nested steps become its children) and
     closed on ``__exit__``."""
 
-    __slots__ = ("_attrs", "_closed", "_name", "_run", "_span", "_t0", "_token")
+    __slots__ = ("_attrs", "_closed", "_name", "_run", "_span", "_token")
 
     def __init__(self, run: Run | None, name: str, attrs: dict[str, Any]) -> None:
         self._run = run
@@ -51,7 +50,6 @@ class _Step:
         self._attrs = attrs
         self._span: Span | None = None
         self._token: object | None = None
-        self._t0 = 0.0
         self._closed = False
 
     def _open(self) -> None:
@@ -63,7 +61,6 @@ class _Step:
             self._token = otel_context.attach(trace.set_span_in_context(self._span))
         except Exception:
             log.debug("agentdocket: could not open a step span", exc_info=True)
-        self._t0 = time.perf_counter()
 
     def _finish(self, exc: BaseException | None) -> None:
         if self._closed:
