@@ -13,7 +13,7 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
@@ -67,6 +67,48 @@ def check_json(value: object, path: str) -> Any:
     raise PayloadError(path, f"{type(value).__name__} is not a JSON value")
 
 
+def _str(value: Any, path: str) -> Any:
+    if not isinstance(value, str):
+        raise PayloadError(path, f"expected a string, got {_type_name(value)}")
+    return value
+
+
+def _int(value: Any, path: str) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PayloadError(path, f"expected an integer, got {_type_name(value)}")
+    return value
+
+
+def _float(value: Any, path: str) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PayloadError(path, f"expected a number, got {_type_name(value)}")
+    if not math.isfinite(value):
+        raise PayloadError(path, f"{value!r} is not a finite number")
+    return float(value)
+
+
+def _bool(value: Any, path: str) -> Any:
+    if not isinstance(value, bool):
+        raise PayloadError(path, f"expected a boolean, got {_type_name(value)}")
+    return value
+
+
+def _none(value: Any, path: str) -> Any:
+    if value is not None:
+        raise PayloadError(path, f"expected null, got {_type_name(value)}")
+    return None
+
+
+# Checks of the scalar hints, shared by from_json and the compiled normalizer.
+SCALARS: dict[Any, Callable[[Any, str], Any]] = {
+    str: _str,
+    int: _int,
+    float: _float,
+    bool: _bool,
+    type(None): _none,
+}
+
+
 def _convert(hint: Any, value: object, path: str) -> Any:
     if hint is Any:
         return check_json(value, path)
@@ -110,28 +152,9 @@ def _convert(hint: Any, value: object, path: str) -> Any:
         if not isinstance(value, Mapping):
             raise PayloadError(path, f"expected an object, got {_type_name(value)}")
         return from_json(hint, value, path)
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise PayloadError(path, f"expected a boolean, got {_type_name(value)}")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise PayloadError(path, f"expected an integer, got {_type_name(value)}")
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise PayloadError(path, f"expected a number, got {_type_name(value)}")
-        if not math.isfinite(value):
-            raise PayloadError(path, f"{value!r} is not a finite number")
-        return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise PayloadError(path, f"expected a string, got {_type_name(value)}")
-        return value
-    if hint is type(None):
-        if value is not None:
-            raise PayloadError(path, f"expected null, got {_type_name(value)}")
-        return None
+    scalar = SCALARS.get(hint)
+    if scalar is not None:
+        return scalar(value, path)
     raise TypeError(f"unsupported type hint {hint!r} at {path}")
 
 

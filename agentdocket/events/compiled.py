@@ -11,14 +11,13 @@ instantiated, to run it.
 from __future__ import annotations
 
 import dataclasses
-import math
 import types
 import typing
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, Literal, Union, get_args, get_origin
 
-from agentdocket.events.codec import PayloadError, _type_name, check_json, to_json
+from agentdocket.events.codec import SCALARS, PayloadError, _type_name, check_json, to_json
 
 Converter = Callable[[Any, str], Any]
 Normalizer = Callable[[Any, str], dict[str, Any]]
@@ -122,7 +121,7 @@ def _converter(hint: Any) -> Converter:
             return normalizer(nested)(value, path)
 
         return record
-    return _SCALARS[hint]
+    return SCALARS[hint]
 
 
 def _union(options: list[Any], nullable: bool) -> Converter:
@@ -142,44 +141,3 @@ def _union(options: list[Any], nullable: bool) -> Converter:
         raise PayloadError(path, " or ".join(dict.fromkeys(errors)))
 
     return union
-
-
-def _str(value: Any, path: str) -> Any:
-    if not isinstance(value, str):
-        raise PayloadError(path, f"expected a string, got {_type_name(value)}")
-    return value
-
-
-def _int(value: Any, path: str) -> Any:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise PayloadError(path, f"expected an integer, got {_type_name(value)}")
-    return value
-
-
-def _float(value: Any, path: str) -> Any:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise PayloadError(path, f"expected a number, got {_type_name(value)}")
-    if not math.isfinite(value):
-        raise PayloadError(path, f"{value!r} is not a finite number")
-    return float(value)
-
-
-def _bool(value: Any, path: str) -> Any:
-    if not isinstance(value, bool):
-        raise PayloadError(path, f"expected a boolean, got {_type_name(value)}")
-    return value
-
-
-def _none(value: Any, path: str) -> Any:
-    if value is not None:
-        raise PayloadError(path, f"expected null, got {_type_name(value)}")
-    return None
-
-
-_SCALARS: dict[Any, Converter] = {
-    str: _str,
-    int: _int,
-    float: _float,
-    bool: _bool,
-    type(None): _none,
-}
