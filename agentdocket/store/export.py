@@ -9,18 +9,14 @@ from typing import Any
 
 import orjson
 
-from agentdocket.events import Case, Event, RunFinished, RunStarted, format_ts
+from agentdocket.events import Case, Event, RunFinished, RunStarted, event_to_json, format_ts
+from agentdocket.store.interchange import ENVELOPE
 
 
 def _envelope(event: Event) -> dict[str, Any]:
-    return {
-        "event_id": str(event.event_id),
-        "span_id": event.span_id,
-        "parent_span_id": event.parent_span_id,
-        "seq": event.seq,
-        "ts": format_ts(event.ts),
-        "schema_version": event.schema_version,
-    }
+    """The event's envelope fields, in the form the spool uses for whole events."""
+    whole = event_to_json(event)
+    return {key: whole[key] for key in ENVELOPE}
 
 
 def to_record(
