@@ -16,7 +16,6 @@ import os
 import random
 import statistics
 import string
-import subprocess
 import sys
 import time
 import uuid
@@ -47,6 +46,7 @@ from agentdocket.events import (
 from agentdocket.store import open_store
 from agentdocket.store.base import EVENT_COLUMNS, dumps
 from agentdocket.store.config import parse_url, psycopg_conninfo
+from bench.common import fresh_database, postgres_url
 
 WORDS = [
     "".join(random.Random(i).choices(string.ascii_lowercase, k=random.Random(i).randint(3, 9)))
@@ -233,17 +233,7 @@ def main() -> None:
     parser.add_argument("--url", default=os.environ.get("AGENTDOCKET_BENCH_URL"))
     args = parser.parse_args()
 
-    url = args.url
-    if not url:
-        root = Path(__file__).resolve().parents[1]
-        url = (
-            subprocess.run(
-                [str(root / "scripts" / "pg-up")], check=True, text=True, capture_output=True
-            )
-            .stdout.strip()
-            .splitlines()[-1]
-        )
-    admin = psycopg_conninfo(parse_url(url))
+    url = postgres_url(args.url)
     print(f"generating {args.events} events ...", flush=True)
     events = list(synthetic_events(args.events))
     lo, hi, mean = payload_sizes(events)
@@ -253,20 +243,13 @@ def main() -> None:
     )
     ours, retries, plain, fast = [], [], [], []
     for _ in range(args.rounds):
-        dbname = f"agentdocket_bench_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
-        bench_url = parse_url(url).set(database=dbname).render_as_string(hide_password=False)
-        try:
+        with fresh_database(url) as bench_url:
             first, retry = store_append(bench_url, events, args.batch)
             ours.append(first)
             retries.append(retry)
             conninfo = psycopg_conninfo(parse_url(bench_url))
             plain.append(raw_copy(conninfo, events, args.batch, fast_json=False))
             fast.append(raw_copy(conninfo, events, args.batch, fast_json=True))
-        finally:
-            with psycopg.connect(admin, autocommit=True) as conn:
-                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(dbname)))
     n = len(events)
     t_ours, t_retry = statistics.median(ours), statistics.median(retries)
     t_plain, t_fast = statistics.median(plain), statistics.median(fast)

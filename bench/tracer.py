@@ -20,17 +20,14 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
-import psycopg
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import (
     SimpleSpanProcessor,
@@ -38,12 +35,10 @@ from opentelemetry.sdk.trace.export import (
     SpanExportResult,
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agentdocket.store import open_store
-from agentdocket.store.config import parse_url, psycopg_conninfo
 from agentdocket.tracer import (
     CountingBatchSpanProcessor,
     StoreSpanExporter,
@@ -51,6 +46,7 @@ from agentdocket.tracer import (
     spans_to_events,
 )
 from agentdocket.tracer import attributes as A
+from bench.common import fresh_database, postgres_url
 
 STEPS_PER_RUN = 100
 QUEUE = 131_072
@@ -166,20 +162,6 @@ def per_step(steps: int, rounds: int) -> None:
     print(f"  ratio ours / bare        {o / b:7.2f}x        (target <= 1.30x)")
 
 
-def _fresh_db(admin: str, url: str) -> tuple[str, str]:
-    name = f"agentdocket_bench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    return parse_url(url).set(database=name).render_as_string(hide_password=False), name
-
-
-def _drop_db(admin: str, name: str) -> None:
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
-
-
 def _recorded(steps: int) -> list[ReadableSpan]:
     memory = InMemorySpanExporter()
     provider = TracerProvider()
@@ -190,7 +172,6 @@ def _recorded(steps: int) -> list[ReadableSpan]:
 
 
 def into_postgres(url: str, steps: int, rounds: int, spool: Path) -> None:
-    admin = psycopg_conninfo(parse_url(url))
     spans = _recorded(steps)  # the same workload, recorded once (untimed)
     events = spans_to_events(spans)
     timings: dict[str, list[float]] = {"e2e": [], "exporter": [], "append": []}
@@ -208,8 +189,7 @@ def into_postgres(url: str, steps: int, rounds: int, spool: Path) -> None:
 
     for _ in range(rounds):
         # 1. the agent's loop and the exporter together, as in production
-        bench_url, name = _fresh_db(admin, url)
-        try:
+        with fresh_database(url) as bench_url:
             exporter = fresh_exporter(bench_url)
             provider = TracerProvider()
             processor = _processor(exporter)
@@ -222,11 +202,8 @@ def into_postgres(url: str, steps: int, rounds: int, spool: Path) -> None:
             spooled += exporter.stats.spooled
             provider.shutdown()
             counted(bench_url)
-        finally:
-            _drop_db(admin, name)
         # 2. the exporter alone, on the spans already recorded, in the processor's batch size
-        bench_url, name = _fresh_db(admin, url)
-        try:
+        with fresh_database(url) as bench_url:
             exporter = fresh_exporter(bench_url)
             start = time.perf_counter()
             for i in range(0, len(spans), 8192):
@@ -235,17 +212,11 @@ def into_postgres(url: str, steps: int, rounds: int, spool: Path) -> None:
             spooled += exporter.stats.spooled
             exporter.shutdown()
             counted(bench_url)
-        finally:
-            _drop_db(admin, name)
         # 3. baseline: the same events appended straight through the store
-        bench_url, name = _fresh_db(admin, url)
-        try:
-            with open_store(bench_url) as store:
-                start = time.perf_counter()
-                store.append(events)
-                timings["append"].append(time.perf_counter() - start)
-        finally:
-            _drop_db(admin, name)
+        with fresh_database(url) as bench_url, open_store(bench_url) as store:
+            start = time.perf_counter()
+            store.append(events)
+            timings["append"].append(time.perf_counter() - start)
     e2e, alone, base = (statistics.median(timings[k]) for k in ("e2e", "exporter", "append"))
     print(f"into PostgreSQL ({steps} steps = {len(spans)} spans = {len(events)} events, medians):")
     print(
@@ -265,13 +236,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--url", default=os.environ.get("AGENTDOCKET_BENCH_URL"))
     args = parser.parse_args()
-    url = args.url
-    if not url:
-        root = Path(__file__).resolve().parents[1]
-        out = subprocess.run(
-            [str(root / "scripts" / "pg-up")], check=True, text=True, capture_output=True
-        ).stdout
-        url = out.strip().splitlines()[-1]
+    url = postgres_url(args.url)
     per_step(args.steps, args.rounds)
     with tempfile.TemporaryDirectory() as spool:
         into_postgres(url, args.steps, args.rounds, Path(spool))
