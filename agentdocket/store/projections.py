@@ -26,7 +26,6 @@ COUNTERS = {
     "message": "n_messages",
     "response": "n_responses",
     "step": "n_other_steps",
-    "verdict": "n_verdicts",
 }
 
 
@@ -59,7 +58,6 @@ class RunRow:
     n_messages: int = 0
     n_responses: int = 0
     n_other_steps: int = 0
-    n_verdicts: int = 0
 
 
 RUN_COLUMNS = tuple(f.name for f in fields(RunRow))
@@ -138,8 +136,7 @@ def _absorb(row: RunRow, event: Event) -> None:
     counter = COUNTERS.get(kind)
     if counter:
         setattr(row, counter, getattr(row, counter) + 1)
-        if counter != "n_verdicts":
-            row.n_steps += 1
+        row.n_steps += 1
     if _step_error(kind, p) is not None:
         row.n_errors += 1
 
@@ -178,12 +175,16 @@ def project(events: Iterable[Event]) -> Projection:
     out = Projection()
     runs = out.runs
     for event in events:
-        if event.kind in PIPELINE_KINDS:
+        kind = event.kind
+        if kind == "verdict":
+            # a judgement about the run, not part of what the agent did: it leaves the run's
+            # row (its times and counts) alone
+            out.verdicts.append(_verdict_row(event))
+            continue
+        if kind in PIPELINE_KINDS:
             continue
         run = runs.get(event.trace_id)
         if run is None:
             run = runs[event.trace_id] = RunRow(event.trace_id)
         _absorb(run, event)
-        if event.kind == "verdict":
-            out.verdicts.append(_verdict_row(event))
     return out
