@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 from agentdocket.events.codec import field, from_json, to_json
@@ -82,6 +83,12 @@ class Case:
     @classmethod
     def from_json(cls, data: Any, path: str = "case") -> Case:
         return from_json(cls, data, path)
+
+    @cached_property
+    def digest(self) -> str:
+        """SHA-256 of the case's canonical JSON (computed once per case object)."""
+        body = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(body.encode()).hexdigest()
 
     def rules_for(self, tool: str) -> ArgumentRules | None:
         for rules in self.argument_rules:

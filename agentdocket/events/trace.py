@@ -58,6 +58,13 @@ class Trace:
             raise ValueError(f"events of several traces given: {sorted(trace_ids)}")
         return cls(ordered[0].trace_id, ordered, case)
 
+    @classmethod
+    def partial(cls, trace_id: str, events: Iterable[Event], case: Case | None = None) -> Trace:
+        """A trace holding only some of its events (those of the kinds a scorer reads); may be
+        empty. Its ``status`` and ``steps`` only reflect the events it holds."""
+        ordered = tuple(sorted((e.upcast() for e in events), key=event_order))
+        return cls(trace_id, ordered, case)
+
     def of_kind(self, kind: str) -> list[Event]:
         return [e for e in self.events if e.kind == kind]
 

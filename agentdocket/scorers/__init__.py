@@ -1,19 +1,38 @@
 """Offline scorers: pure functions from a stored trace (with its case) to a verdict.
 
 Their names are a contract: ``planner.suffix_match``, ``tools.slot_fill``, ``tools.procedural``,
-``interaction.metrics``. A scorer does no I/O; the runner around it reads traces, batches them
-and appends the verdicts.
+``response.similarity``, ``interaction.metrics``. A scorer does no I/O; the runner around it
+(:mod:`agentdocket.scorers.runner`) reads traces, batches them and appends the verdicts.
 """
 
 from __future__ import annotations
 
-from agentdocket.scorers.base import Outcome, Scorer, get, register, scorers
+from agentdocket.scorers.base import (
+    Outcome,
+    Scorer,
+    get,
+    latest,
+    register,
+    scorers,
+    shared_outcomes,
+    unregister,
+)
 from agentdocket.scorers.interaction import interaction_metrics
+from agentdocket.scorers.similarity import response_similarity, response_similarity_batch
 from agentdocket.scorers.tool_use import procedural, slot_fill, suffix_match
 
-__all__ = ["Outcome", "Scorer", "get", "register", "scorers"]
+__all__ = [
+    "Outcome",
+    "Scorer",
+    "get",
+    "latest",
+    "register",
+    "scorers",
+    "shared_outcomes",
+    "unregister",
+]
 
-TOOL_INPUTS = ("plan", "tool.called", "tool.returned", "case")
+MINILM = {"similarity": "all-MiniLM-L6-v2"}
 
 register(
     Scorer(
@@ -22,6 +41,10 @@ register(
         "the generated plan equals the expected plan or ends with it; details: extra steps",
         suffix_match,
         inputs=("plan", "case"),
+        metrics={
+            "extra_steps_total": ("extra_steps", "sum"),
+            "extra_steps_mean": ("extra_steps", "mean"),
+        },
     )
 )
 register(
@@ -31,8 +54,9 @@ register(
         "every expected call matched by a distinct executed call with equal arguments "
         "(the case's rules), in any order",
         slot_fill,
-        config={"similarity": "all-MiniLM-L6-v2"},
-        inputs=("tool.called", "tool.returned", "case"),
+        config=MINILM,
+        inputs=("tool.called", "case"),
+        metrics={"matched_fraction": ("matched_fraction", "mean")},
     )
 )
 register(
@@ -41,8 +65,24 @@ register(
         "1",
         "overall procedural accuracy: planner.suffix_match and tools.slot_fill both pass",
         procedural,
-        config={"similarity": "all-MiniLM-L6-v2"},
-        inputs=TOOL_INPUTS,
+        config=MINILM,
+        inputs=("plan", "tool.called", "case"),
+    )
+)
+register(
+    Scorer(
+        "response.similarity",
+        "1",
+        "final response vs the case's stub response: all-MiniLM-L6-v2 cosine, ROUGE-L P/R/F "
+        "(reference = stub)",
+        response_similarity,
+        config=MINILM,
+        inputs=("response", "case"),
+        batch=response_similarity_batch,
+        metrics={
+            m: (m, "mean")
+            for m in ("cosine", "rougeL_precision", "rougeL_recall", "rougeL_fmeasure")
+        },
     )
 )
 register(
@@ -52,5 +92,9 @@ register(
         "plan length (words), SQL generated, valid SQL (no error, rows returned), answer length",
         interaction_metrics,
         inputs=("plan", "sql.executed", "response"),
+        metrics={
+            m: (m, "mean")
+            for m in ("plan_length", "plan_steps", "sql_generated", "sql_valid", "answer_length")
+        },
     )
 )

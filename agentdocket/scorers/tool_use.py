@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentdocket.events import ArgumentRules, ExpectedCall, ToolCall, Trace
-from agentdocket.scorers.base import Outcome
+from agentdocket.scorers.base import Outcome, remembered
 
 Similarity = Callable[[Sequence[tuple[str, str]]], Sequence[float]]
 # A case attribute choosing how expected calls are paired with executed ones: "optimal" (the
@@ -136,7 +136,7 @@ def _differences(
     return differ
 
 
-def _similarity(configured: Any) -> Similarity | None:
+def similarity_function(configured: Any) -> Similarity | None:
     """The configured similarity: a function, or the name of the embedding model."""
     if configured is None or callable(configured):
         found: Similarity | None = configured
@@ -206,7 +206,7 @@ def slot_fill(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
         return None
     expected = list(case.expected_calls)
     calls = trace.tool_calls()
-    similarity = _similarity(config.get("similarity"))
+    similarity = similarity_function(config.get("similarity"))
     diffs = [
         [
             _differences(e, c, case.rules_for(e.tool), similarity) if c.tool == e.tool else None
@@ -229,6 +229,7 @@ def slot_fill(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
         "expected_calls": len(expected),
         "executed_calls": len(calls),
         "matched": {str(i): calls[m].call_id for i, m in enumerate(match) if m is not None},
+        "matched_fraction": (len(expected) - len(missing)) / len(expected) if expected else 1.0,
     }
     if not missing:
         return Outcome(passed=True, score=1.0, details=details)
@@ -264,8 +265,8 @@ def slot_fill(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
 
 def procedural(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
     """Overall procedural accuracy: the planner and slot filling both pass."""
-    plan = suffix_match(trace, config)
-    slots = slot_fill(trace, config)
+    plan = remembered(suffix_match, trace, config)
+    slots = remembered(slot_fill, trace, config)
     if plan is None or slots is None:
         return None
     passed = bool(plan.passed and slots.passed)
