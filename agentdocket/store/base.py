@@ -20,7 +20,6 @@ from typing import Any
 import orjson
 
 from agentdocket.events import Case, Dataset, Event, Trace
-from agentdocket.store.datasets import DatasetStore
 from agentdocket.store.errors import StoreError
 from agentdocket.store.projections import (
     RUN_COLUMNS,
@@ -30,6 +29,7 @@ from agentdocket.store.projections import (
     Projection,
     project,
 )
+from agentdocket.store.scoring import ScoringStore
 
 EVENT_COLUMNS = (
     "event_id",
@@ -74,7 +74,7 @@ def _upsert_runs_clause(least: str, greatest: str) -> str:
     return "ON CONFLICT (trace_id) DO UPDATE SET " + ", ".join(sets)
 
 
-class Store(DatasetStore, ABC):
+class Store(ScoringStore, ABC):
     """Append events, register datasets, read traces and projections."""
 
     dialect: str

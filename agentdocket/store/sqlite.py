@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+import uuid
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
+
+import orjson
 
 from agentdocket.events import Event, format_ts
 from agentdocket.store.base import EVENT_COLUMNS, JSON_COLUMNS, TIME_COLUMNS, Store, dumps
@@ -85,6 +88,27 @@ class SqliteStore(Store):
         rows = conn.execute(query).fetchall()
         for start in range(0, len(rows), size):
             yield rows[start : start + size]
+
+    def _any(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        # SQLite binds up to 32766 parameters; batches stay well below that
+        return f"{column} IN ({', '.join('?' * len(values))})", list(values)
+
+    def _scoring_events(self, ids: Sequence[str], kinds: Collection[str] | None) -> list[Event]:
+        where, params = self._any("trace_id", ids)
+        if kinds is not None:
+            kinds_where, kinds_params = self._any("kind", sorted(kinds))
+            where += f" AND {kinds_where}"
+            params += kinds_params
+        rows = self._conn.execute(
+            f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE {where} "
+            "ORDER BY trace_id, seq, ts, event_id",
+            params,
+        )
+        loads = orjson.loads
+        return [
+            Event(uuid.UUID(r[0]), r[1], r[2], r[3], r[4], _parse_ts(r[5]), r[6], loads(r[8]), r[7])
+            for r in rows
+        ]
 
     def _execute(self, conn: Any, query: str, params: Sequence[Any] = ()) -> None:
         conn.execute(query, list(params))

@@ -1,0 +1,209 @@
+"""Reports: verdicts aggregated per scorer version, over a dataset's runs, optionally by group.
+
+The JSON shape is a contract::
+
+    {"dataset": str, "runs": int, "errored": int,
+     "scorers": {NAME: {"version": str, "scored": int, "passed": int|null, "failed": int|null,
+                        "pass_rate": float|null, "metrics": {METRIC: value},
+                        "failure_types": {TYPE: count}}}}
+
+With ``by``, the same object also carries ``"by": FIELD`` and ``"groups": {VALUE: {"runs",
+"errored", "scorers"}}``. Errored runs are counted but left out of every scorer's numbers, as in
+the IBM study. Only the latest verdict per run of the chosen version counts. Pure functions of
+the rows the store gives (:class:`~agentdocket.store.scoring.ReportRun`, ``ReportVerdict``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from agentdocket.scorers.base import Metric, get, version_key
+from agentdocket.store.scoring import ReportRun, ReportVerdict
+
+GROUPINGS = ("agent", "version", "strategy", "model")
+
+
+class ReportError(ValueError):
+    """A report cannot be made as asked (unknown version, nothing scored)."""
+
+
+def choose_versions(stored: Mapping[str, Sequence[str]], asked: Sequence[str]) -> dict[str, str]:
+    """Which version of each stored scorer to report: the newest, unless ``asked`` says
+    otherwise (``"2"``: version 2 of every scorer that has one; ``"NAME=2"``: of that one)."""
+    chosen = {name: max(versions, key=version_key) for name, versions in stored.items()}
+    for item in asked:
+        name, _, version = item.rpartition("=")
+        if name:
+            if name not in stored:
+                known = ", ".join(sorted(stored)) or "none"
+                raise ReportError(f"--version {item}: no verdicts of {name!r} (scored: {known})")
+            if version not in stored[name]:
+                raise ReportError(
+                    f"--version {item}: {name} has verdicts of versions "
+                    f"{', '.join(sorted(stored[name], key=version_key))} only"
+                )
+            chosen[name] = version
+            continue
+        having = [n for n, versions in stored.items() if version in versions]
+        if not having:
+            raise ReportError(f"--version {version}: no scorer has verdicts of that version")
+        for n in having:
+            chosen[n] = version
+    return chosen
+
+
+def metric_specs(
+    scorer: str, version: str, details: Iterable[Mapping[str, Any]]
+) -> dict[str, Metric]:
+    """The metrics a scorer version declares; for one not registered here, the mean of every
+    numeric detail its verdicts carry."""
+    try:
+        declared = dict(get(scorer, version).metrics)
+    except KeyError:
+        declared = {}
+    if declared:
+        return declared
+    keys = sorted({k for d in details for k, v in d.items() if _number(v)})
+    return {k: (k, "mean") for k in keys}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _group_value(run: ReportRun, by: str) -> str:
+    if by == "agent":
+        return run.agent or "-"
+    if by == "version":
+        return run.agent_version or "-"
+    if by == "strategy":
+        return run.strategy or "-"
+    models = sorted(set(run.models.values()))
+    if len(models) <= 1:
+        return models[0] if models else "-"
+    return ", ".join(f"{role}={m}" for role, m in sorted(run.models.items()))
+
+
+def _scorer_summary(
+    verdicts: Sequence[ReportVerdict], metrics: Mapping[str, Metric]
+) -> dict[str, Any]:
+    passed = sum(1 for v in verdicts if v.passed is True)
+    failed = sum(1 for v in verdicts if v.passed is False)
+    decided = passed + failed
+    values: dict[str, Any] = {}
+    for name, (key, how) in metrics.items():
+        found = [v.details[key] for v in verdicts if _number(v.details.get(key))]
+        if how == "sum":
+            values[name] = sum(found)
+        else:
+            values[name] = sum(found) / len(found) if found else None
+    failures = Counter(v.failure_type for v in verdicts if v.failure_type)
+    return {
+        "version": verdicts[0].scorer_version if verdicts else None,
+        "scored": len(verdicts),
+        "passed": passed if decided else None,
+        "failed": failed if decided else None,
+        "pass_rate": passed / decided if decided else None,
+        "metrics": values,
+        "failure_types": dict(sorted(failures.items())),
+    }
+
+
+def _section(
+    runs: Sequence[ReportRun],
+    verdicts: Mapping[tuple[str, str], list[ReportVerdict]],
+    specs: Mapping[tuple[str, str], Mapping[str, Metric]],
+) -> dict[str, Any]:
+    ok = {r.trace_id for r in runs if r.status != "error"}
+    scorers: dict[str, Any] = {}
+    for (scorer, version), found in sorted(verdicts.items()):
+        mine = [v for v in found if v.trace_id in ok]
+        summary = _scorer_summary(mine, specs[(scorer, version)])
+        summary["version"] = version
+        scorers[scorer] = summary
+    return {
+        "runs": len(runs),
+        "errored": sum(1 for r in runs if r.status == "error"),
+        "scorers": scorers,
+    }
+
+
+def build_report(
+    dataset: str | None,
+    runs: Sequence[ReportRun],
+    verdicts: Sequence[ReportVerdict],
+    by: str | None = None,
+) -> dict[str, Any]:
+    """The report object (see the module's docstring for its shape)."""
+    if by is not None and by not in GROUPINGS:
+        raise ReportError(f"--by {by}: choose one of {', '.join(GROUPINGS)}")
+    grouped: dict[tuple[str, str], list[ReportVerdict]] = defaultdict(list)
+    for v in verdicts:
+        grouped[(v.scorer, v.scorer_version)].append(v)
+    specs = {key: metric_specs(*key, (v.details for v in found)) for key, found in grouped.items()}
+    report: dict[str, Any] = {"dataset": dataset if dataset is not None else "(all)"}
+    report.update(_section(runs, grouped, specs))
+    if by is not None:
+        members: dict[str, list[ReportRun]] = defaultdict(list)
+        for run in runs:
+            members[_group_value(run, by)].append(run)
+        report["by"] = by
+        report["groups"] = {}
+        for value, group_runs in sorted(members.items()):
+            ids = {r.trace_id for r in group_runs}
+            part = {key: [v for v in found if v.trace_id in ids] for key, found in grouped.items()}
+            report["groups"][value] = _section(group_runs, part, specs)
+    return report
+
+
+# --- rendering --------------------------------------------------------------------------------
+
+
+def rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One flat row per (group, scorer): for CSV and tables."""
+    sections: list[tuple[str, Mapping[str, Any]]] = [("(all)", report)]
+    if "groups" in report:
+        sections += list(report["groups"].items())
+    out = []
+    for group, section in sections:
+        for name, s in section["scorers"].items():
+            row: dict[str, Any] = {
+                "group": group,
+                "runs": section["runs"],
+                "errored": section["errored"],
+                "scorer": name,
+                "version": s["version"],
+                "scored": s["scored"],
+                "passed": s["passed"],
+                "failed": s["failed"],
+                "pass_rate": s["pass_rate"],
+            }
+            row.update(s["metrics"])
+            out.append(row)
+    return out
+
+
+def to_csv(report: Mapping[str, Any]) -> str:
+    flat = rows(report)
+    columns: list[str] = []
+    for row in flat:
+        columns += [c for c in row if c not in columns]
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, columns, lineterminator="\n")
+    writer.writeheader()
+    for row in flat:
+        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    return buffer.getvalue()
+
+
+def format_number(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4f}" if not value.is_integer() or abs(value) < 1 else f"{value:.1f}"
+    return str(value)

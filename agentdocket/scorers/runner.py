@@ -1,0 +1,255 @@
+"""The batch runner: reads stored runs in batches, runs scorers over them, appends verdicts.
+
+Idempotent and resumable: a verdict event's id derives from (run, scorer, version, input hash),
+and before scoring a batch the runner asks the store which of those verdicts exist, so running
+the same scorer version again scores and adds nothing, a crashed run resumes with the batches
+it had not committed (each batch's verdicts are one transaction), and a run whose inputs changed
+(a late event, a new dataset version) is judged again. A new scorer version adds its own
+verdicts next to the old ones.
+
+With ``workers > 1`` batches are scored in forked worker processes, each with its own store
+connection; the embedding model is then loaded once per worker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from agentdocket.events import Event, Trace, Verdict
+from agentdocket.events.model import now
+from agentdocket.scorers.base import Scorer, get, shared_outcomes
+from agentdocket.scorers.embeddings import EmbeddingsUnavailable
+from agentdocket.store import Store, open_store
+
+# Verdict events sit after every step of their run in trace order (seq, then time).
+VERDICT_SEQ = 2**31 - 1
+MAX_ERRORS_KEPT = 20
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class Tally:
+    """What one scorer version did over a scoring run."""
+
+    scorer: str
+    version: str
+    added: int = 0  # new verdicts appended
+    kept: int = 0  # verdicts already stored for the same inputs: nothing to do
+    nothing: int = 0  # runs the scorer had nothing to judge in (no case, no expected plan)
+    errors: int = 0  # runs on which the scorer raised (no verdict written)
+
+    def merge(self, other: Tally) -> None:
+        self.added += other.added
+        self.kept += other.kept
+        self.nothing += other.nothing
+        self.errors += other.errors
+
+
+@dataclass
+class Result:
+    """The outcome of :func:`score_runs`."""
+
+    runs: int = 0
+    tallies: dict[tuple[str, str], Tally] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)  # the first few, "scorer@v on trace: ..."
+    seconds: float = 0.0
+
+    def merge(self, other: Result) -> None:
+        self.runs += other.runs
+        for key, tally in other.tallies.items():
+            self.tallies.setdefault(key, Tally(*key)).merge(tally)
+        self.errors.extend(other.errors[: MAX_ERRORS_KEPT - len(self.errors)])
+
+    @property
+    def error_count(self) -> int:
+        return sum(t.errors for t in self.tallies.values())
+
+
+def verdict_span(verdict: Verdict) -> str:
+    """The span id of a verdict event: a digest of scorer, version and input hash, so that
+    the event id (trace, span, kind) is the same whenever the same verdict is given again."""
+    key = f"{verdict.scorer}/{verdict.scorer_version}/{verdict.input_hash}".encode()
+    span = hashlib.sha256(key).hexdigest()[:16]
+    return span if span != "0" * 16 else "1" * 16
+
+
+def verdict_event(verdict: Verdict, ts: datetime | None = None) -> Event:
+    """The event carrying ``verdict``, in the trace of the run it judges."""
+    return Event.create(
+        trace_id=verdict.subject_trace_id,
+        span_id=verdict_span(verdict),
+        seq=VERDICT_SEQ,
+        ts=ts or now(),
+        payload=verdict,
+    )
+
+
+def input_kinds(chosen: Sequence[Scorer]) -> frozenset[str] | None:
+    """The event kinds these scorers read (None: one of them reads everything)."""
+    kinds: set[str] = set()
+    for scorer in chosen:
+        if not scorer.inputs:
+            return None
+        kinds |= scorer.event_kinds
+    return frozenset(kinds)
+
+
+def score_batch(store: Store, chosen: Sequence[Scorer], traces: Sequence[Trace]) -> Result:
+    """Score one batch of traces with each scorer and append the new verdicts (one transaction).
+
+    Raises :class:`EmbeddingsUnavailable` (nothing of the batch is written); any other
+    exception of a scorer is counted against that run and the batch carries on.
+    """
+    result = Result(runs=len(traces))
+    events: list[Event] = []
+    ids = [t.trace_id for t in traces]
+    ts = now()
+    with shared_outcomes():
+        for scorer in chosen:
+            tally = result.tallies.setdefault(
+                (scorer.name, scorer.version), Tally(scorer.name, scorer.version)
+            )
+            stored = store.verdict_keys(scorer.name, scorer.version, ids)
+            todo: list[tuple[Trace, str]] = []
+            for trace in traces:
+                digest = scorer.input_hash(trace)
+                if (trace.trace_id, digest) in stored:
+                    tally.kept += 1
+                else:
+                    todo.append((trace, digest))
+            for (trace, digest), outcome in _outcomes(scorer, todo, tally, result.errors):
+                if outcome is None:
+                    tally.nothing += 1
+                    continue
+                events.append(verdict_event(scorer.to_verdict(trace, outcome, digest), ts))
+                tally.added += 1
+    if events:
+        store.append(events)
+    return result
+
+
+def _outcomes(
+    scorer: Scorer, todo: list[tuple[Trace, str]], tally: Tally, errors: list[str]
+) -> Iterator[tuple[tuple[Trace, str], Any]]:
+    """Each trace with its outcome; a batch that raises is retried trace by trace so that only
+    the traces that fail lose their verdict."""
+    if not todo:
+        return
+    try:
+        yield from zip(todo, scorer.outcomes([t for t, _ in todo]), strict=True)
+        return
+    except EmbeddingsUnavailable:
+        raise
+    except Exception:
+        pass
+    for item in todo:
+        try:
+            outcome = scorer.outcomes([item[0]])[0]
+        except EmbeddingsUnavailable:
+            raise
+        except Exception as exc:
+            tally.errors += 1
+            if len(errors) < MAX_ERRORS_KEPT:
+                errors.append(
+                    f"{scorer.name}@{scorer.version} on {item[0].trace_id}: "
+                    f"{type(exc).__name__}: {exc}"
+                )
+            continue
+        yield item, outcome
+
+
+def score_runs(
+    store: Store,
+    chosen: Sequence[Scorer],
+    *,
+    dataset: str | None = None,
+    since: datetime | None = None,
+    trace_ids: Sequence[str] | None = None,
+    batch_size: int = 2000,
+    workers: int = 1,
+    progress: Progress | None = None,
+) -> Result:
+    """Run ``chosen`` scorers over the stored runs (of ``dataset``, started since ``since``, or
+    the given ``trace_ids``) and append their verdicts. ``progress(done, total)`` is called
+    after each batch."""
+    started = time.perf_counter()
+    if not chosen:
+        raise ValueError("no scorers chosen")
+    ids = (
+        list(trace_ids) if trace_ids is not None else store.trace_ids(dataset=dataset, since=since)
+    )
+    result = Result()
+    for scorer in chosen:
+        result.tallies[(scorer.name, scorer.version)] = Tally(scorer.name, scorer.version)
+    batches = [ids[i : i + batch_size] for i in range(0, len(ids), batch_size)]
+    if progress is not None:
+        progress(0, len(ids))
+    if workers <= 1 or len(batches) <= 1:
+        kinds = input_kinds(chosen)
+        done = 0
+        for chunk in store.scoring_batches(kinds=kinds, trace_ids=ids, batch_size=batch_size):
+            result.merge(score_batch(store, chosen, chunk))
+            done += len(chunk)
+            if progress is not None:
+                progress(done, len(ids))
+    else:
+        _in_workers(store.url, chosen, batches, workers, result, progress, len(ids))
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+# --- worker processes -------------------------------------------------------------------------
+
+_worker: dict[str, Any] = {}
+
+
+def _start_worker(url: str, names: list[tuple[str, str]]) -> None:
+    _worker["store"] = open_store(url)
+    _worker["scorers"] = [get(name, version) for name, version in names]
+    _worker["kinds"] = input_kinds(_worker["scorers"])
+
+
+def _work(ids: list[str]) -> Result:
+    store: Store = _worker["store"]
+    traces = store.traces_for_scoring(ids, _worker["kinds"])
+    return score_batch(store, _worker["scorers"], traces)
+
+
+def _in_workers(
+    url: str,
+    chosen: Sequence[Scorer],
+    batches: list[list[str]],
+    workers: int,
+    result: Result,
+    progress: Progress | None,
+    total: int,
+) -> None:
+    names = [(s.name, s.version) for s in chosen]
+    # fork: workers inherit every registered scorer, including ones registered by the caller
+    context = multiprocessing.get_context("fork")
+    done = 0
+    with ProcessPoolExecutor(workers, context, _start_worker, (url, names)) as pool:
+        pending: set[Future[Result]] = set()
+        queue = iter(batches)
+        for chunk in queue:
+            pending.add(pool.submit(_work, chunk))
+            if len(pending) >= 2 * workers:
+                break
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                part = future.result()
+                result.merge(part)
+                done += part.runs
+                if progress is not None:
+                    progress(done, total)
+                nxt = next(queue, None)
+                if nxt is not None:
+                    pending.add(pool.submit(_work, nxt))

@@ -1,0 +1,233 @@
+"""Reading for the scorers and their reports: traces in bulk (only the event kinds the scorers
+judge), the verdicts already stored, and the verdict rows a report aggregates.
+
+Traces are read a batch of runs at a time: one query for the runs, one for their events of the
+wanted kinds, cases from a cache that lives as long as the iteration. The backends supply the
+one query whose speed matters, :meth:`_scoring_rows`, with values already as Python types.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import defaultdict
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from agentdocket.events import Case, Event, Trace
+from agentdocket.store.datasets import DatasetStore
+
+# (dataset, dataset version, case id) -> the case, or None when the dataset lacks it
+CaseCache = dict[tuple[str, str, str], Case | None]
+
+
+@dataclass(frozen=True)
+class ReportRun:
+    """What a report needs of a run."""
+
+    trace_id: str
+    status: str | None
+    agent: str | None
+    agent_version: str | None
+    strategy: str | None
+    models: dict[str, str]
+
+
+@dataclass(frozen=True)
+class ReportVerdict:
+    """The latest verdict of one scorer version on one run (or step)."""
+
+    trace_id: str
+    scorer: str
+    scorer_version: str
+    passed: bool | None
+    score: float | None
+    failure_type: str | None
+    details: dict[str, Any]
+
+
+class ScoringStore(DatasetStore, ABC):
+    """Bulk reads for scoring and reporting (mixed into :class:`~agentdocket.store.Store`)."""
+
+    @abstractmethod
+    def trace_ids(
+        self,
+        *,
+        dataset: str | None = None,
+        agent: str | None = None,
+        since: datetime | None = None,
+    ) -> list[str]: ...
+
+    @abstractmethod
+    def _any(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """A condition "``column`` is one of ``values``" and its parameters."""
+
+    @abstractmethod
+    def _scoring_events(self, ids: Sequence[str], kinds: Collection[str] | None) -> list[Event]:
+        """The events of these traces (of these kinds; all kinds when None), in trace order."""
+
+    # --- traces ---------------------------------------------------------------------------
+
+    def scoring_batches(
+        self,
+        *,
+        kinds: Collection[str] | None,
+        dataset: str | None = None,
+        since: datetime | None = None,
+        trace_ids: Sequence[str] | None = None,
+        batch_size: int = 2000,
+    ) -> Iterator[list[Trace]]:
+        """Runs in batches as traces holding only events of ``kinds`` (every kind when None),
+        each with its case. Runs of ``trace_ids``, else of ``dataset`` / ``since``."""
+        ids = (
+            list(trace_ids)
+            if trace_ids is not None
+            else self.trace_ids(dataset=dataset, since=since)
+        )
+        cache: CaseCache = {}
+        for start in range(0, len(ids), batch_size):
+            yield self.traces_for_scoring(ids[start : start + batch_size], kinds, cache)
+
+    def traces_for_scoring(
+        self, ids: Sequence[str], kinds: Collection[str] | None, cache: CaseCache | None = None
+    ) -> list[Trace]:
+        """The runs among ``ids`` as (partial) traces with their cases, in the order given."""
+        if not ids:
+            return []
+        cache = {} if cache is None else cache
+        where, params = self._any("trace_id", ids)
+        runs = {
+            r[0]: r
+            for r in self._read(
+                f"SELECT trace_id, dataset, dataset_version, case_id FROM runs WHERE {where}",
+                params,
+            )
+        }
+        self._fill_cases(runs.values(), cache)
+        by_trace: dict[str, list[Event]] = defaultdict(list)
+        for event in self._scoring_events(ids, kinds):
+            by_trace[event.trace_id].append(event)
+        out = []
+        for tid in ids:
+            run = runs.get(tid)
+            if run is None:
+                continue
+            _, dataset, version, case_id = run
+            case = cache.get((dataset, version or "", case_id)) if dataset and case_id else None
+            out.append(Trace.partial(tid, by_trace.get(tid, ()), case))
+        return out
+
+    def _fill_cases(self, runs: Collection[tuple[Any, ...]], cache: CaseCache) -> None:
+        """Put the cases these runs name into ``cache``. A run naming no dataset version gets
+        the latest version's case (cached under the empty version)."""
+        wanted: dict[tuple[str, str], set[str]] = defaultdict(set)
+        latest: dict[str, str | None] = {}
+        for _, dataset, version, case_id in runs:
+            if not (dataset and case_id) or (dataset, version or "", case_id) in cache:
+                continue
+            if not version:
+                if dataset not in latest:
+                    latest[dataset] = self.latest_version(dataset)
+                resolved = latest[dataset]
+                if resolved is None:
+                    cache[(dataset, "", case_id)] = None
+                    continue
+                wanted[(dataset, resolved)].add(case_id)
+            else:
+                wanted[(dataset, version)].add(case_id)
+        for (dataset, version), case_ids in wanted.items():
+            found = self._cases(dataset, version, sorted(case_ids))
+            for case_id in case_ids:
+                case = found.get(case_id)
+                cache[(dataset, version, case_id)] = case
+                if latest.get(dataset) == version:
+                    cache[(dataset, "", case_id)] = case
+
+    def _cases(self, dataset: str, version: str, case_ids: Sequence[str]) -> dict[str, Case]:
+        found: dict[str, Case] = {}
+        for start in range(0, len(case_ids), 500):
+            where, params = self._any("case_id", case_ids[start : start + 500])
+            rows = self._read(
+                "SELECT case_id, data FROM cases WHERE dataset = ? AND dataset_version = ? "
+                f"AND {where}",
+                [dataset, version, *params],
+            )
+            for case_id, data in rows:
+                found[case_id] = Case.from_json(self._from_db("data", data))
+        return found
+
+    # --- verdicts -------------------------------------------------------------------------
+
+    def verdict_keys(self, scorer: str, version: str, ids: Sequence[str]) -> set[tuple[str, str]]:
+        """(trace id, input hash) of the verdicts this scorer version already gave these runs."""
+        if not ids:
+            return set()
+        where, params = self._any("trace_id", ids)
+        rows = self._read(
+            "SELECT trace_id, input_hash FROM verdicts WHERE scorer = ? AND scorer_version = ? "
+            f"AND {where}",
+            [scorer, version, *params],
+        )
+        return {(r[0], r[1]) for r in rows}
+
+    def scorer_versions(self, dataset: str | None = None) -> dict[str, list[str]]:
+        """The scorer versions that judged runs (of ``dataset``), as stored."""
+        sql = "SELECT DISTINCT v.scorer, v.scorer_version FROM verdicts v"
+        params: list[Any] = []
+        if dataset is not None:
+            sql += " JOIN runs r ON r.trace_id = v.trace_id WHERE r.dataset = ?"
+            params.append(dataset)
+        out: dict[str, list[str]] = defaultdict(list)
+        for scorer, version in self._read(sql, params):
+            out[scorer].append(version)
+        return dict(out)
+
+    def report_runs(self, dataset: str | None = None) -> list[ReportRun]:
+        sql = "SELECT trace_id, status, agent, agent_version, strategy, models FROM runs"
+        params: list[Any] = []
+        if dataset is not None:
+            sql += " WHERE dataset = ?"
+            params.append(dataset)
+        return [
+            ReportRun(
+                r["trace_id"],
+                r["status"],
+                r["agent"],
+                r["agent_version"],
+                r["strategy"],
+                r["models"] or {},
+            )
+            for r in self._dicts(sql, params)
+        ]
+
+    def report_verdicts(
+        self, versions: dict[str, str], dataset: str | None = None
+    ) -> list[ReportVerdict]:
+        """The latest verdict per run (and step) of each scorer at the given version."""
+        out: list[ReportVerdict] = []
+        for scorer, version in sorted(versions.items()):
+            sql = (
+                "SELECT v.trace_id, v.scorer, v.scorer_version, v.passed, v.score, "
+                "v.failure_type, v.details FROM verdicts_latest v"
+            )
+            params: list[Any] = [scorer, version]
+            if dataset is not None:
+                sql += " JOIN runs r ON r.trace_id = v.trace_id"
+            sql += " WHERE v.scorer = ? AND v.scorer_version = ?"
+            if dataset is not None:
+                sql += " AND r.dataset = ?"
+                params.append(dataset)
+            out.extend(
+                ReportVerdict(
+                    r["trace_id"],
+                    r["scorer"],
+                    r["scorer_version"],
+                    r["passed"],
+                    r["score"],
+                    r["failure_type"],
+                    r["details"],
+                )
+                for r in self._dicts(sql, params)
+            )
+        return out
