@@ -1,9 +1,15 @@
-"""Importer for the raw outputs of the IBM coalitions-for-tool-use study (single models).
+"""Importer for the raw outputs of the IBM coalitions-for-tool-use study.
 
-``corrected_result.json`` is a list of services, each with its test results. Every result
-becomes a run (its plan, its tool calls with their inputs, its final response; an errored test
-an errored run) and a case (expected plan, expected calls, stub response) carrying the study's
-argument rules, which belong to the data and not to any scorer:
+Two formats (see ../shared/datasets/README.md):
+
+- single models: ``corrected_result.json``, a list of services, each with its test results;
+- fine-tuned models: ``api_data_0_11.json`` (ToolAlpaca-style instances) with the stub
+  responses of ``expected_final_responses.json``.
+
+Every test becomes a run (its plan, its tool calls with their inputs, its final response; an
+errored test an errored run, which reports leave out of averages) and a case (expected plan,
+expected calls, stub response) carrying the study's argument rules, which belong to the data and
+not to any scorer:
 
 - ``appid``, ``api_key`` and ``access_key`` are ignored on both sides, everywhere;
 - currencybeacon: an expected ``symbols`` list is compared as a comma-joined string, ``amount``
@@ -14,7 +20,10 @@ argument rules, which belong to the data and not to any scorer:
   study did: with the default optimal matching one published verdict (mistral_all,
   wolframalpha "toolalpaca 12") would flip from fail to pass.
 
-Ids are derived from the test run uuids, so importing a file twice adds nothing.
+A fine-tuned model has no separate planner: its plan is the sequence of actions it took.
+
+Ids are derived from the test run uuids (fine-tuned: the API and instruction index), so
+importing a file twice adds nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from agentdocket.adapters.runs import RunBuilder
 from agentdocket.events import (
     ArgumentRules,
     Case,
@@ -37,8 +47,6 @@ from agentdocket.events import (
     Response,
     RunFinished,
     RunStarted,
-    ToolCalled,
-    ToolReturned,
 )
 
 NAMESPACE = uuid.UUID("3b0e3f4e-1c55-5f0a-8d1e-6a2f4c9b7d21")
@@ -52,6 +60,16 @@ SERVICE_RULES = {
     ),
 }
 DEFAULT_RULES = ArgumentRules(ignore=IGNORED)
+# the study paired expected and executed calls in order; its numbers depend on it
+PAIRING = {"slot_fill_pairing": "in_order"}
+
+
+def rules_for_service(name: str) -> ArgumentRules:
+    """The study's rules for a service, by name in either format ("WolframAlpha",
+    "wolframalpha")."""
+    return SERVICE_RULES.get("".join(c for c in name.lower() if c.isalnum()), DEFAULT_RULES)
+
+
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 
 
@@ -84,7 +102,7 @@ def load(path: Path, dataset: str, agent: str | None = None) -> tuple[Dataset, l
         name = service.get("service") if isinstance(service, dict) else None
         if not isinstance(name, str) or not isinstance(service.get("results"), list):
             raise IbmFormatError(f"{path}: service [{s}] has no 'service' name or 'results' list")
-        rules = SERVICE_RULES.get(name, DEFAULT_RULES)
+        rules = rules_for_service(name)
         for r, result in enumerate(service["results"]):
             where = f"{path.name}: {name} result [{r}]"
             case, run = _one(
@@ -121,27 +139,11 @@ def _one(
         attributes={
             "service": service,
             "test_run_uuid": result["test_run_uuid"],
-            # the study paired expected and executed calls in order; its numbers depend on it
-            "slot_fill_pairing": "in_order",
+            **PAIRING,
         },
     )
-    tid = uuid.uuid5(NAMESPACE, f"{agent}/{result['test_run_uuid']}").hex
-    root = tid[:16]
-    out: list[Event] = []
-
-    def add(payload: Any, span: str = root) -> None:
-        out.append(
-            Event.create(
-                trace_id=tid,
-                span_id=span,
-                parent_span_id=None if span == root else root,
-                seq=len(out),
-                ts=t0 + timedelta(milliseconds=len(out)),
-                payload=payload,
-            )
-        )
-
-    add(
+    run = RunBuilder(uuid.uuid5(NAMESPACE, f"{agent}/{result['test_run_uuid']}").hex, t0)
+    run.add(
         RunStarted(
             agent=agent,
             question=result.get("input_prompt"),
@@ -151,19 +153,15 @@ def _one(
             attributes={"service": service, "test_run_uuid": result["test_run_uuid"]},
         )
     )
-    plan = [PlanStep(tool=str(s)) for s in result.get("recieved_planner_output") or []]
-    add(Plan(steps=plan))
-    for k, step in enumerate(received):
-        span = f"{k + 1:016x}"
-        arguments = step.get("step_inputs")
-        if not isinstance(arguments, dict | str):
-            arguments = {} if arguments is None else orjson.dumps(arguments).decode()
-        add(ToolCalled(call_id=span, tool=step["step_name"], arguments=arguments), span)
-        add(ToolReturned(call_id=span, tool=step["step_name"]), span)
-    add(Response(text=str(result.get("recieved_magpie_output") or "")))
+    run.add(
+        Plan(steps=[PlanStep(tool=str(s)) for s in result.get("recieved_planner_output") or []])
+    )
+    for step in received:
+        run.call(step["step_name"], step.get("step_inputs"))
+    run.add(Response(text=str(result.get("recieved_magpie_output") or "")))
     errors = result.get("execution_errors") or []
     if errors:
-        add(RunFinished(status="error", error="; ".join(map(str, errors))))
+        run.add(RunFinished(status="error", error="; ".join(map(str, errors))))
     else:
-        add(RunFinished(status="ok"))
-    return case, out
+        run.add(RunFinished(status="ok"))
+    return case, run.events

@@ -1,0 +1,46 @@
+"""Building a run's events from a raw record: shared by the importers."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import orjson
+
+from agentdocket.events import Event, ToolCalled, ToolReturned
+
+
+class RunBuilder:
+    """The events of one imported run, in order: one root span, a child span per tool call,
+    timestamps a millisecond apart from ``t0`` (imported runs keep their order, not their
+    wall-clock times, which the sources do not record)."""
+
+    def __init__(self, trace_id: str, t0: datetime) -> None:
+        self.trace_id = trace_id
+        self.root = trace_id[:16]
+        self.t0 = t0
+        self.events: list[Event] = []
+        self._calls = 0
+
+    def add(self, payload: Any, span: str | None = None) -> None:
+        span = span or self.root
+        self.events.append(
+            Event.create(
+                trace_id=self.trace_id,
+                span_id=span,
+                parent_span_id=None if span == self.root else self.root,
+                seq=len(self.events),
+                ts=self.t0 + timedelta(milliseconds=len(self.events)),
+                payload=payload,
+            )
+        )
+
+    def call(self, tool: str, arguments: Any, result: Any = None) -> None:
+        """A tool call and its return. Arguments that are neither an object nor a string are
+        kept as their JSON text."""
+        self._calls += 1
+        span = f"{self._calls:016x}"
+        if not isinstance(arguments, dict | str):
+            arguments = {} if arguments is None else orjson.dumps(arguments).decode()
+        self.add(ToolCalled(call_id=span, tool=tool, arguments=arguments), span)
+        self.add(ToolReturned(call_id=span, tool=tool, result=result), span)
