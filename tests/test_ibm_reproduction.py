@@ -1,82 +1,155 @@
-"""The tool-use scorers reproduce the IBM coalitions study's published numbers exactly from its
-raw outputs, imported through the store (../shared/datasets/ibm-coalitions)."""
+"""The IBM coalitions study's published numbers, reproduced exactly from its raw outputs through
+the command line: `import ibm-coalitions`, `score`, `report --format json`
+(../shared/datasets/ibm-coalitions: 8 single-model test cases and 2 fine-tuned models)."""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
-from agentdocket import scorers
-from agentdocket.adapters.ibm_coalitions import load
-from agentdocket.scorers.rouge import RougeL, rouge_l
+from agentdocket.cli import main
 from agentdocket.store import open_store
 
 from .conftest import SHARED
 
-SINGLE = SHARED / "datasets" / "ibm-coalitions" / "single-models"
-CASES = sorted(p.name for p in SINGLE.iterdir()) if SINGLE.is_dir() else []
+IBM = SHARED / "datasets" / "ibm-coalitions"
+SINGLE = sorted(p.name for p in (IBM / "single-models").iterdir()) if IBM.is_dir() else []
+FINE_TUNED = sorted(p.name for p in (IBM / "fine-tuned").glob("*/")) if IBM.is_dir() else []
+FINE_TUNED = [p for p in FINE_TUNED if (IBM / "fine-tuned" / p).is_dir()]
 
 
 def _require_data() -> None:
-    if not SINGLE.is_dir():
+    if not IBM.is_dir():
         if os.environ.get("CI"):
-            pytest.fail(f"{SINGLE} is missing: CI must have ../shared beside the checkout")
-        pytest.skip(f"{SINGLE} is absent (the shared datasets are not beside this checkout)")
+            pytest.fail(f"{IBM} is missing: CI must have ../shared beside the checkout")
+        pytest.skip(f"{IBM} is absent (the shared datasets are not beside this checkout)")
 
 
-@pytest.mark.parametrize("test_case", CASES or ["(no data)"])
-def test_planner_and_slot_filling_reproduce_the_published_summary(
-    test_case: str, tmp_path: Path
-) -> None:
+def _cli(url: str, *args: str) -> str:
+    result = CliRunner().invoke(main, ["--database", url, *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Every IBM test case imported (twice) and scored (twice) into one SQLite store."""
     _require_data()
-    folder = SINGLE / test_case
-    dataset, events = load(folder / "corrected_result.json", f"ibm-{test_case}")
-    url = f"sqlite:///{tmp_path / 'agentdocket.db'}"
+    url = f"sqlite:///{tmp_path_factory.mktemp('ibm') / 'agentdocket.db'}"
+    folders = [IBM / "single-models" / n for n in SINGLE]
+    folders += [IBM / "fine-tuned" / n for n in FINE_TUNED]
+    for folder in folders:
+        _cli(url, "import", "ibm-coalitions", str(folder), "--dataset", f"ibm-{folder.name}")
+        again = _cli(
+            url, "import", "ibm-coalitions", str(folder), "--dataset", f"ibm-{folder.name}"
+        )
+        assert " 0 events added" in again  # importing twice adds nothing
+    _cli(url, "score")
     with open_store(url) as store:
-        store.import_all([dataset], events)
-        again = store.import_all([dataset], events)
-        assert again.inserted == 0  # importing twice adds nothing
-        traces = [t for batch in store.iter_traces(dataset=dataset.name) for t in batch]
+        verdicts = store.counts()["verdicts"]
+    _cli(url, "score")  # scoring twice adds nothing
+    with open_store(url) as store:
+        assert store.counts()["verdicts"] == verdicts == 5 * 114 * len(folders)
+    yield url
+
+
+def _report(url: str, dataset: str) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads(
+        _cli(url, "report", "--dataset", dataset, "--format", "json")
+    )
+    return report
+
+
+def _verdicts(url: str, dataset: str) -> dict[str, dict[str, Any]]:
+    """For each run of the dataset: its attributes and each scorer's passed."""
+    with open_store(url) as store:
+        runs = {r["trace_id"]: r for r in store.list_runs(dataset=dataset, limit=None)}
+        out: dict[str, dict[str, Any]] = {}
+        for v in store.rows("verdicts", "verdict_id"):
+            if v["trace_id"] in runs:
+                run = runs[v["trace_id"]]
+                entry = out.setdefault(v["trace_id"], {"run": run})
+                entry[v["scorer"]] = v["passed"]
+    return out
+
+
+def _check_summary(report: dict[str, Any], published: dict[str, Any]) -> None:
+    s = report["scorers"]
+    assert s["planner.suffix_match"]["failed"] == published["planner_failure_count"]
+    assert s["tools.slot_fill"]["failed"] == published["slot_filling_failure_count"]
+    assert s["tools.procedural"]["passed"] == published["planner_and_slot_filling_pass_count"]
+    planner = s["planner.suffix_match"]["metrics"]
+    assert planner["extra_steps_total"] == published["additional_planner_steps_taken"]
+    similarity = s["response.similarity"]["metrics"]
+    # reference = the stub: the study's "precision" is our recall and vice versa
+    assert abs(similarity["rougeL_recall"] - published["average_rougeL_precision"]) < 1e-9
+    assert abs(similarity["rougeL_precision"] - published["average_rougeL_recall"]) < 1e-9
+    assert abs(similarity["rougeL_fmeasure"] - published["average_rougeL_fmeasure"]) < 1e-9
+    cosine = published["average_cosine_similarity_of_final_responses"]
+    assert abs(similarity["cosine"] - cosine) < 1e-3
+
+
+@pytest.mark.parametrize("test_case", SINGLE or ["(no data)"])
+def test_single_model_test_cases_reproduce_the_published_summary(
+    scored: str, test_case: str
+) -> None:
+    folder = IBM / "single-models" / test_case
     published = json.loads((folder / "final_summary_extra.json").read_text())
-    verdicts = {t["test_run_uuid"]: t for s in published["results"] for t in s["tests"]}
-    planner = scorers.get("planner.suffix_match")
-    slots = scorers.get("tools.slot_fill")
-    counts = {"planner_failure": 0, "slot_filling_failure": 0, "both_passed": 0, "extra": 0}
-    scored = 0
-    rouge: list[RougeL] = []
-    for trace in traces:
-        assert trace.case is not None
-        if trace.status == "error":
-            continue  # left out of every average, as in the study
-        scored += 1
-        plan, slot = planner.verdict(trace), slots.verdict(trace)
-        assert plan is not None and slot is not None
-        # reference = the stub response (the study called rouge_score the other way round)
-        rouge.append(rouge_l(trace.case.stub_response or "", trace.response or ""))
-        counts["planner_failure"] += not plan.passed
-        counts["slot_filling_failure"] += not slot.passed
-        counts["both_passed"] += bool(plan.passed and slot.passed)
-        if plan.passed:
-            counts["extra"] += plan.details["extra_steps"]
-        test = verdicts[trace.case.attributes["test_run_uuid"]]
-        assert (plan.passed, slot.passed) == (
+    report = _report(scored, f"ibm-{test_case}")
+    assert report["runs"] == 114 and report["errored"] == 0
+    _check_summary(report, published)
+    # every test's verdicts, not only the counts
+    tests = {t["test_run_uuid"]: t for s in published["results"] for t in s["tests"]}
+    verdicts = _verdicts(scored, f"ibm-{test_case}")
+    assert len(verdicts) == len(tests) == 114
+    for entry in verdicts.values():
+        test = tests[entry["run"]["attributes"]["test_run_uuid"]]
+        assert (entry["planner.suffix_match"], entry["tools.slot_fill"]) == (
             test["planner_passed"],
             test["slot_filling_passed"],
-        ), trace.case.case_id
-    assert scored == len(verdicts) == 114
-    mean = {
-        k: sum(getattr(r, k) for r in rouge) / scored for k in ("precision", "recall", "fmeasure")
+        ), entry["run"]["case_id"]
+
+
+@pytest.mark.parametrize("model", FINE_TUNED or ["(no data)"])
+def test_fine_tuned_models_reproduce_their_published_results(scored: str, model: str) -> None:
+    published = json.loads((IBM / "fine-tuned" / model / f"{model}-results.json").read_text())
+    report = _report(scored, f"ibm-{model}")
+    assert report["runs"] == 114
+    assert report["errored"] == published["error_in_parsing_count"]
+    _check_summary(report, published)
+    planner = report["scorers"]["planner.suffix_match"]["metrics"]
+    assert planner["extra_steps_mean"] == pytest.approx(
+        published["average_additional_planner_steps"], abs=1e-12
+    )
+    tests = {
+        (s["service_name"], i): t for s in published["results"] for i, t in enumerate(s["tests"])
     }
-    # the study's "precision" is LCS / stub length: our recall, and vice versa
-    assert abs(mean["recall"] - published["average_rougeL_precision"]) < 1e-9
-    assert abs(mean["precision"] - published["average_rougeL_recall"]) < 1e-9
-    assert abs(mean["fmeasure"] - published["average_rougeL_fmeasure"]) < 1e-9
-    assert counts == {
-        "planner_failure": published["planner_failure_count"],
-        "slot_filling_failure": published["slot_filling_failure_count"],
-        "both_passed": published["planner_and_slot_filling_pass_count"],
-        "extra": published["additional_planner_steps_taken"],
-    }
+    for entry in _verdicts(scored, f"ibm-{model}").values():
+        run = entry["run"]
+        test = tests[(run["attributes"]["service"], run["attributes"]["instruction"])]
+        assert (run["status"] == "error") == (str(test.get("errored")) == "True")
+        if run["status"] != "error":
+            assert (entry["planner.suffix_match"], entry["tools.slot_fill"]) == (
+                test["planner_passed"],
+                test["slot_filling_passed"],
+            ), run["case_id"]
+
+
+def test_a_fine_tuned_folder_without_expected_responses_is_refused(tmp_path: Path) -> None:
+    _require_data()
+    lone = tmp_path / "lonely-model"
+    lone.mkdir()
+    data = (IBM / "fine-tuned" / FINE_TUNED[0] / "api_data_0_11.json").read_bytes()
+    (lone / "api_data_0_11.json").write_bytes(data)
+    url = f"sqlite:///{tmp_path / 'agentdocket.db'}"
+    result = CliRunner().invoke(
+        main, ["--database", url, "import", "ibm-coalitions", str(lone), "--dataset", "x"]
+    )
+    assert result.exit_code == 1
+    assert "need --expected expected_final_responses.json" in result.output

@@ -1,0 +1,1 @@
+"""The command groups of the ``agentdocket`` command line (see :mod:`agentdocket.cli`)."""

@@ -1,0 +1,224 @@
+"""`agentdocket score`, `agentdocket scorers` and `agentdocket report`."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+from rich.table import Table
+
+from agentdocket.commands.common import console, err, open_from
+from agentdocket.store import Store
+
+
+def _since(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not an ISO 8601 date or time (e.g. 2026-11-01 or "
+            "2026-11-01T12:00:00+00:00)",
+            param_hint="--since",
+        ) from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+@click.command()
+@click.option("--dataset", help="Only runs of this dataset.")
+@click.option(
+    "--scorer",
+    "names",
+    multiple=True,
+    help="A scorer to run, NAME or NAME=VERSION (repeatable; default: the newest version of "
+    "every scorer).",
+)
+@click.option("--since", help="Only runs that started at or after this ISO 8601 date/time.")
+@click.option("--workers", default=1, show_default=True, help="Worker processes.")
+@click.option("--batch-size", default=2000, show_default=True, help="Runs per batch.")
+@click.pass_context
+def score(
+    ctx: click.Context,
+    dataset: str | None,
+    names: tuple[str, ...],
+    since: str | None,
+    workers: int,
+    batch_size: int,
+) -> None:
+    """Score stored runs and append the verdicts as events.
+
+    Idempotent: a scorer version that already judged a run's current inputs adds nothing, so an
+    interrupted run resumes where it stopped. A new scorer version adds its verdicts beside the
+    old ones.
+    """
+    from agentdocket import scorers
+    from agentdocket.scorers.embeddings import EmbeddingsUnavailable
+    from agentdocket.scorers.runner import score_runs
+
+    try:
+        chosen = [scorers.get(*n.split("=", 1)) for n in names] if names else scorers.latest()
+    except KeyError as exc:
+        raise click.BadParameter(str(exc.args[0]), param_hint="--scorer") from None
+    if workers < 1 or batch_size < 1:
+        raise click.BadParameter("--workers and --batch-size must be at least 1")
+    with open_from(ctx) as store:
+        if dataset is not None and not any(d["name"] == dataset for d in store.datasets()):
+            raise click.ClickException(f"no dataset {dataset!r} in the store")
+        with Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=err,
+            transient=True,
+        ) as progress:
+            task = progress.add_task("scoring runs", total=None)
+
+            def advance(done: int, total: int) -> None:
+                progress.update(task, completed=done, total=total)
+
+            try:
+                result = score_runs(
+                    store,
+                    chosen,
+                    dataset=dataset,
+                    since=_since(since),
+                    workers=workers,
+                    batch_size=batch_size,
+                    progress=advance,
+                )
+            except EmbeddingsUnavailable as exc:
+                raise click.ClickException(f"{exc}; the batches scored so far are stored") from None
+    rate = result.runs / result.seconds if result.seconds else 0.0
+    table = Table(
+        title=f"scored {result.runs} runs in {result.seconds:.1f}s ({rate:,.0f} runs/s)",
+        title_justify="left",
+    )
+    for col in (
+        "scorer",
+        "version",
+        "new verdicts",
+        "already stored",
+        "nothing to judge",
+        "errors",
+    ):
+        table.add_column(col, justify="left" if col in ("scorer", "version") else "right")
+    for t in result.tallies.values():
+        table.add_row(t.scorer, t.version, str(t.added), str(t.kept), str(t.nothing), str(t.errors))
+    console.print(table)
+    for line in result.errors:
+        err.print(f"[red]error:[/] {line}")
+    if result.error_count:
+        raise click.ClickException(
+            f"{result.error_count} runs could not be scored (no verdict written for them)"
+        )
+
+
+@click.command(name="scorers")
+def list_scorers() -> None:
+    """List the registered scorers, their versions and what they measure."""
+    from agentdocket import scorers
+
+    table = Table(title="scorers", title_justify="left")
+    for col in ("name", "version", "reads", "measures", "config"):
+        table.add_column(col, overflow="fold")
+    for s in scorers.scorers():
+        config = json.dumps(dict(s.config), default=str) if s.config else "-"
+        table.add_row(s.name, s.version, ", ".join(s.inputs) or "all", s.description, config)
+    console.print(table)
+
+
+def make_report(
+    store: Store, dataset: str | None, by: str | None, versions: tuple[str, ...]
+) -> dict[str, Any]:
+    from agentdocket.scorers.report import build_report, choose_versions
+
+    chosen = choose_versions(store.scorer_versions(dataset), versions)
+    return build_report(
+        dataset, store.report_runs(dataset), store.report_verdicts(chosen, dataset), by
+    )
+
+
+def print_report(report: dict[str, Any]) -> None:
+    from agentdocket.scorers.report import format_number, rows
+
+    title = f"dataset {report['dataset']}: {report['runs']} runs, {report['errored']} errored"
+    table = Table(title=title, title_justify="left")
+    grouped = "groups" in report
+    columns = (["group"] if grouped else []) + [
+        "scorer",
+        "version",
+        "scored",
+        "passed",
+        "failed",
+        "pass rate",
+        "metrics",
+    ]
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    fixed = {"group", "runs", "errored", "scorer", "version", "scored", "passed", "failed"}
+    for row in rows(report):
+        metrics = ", ".join(
+            f"{k}={format_number(v)}" for k, v in row.items() if k not in fixed | {"pass_rate"}
+        )
+        values = [row["group"]] if grouped else []
+        values += [
+            row["scorer"],
+            row["version"],
+            str(row["scored"]),
+            format_number(row["passed"]),
+            format_number(row["failed"]),
+            "-" if row["pass_rate"] is None else f"{row['pass_rate']:.1%}",
+            metrics or "-",
+        ]
+        table.add_row(*values)
+    console.print(table)
+
+
+@click.command()
+@click.option("--dataset", help="Only runs of this dataset (default: every run).")
+@click.option(
+    "--by", type=click.Choice(["agent", "version", "strategy", "model"]), help="Group runs."
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "csv"]),
+    default="table",
+    show_default=True,
+)
+@click.option(
+    "--version",
+    "versions",
+    multiple=True,
+    help="Scorer version to report instead of the newest: V (every scorer that has it) or "
+    "NAME=V (repeatable).",
+)
+@click.pass_context
+def report(
+    ctx: click.Context, dataset: str | None, by: str | None, fmt: str, versions: tuple[str, ...]
+) -> None:
+    """Aggregate the verdicts of each scorer over a dataset's runs (errored runs are counted
+    and left out of the numbers)."""
+    from agentdocket.scorers.report import ReportError, to_csv
+
+    with open_from(ctx) as store:
+        if dataset is not None and not any(d["name"] == dataset for d in store.datasets()):
+            raise click.ClickException(f"no dataset {dataset!r} in the store")
+        try:
+            result = make_report(store, dataset, by, versions)
+        except ReportError as exc:
+            raise click.ClickException(str(exc)) from None
+    if fmt == "json":
+        click.echo(json.dumps(result, indent=2))
+    elif fmt == "csv":
+        click.echo(to_csv(result), nl=False)
+    else:
+        print_report(result)
+
+
+COMMANDS = (score, list_scorers, report)

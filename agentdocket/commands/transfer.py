@@ -1,0 +1,173 @@
+"""`agentdocket import ...` and `agentdocket export ...`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agentdocket.commands.common import console, err, open_from
+from agentdocket.store import Store, StoreError
+
+
+@click.group(name="import")
+def import_() -> None:
+    """Import runs into the store."""
+
+
+def _import_traces(store: Store, path: Path) -> tuple[int, int, int]:
+    from agentdocket.store.interchange import ImportError_, read_file
+
+    try:
+        parsed = read_file(path)
+    except ImportError_ as exc:
+        raise click.ClickException(f"{exc}; nothing was imported") from None
+    try:
+        result = store.import_all(parsed.datasets, parsed.events)
+    except StoreError as exc:
+        raise click.ClickException(f"{path}: {exc}; nothing was imported") from None
+    return parsed.runs, result.inserted, result.duplicates
+
+
+@import_.command(name="traces")
+@click.argument("path", type=click.Path(path_type=Path, dir_okay=False))
+@click.pass_context
+def import_traces(ctx: click.Context, path: Path) -> None:
+    """Import a JSONL (or Parquet) file of runs, as written by `export traces`.
+
+    The whole file is validated first; a bad line is reported with its number and nothing of the
+    file is written. Re-importing adds nothing.
+    """
+    with open_from(ctx) as store:
+        runs, inserted, dupes = _import_traces(store, path)
+    console.print(f"{path}: {runs} runs, {inserted} events added, {dupes} already stored")
+
+
+@click.group()
+def export() -> None:
+    """Export runs from the store."""
+
+
+@export.command(name="traces")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet"]), default="jsonl")
+@click.option("--dataset", help="Only runs of this dataset.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Output file (default: standard output for jsonl; required for parquet).",
+)
+@click.pass_context
+def export_traces(ctx: click.Context, fmt: str, dataset: str | None, output: Path | None) -> None:
+    """Export runs (with steps, verdicts and cases) as JSONL or Parquet."""
+    from agentdocket.store.export import write_jsonl, write_parquet
+
+    with open_from(ctx) as store:
+        records = store.export_records(dataset=dataset)
+        if fmt == "parquet":
+            if output is None:
+                raise click.UsageError("--format parquet needs --output FILE")
+            n = write_parquet(records, output)
+        elif output is None:
+            n = write_jsonl(records, sys.stdout.buffer)
+        else:
+            with output.open("wb") as fh:
+                n = write_jsonl(records, fh)
+    err.print(f"exported {n} runs" + (f" to {output}" if output else ""))
+
+
+def _store_import(ctx: click.Context, path: Path, datasets: list[Any], events: list[Any]) -> None:
+    with open_from(ctx) as store:
+        try:
+            result = store.import_all(datasets, events)
+        except StoreError as exc:
+            raise click.ClickException(f"{path}: {exc}; nothing was imported") from None
+    runs = len({e.trace_id for e in events})
+    cases = sum(len(d.cases) for d in datasets)
+    console.print(
+        f"{path}: dataset {datasets[0].name} ({cases} cases), {runs} runs: "
+        f"{result.inserted} events added, {result.duplicates} already stored",
+        soft_wrap=True,
+    )
+
+
+def _ibm_source(path: Path, expected: Path | None) -> tuple[str, Path, Path | None]:
+    """Which format ``path`` holds, the file to read, and the expected responses file."""
+    if path.is_dir():
+        for name in ("corrected_result.json", "api_data_0_11.json"):
+            if (path / name).is_file():
+                path = path / name
+                break
+        else:
+            raise click.ClickException(
+                f"{path}: holds neither corrected_result.json nor api_data_0_11.json"
+            )
+    if path.name.startswith("api_data"):
+        if expected is None:
+            for folder in (path.parent, path.parent.parent):
+                if (folder / "expected_final_responses.json").is_file():
+                    expected = folder / "expected_final_responses.json"
+                    break
+            else:
+                raise click.ClickException(
+                    f"{path}: a fine-tuned model's results need --expected "
+                    "expected_final_responses.json (not found beside it or one folder up)"
+                )
+        return "fine-tuned", path, expected
+    return "single", path, None
+
+
+@import_.command(name="ibm-coalitions")
+@click.argument("path", type=click.Path(path_type=Path, exists=True))
+@click.option("--dataset", required=True, help="Name of the dataset the cases go into.")
+@click.option("--agent", help="Agent name of the runs (default: the folder's name).")
+@click.option(
+    "--expected",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="expected_final_responses.json, for a fine-tuned api_data_0_11.json "
+    "(default: found beside it or one folder up).",
+)
+@click.pass_context
+def import_ibm(
+    ctx: click.Context, path: Path, dataset: str, agent: str | None, expected: Path | None
+) -> None:
+    """Import raw outputs of the IBM coalitions study: a corrected_result.json (single models)
+    or an api_data_0_11.json (fine-tuned), or a folder holding one. Tests become runs, with
+    cases carrying the study's argument rules. Re-importing adds nothing."""
+    from agentdocket.adapters import ibm_coalitions, ibm_fine_tuned
+
+    fmt, source, expected = _ibm_source(path, expected)
+    agent = agent or (path.name if path.is_dir() else source.parent.name)
+    try:
+        if fmt == "single":
+            data, events = ibm_coalitions.load(source, dataset, agent)
+            problems: list[Any] = []
+        else:
+            assert expected is not None
+            data, events, problems = ibm_fine_tuned.load(source, expected, dataset, agent)
+    except ibm_coalitions.IbmFormatError as exc:
+        raise click.ClickException(f"{exc}; nothing was imported") from None
+    for problem in problems:
+        err.print(f"[yellow]warning:[/] {problem}")
+    _store_import(ctx, source, [data], events)
+
+
+@import_.command(name="toolalpaca")
+@click.argument("path", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.option("--dataset", required=True, help="Name of the dataset the cases go into.")
+@click.pass_context
+def import_toolalpaca(ctx: click.Context, path: Path, dataset: str) -> None:
+    """Import a ToolAlpaca evaluation set (eval_real.json, eval_simulated.json) as a dataset of
+    cases: expected plan = the golden actions, expected calls = those with their parsed inputs.
+    An input that is not JSON is reported and kept as its raw string."""
+    from agentdocket.adapters import toolalpaca
+
+    try:
+        data, problems = toolalpaca.load(path, dataset)
+    except toolalpaca.ToolAlpacaFormatError as exc:
+        raise click.ClickException(f"{exc}; nothing was imported") from None
+    for problem in problems:
+        err.print(f"[yellow]warning:[/] {problem}")
+    _store_import(ctx, path, [data], [])
