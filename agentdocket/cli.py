@@ -85,8 +85,8 @@ def schemas(kind: str | None) -> None:
 @click.pass_context
 def demo(ctx: click.Context, concerts_db: Path | None) -> None:
     """Run a scripted database-QA agent over its own concerts database in three strategies
-    (sequential, iterative, no-interaction), recording every step through the tracer, then
-    list the runs."""
+    (sequential, iterative, no-interaction), recording every step through the tracer; list the
+    runs, score them with every scorer and print the report by strategy."""
     from rich.progress import Progress
 
     from agentdocket.demo import DATASET, QUESTIONS, STRATEGIES, run_demo
@@ -119,6 +119,30 @@ def demo(ctx: click.Context, concerts_db: Path | None) -> None:
         console.print(f"concerts database kept at {concerts_db}")
     ctx.invoke(runs_commands.runs_list, dataset=DATASET, agent=None, limit=len(result.trace_ids))
     console.print("see one with: agentdocket runs show TRACE_ID")
+    _score_demo(ctx, result.trace_ids)
+
+
+def _score_demo(ctx: click.Context, trace_ids: list[str]) -> None:
+    """Score the demo's runs with the newest version of every scorer, then print the report."""
+    from agentdocket import scorers
+    from agentdocket.demo import DATASET
+    from agentdocket.scorers.embeddings import EmbeddingsUnavailable
+    from agentdocket.scorers.runner import score_runs
+
+    chosen = scorers.latest()
+    with open_from(ctx) as store:
+        with err.status("scoring the runs (loading all-MiniLM-L6-v2 the first time)"):
+            try:
+                score_runs(store, chosen, trace_ids=trace_ids)
+            except EmbeddingsUnavailable as exc:
+                err.print(f"[yellow]response.similarity skipped: {exc}[/]")
+                chosen = [s for s in chosen if s.name != "response.similarity"]
+                score_runs(store, chosen, trace_ids=trace_ids)
+        report = scoring.make_report(store, DATASET, "strategy", ())
+    scoring.print_report(report)
+    console.print(
+        f"verdicts are events too: agentdocket report --dataset {DATASET} --format json"
+    )
 
 
 main.add_command(runs_commands.runs)

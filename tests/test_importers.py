@@ -1,0 +1,131 @@
+"""Importers on the real files: ToolAlpaca evaluation sets as datasets of cases, and clear
+errors (naming the place) for files that are not what they claim, with nothing written."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agentdocket.cli import main
+from agentdocket.events import ExpectedCall
+from agentdocket.store import open_store
+
+from .conftest import SHARED
+
+TOOLALPACA = SHARED / "datasets" / "toolalpaca"
+IBM = SHARED / "datasets" / "ibm-coalitions"
+
+
+def _require(path: Path) -> None:
+    if not path.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{path} is missing: CI must have ../shared beside the checkout")
+        pytest.skip(f"{path} is absent (the shared datasets are not beside this checkout)")
+
+
+def _invoke(url: str, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["--database", url, *args])
+    return result.exit_code, result.output
+
+
+def test_toolalpaca_eval_real_becomes_a_dataset_and_bad_inputs_are_reported(url: str) -> None:
+    _require(TOOLALPACA)
+    path = str(TOOLALPACA / "eval_real.json")
+    code, out = _invoke(url, "import", "toolalpaca", path, "--dataset", "toolalpaca-real")
+    assert code == 0, out
+    warnings = [line for line in out.splitlines() if line.startswith("warning:")]
+    assert [w.split(":")[1].strip() for w in warnings] == [
+        f"CurrencyBeacon instruction {i} step 0" for i in (4, 8, 9, 10)
+    ]
+    assert "dataset toolalpaca-real (114 cases), 0 runs" in out
+    with open_store(url) as store:
+        dataset = store.dataset("toolalpaca-real")
+    cases = {c.case_id: c for c in dataset.cases}
+    assert len(cases) == 114 and len({c.attributes["api"] for c in cases.values()}) == 11
+    nager = cases["Nager.Date:0"]
+    assert nager.question == "Can you check if today is a public holiday in China?"
+    assert nager.expected_plan == ["PublicHolidayIsTodayPublicHoliday"]
+    assert nager.expected_calls == [
+        ExpectedCall("PublicHolidayIsTodayPublicHoliday", {"countryCode": "CN"})
+    ]
+    broken = cases["CurrencyBeacon:4"].expected_calls[0].arguments
+    assert isinstance(broken, str) and '"symbols": "symbols"' in broken  # kept raw
+    again_code, again = _invoke(url, "import", "toolalpaca", path, "--dataset", "toolalpaca-real")
+    assert again_code == 0 and "0 events added" in again
+
+
+def test_a_toolalpaca_file_without_golden_answers_names_the_api(tmp_path: Path) -> None:
+    _require(TOOLALPACA)
+    apis = json.loads((TOOLALPACA / "eval_simulated.json").read_text())
+    del apis[3]["Golden_Answers"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(apis))
+    url = f"sqlite:///{tmp_path / 'agentdocket.db'}"
+    code, out = _invoke(url, "import", "toolalpaca", str(bad), "--dataset", "sim")
+    assert code == 1
+    assert f"API {apis[3]['Name']!r} has no Golden_Answers list; nothing was imported" in out
+    with open_store(url) as store:
+        assert store.counts()["cases"] == 0
+
+
+def test_a_broken_ibm_result_names_its_service_and_index_and_nothing_is_imported(
+    tmp_path: Path,
+) -> None:
+    _require(IBM)
+    services = json.loads(
+        (IBM / "single-models" / "mistral_all" / "corrected_result.json").read_text()
+    )
+    services[2]["results"][3]["recieved_executor_step_and_parameters"] = [{"inputs": {}}]
+    folder = tmp_path / "broken_model"
+    folder.mkdir()
+    (folder / "corrected_result.json").write_text(json.dumps(services))
+    url = f"sqlite:///{tmp_path / 'agentdocket.db'}"
+    code, out = _invoke(url, "import", "ibm-coalitions", str(folder), "--dataset", "ibm-x")
+    assert code == 1
+    name = services[2]["service"]
+    assert f"corrected_result.json: {name} result [3].received[0]" in out
+    assert "nothing was imported" in out
+    with open_store(url) as store:
+        assert store.counts()["events"] == 0 and store.counts()["datasets"] == 0
+
+
+def test_another_agents_results_cannot_overwrite_a_datasets_cases(tmp_path: Path) -> None:
+    _require(IBM)
+    url = f"sqlite:///{tmp_path / 'agentdocket.db'}"
+    first = str(IBM / "single-models" / "mistral_all")
+    second = str(IBM / "single-models" / "mixtral-all")
+    assert _invoke(url, "import", "ibm-coalitions", first, "--dataset", "ibm")[0] == 0
+    code, out = _invoke(url, "import", "ibm-coalitions", second, "--dataset", "ibm")
+    assert code == 1 and "already exists with different cases" in out
+    with open_store(url) as store:
+        assert {r["agent"] for r in store.list_runs(limit=None)} == {"mistral_all"}
+
+
+def test_report_formats_and_groups(tmp_path: Path) -> None:
+    _require(IBM)
+    url = f"sqlite:///{tmp_path / 'agentdocket.db'}"
+    folder = str(IBM / "single-models" / "mistral_all")
+    assert _invoke(url, "import", "ibm-coalitions", folder, "--dataset", "ibm")[0] == 0
+    code, out = _invoke(
+        url, "score", "--scorer", "planner.suffix_match", "--scorer", "tools.slot_fill"
+    )
+    assert code == 0, out
+    code, csv_text = _invoke(url, "report", "--dataset", "ibm", "--by", "agent", "--format", "csv")
+    assert code == 0, csv_text
+    lines = csv_text.splitlines()
+    assert lines[0].startswith("group,runs,errored,scorer,version,scored,passed,failed,pass_rate")
+    planner = [line.split(",") for line in lines if ",planner.suffix_match," in line]
+    assert [row[0] for row in planner] == ["(all)", "mistral_all"]
+    published = json.loads(
+        (IBM / "single-models" / "mistral_all" / "final_summary_extra.json").read_text()
+    )
+    assert int(planner[1][7]) == published["planner_failure_count"]
+    grouped = json.loads(_invoke(url, "report", "--by", "agent", "--format", "json")[1])
+    assert grouped["dataset"] == "(all)" and grouped["by"] == "agent"
+    assert grouped["groups"]["mistral_all"]["scorers"] == grouped["scorers"]
+    code, out = _invoke(url, "report", "--dataset", "nope")
+    assert code == 1 and "no dataset 'nope'" in out
