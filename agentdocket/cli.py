@@ -140,9 +140,7 @@ def _score_demo(ctx: click.Context, trace_ids: list[str]) -> None:
                 score_runs(store, chosen, trace_ids=trace_ids)
         report = scoring.make_report(store, DATASET, "strategy", ())
     scoring.print_report(report)
-    console.print(
-        f"verdicts are events too: agentdocket report --dataset {DATASET} --format json"
-    )
+    console.print(f"verdicts are events too: agentdocket report --dataset {DATASET} --format json")
 
 
 main.add_command(runs_commands.runs)

