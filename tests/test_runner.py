@@ -187,3 +187,31 @@ def test_a_late_event_gets_the_run_judged_again(demo_url: str) -> None:
         assert len([r for r in store.rows("verdicts", "ts") if r["trace_id"] == tid]) == 2
     report = json.loads(_cli(demo_url, "report", "--dataset", "concerts-demo", "--format", "json"))
     assert report["scorers"]["interaction.metrics"]["scored"] == 30  # the latest verdict only
+
+
+def test_the_fast_verdict_event_equals_the_validated_one() -> None:
+    from agentdocket.events import Verdict
+    from agentdocket.scorers.runner import verdict_event, verdict_span
+
+    verdict = Verdict(
+        scorer="tools.slot_fill",
+        scorer_version="3",
+        input_hash="ab" * 32,
+        subject_trace_id="c0ffee" + "0" * 26,
+        passed=False,
+        score=0.5,
+        failure_type="slot_fill:wrong_argument",
+        details={"unmatched": [{"tool": "sql", "arguments": {"q": None}}], "n": 2},
+    )
+    fast = verdict_event(verdict)
+    checked = Event.create(
+        trace_id=verdict.subject_trace_id,
+        span_id=verdict_span(verdict),
+        seq=fast.seq,
+        ts=fast.ts,
+        payload=verdict,
+    )
+    assert fast == checked
+    bad = Verdict(**{**checked.payload, "details": {"when": object()}})
+    with pytest.raises(ValueError, match="details are not JSON"):
+        verdict_event(bad)

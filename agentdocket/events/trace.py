@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,35 +87,44 @@ class Trace:
     def steps(self) -> list[Event]:
         return [e for e in self.events if e.kind in STEP_KINDS]
 
+    # The events' payloads are valid at their current version (checked when the event was
+    # created, upcast when the trace was built), so the hot accessors below read them directly
+    # instead of re-validating each through ``Event.data``.
+
     def plan(self) -> list[PlanStep]:
         """All planned steps in order (an iterative agent plans one step at a time)."""
-        return [step for e in self.of_kind("plan") for step in e.data.steps]
+        return [
+            PlanStep(tool=step.get("tool"), text=step.get("text"))
+            for e in self.events
+            if e.kind == "plan"
+            for step in e.payload["steps"]
+        ]
 
     def tool_calls(self) -> list[ToolCall]:
         """Executed tool calls in call order, each joined with its return."""
-        returned: dict[str, ToolReturned] = {}
+        returned: dict[str, Mapping[str, Any]] = {}
         for e in self.of_kind(ToolReturned.KIND):
-            returned[e.payload["call_id"]] = e.data
+            returned.setdefault(e.payload["call_id"], e.payload)
         calls = []
         for e in self.of_kind(ToolCalled.KIND):
-            called: ToolCalled = e.data
-            ret = returned.get(called.call_id)
+            called = e.payload
+            ret = returned.get(called["call_id"])
             calls.append(
                 ToolCall(
-                    call_id=called.call_id,
-                    tool=called.tool,
-                    arguments=called.arguments,
+                    call_id=called["call_id"],
+                    tool=called["tool"],
+                    arguments=called.get("arguments", {}),
                     span_id=e.span_id,
-                    result=ret.result if ret else None,
-                    error=ret.error if ret else None,
-                    duration_ms=ret.duration_ms if ret else None,
+                    result=ret.get("result") if ret else None,
+                    error=ret.get("error") if ret else None,
+                    duration_ms=ret.get("duration_ms") if ret else None,
                     returned=ret is not None,
                 )
             )
         return calls
 
     def sql(self) -> list[SqlExecuted]:
-        return [e.data for e in self.of_kind(SqlExecuted.KIND)]
+        return [SqlExecuted(**e.payload) for e in self.of_kind(SqlExecuted.KIND)]
 
     @property
     def response(self) -> str | None:

@@ -81,16 +81,17 @@ class Scorer:
         return frozenset(self.inputs) - {"case"}
 
     def input_hash(self, trace: Trace) -> str:
-        """Hash of what this scorer judges: the events of its input kinds, the case, the config."""
+        """Hash of what this scorer judges: the ids and schema versions of the events of its
+        input kinds (in trace order), the case's digest, the configuration."""
         kinds = self.event_kinds
-        events = [
-            [str(e.event_id), e.schema_version]
-            for e in trace.events
-            if not self.inputs or e.kind in kinds
-        ]
-        case = trace.case.digest if trace.case is not None and "case" in self.inputs else None
-        body = [events, case, self._config_json]
-        return hashlib.sha256(orjson.dumps(body)).hexdigest()
+        digest = hashlib.sha256()
+        for e in trace.events:
+            if not self.inputs or e.kind in kinds:
+                digest.update(e.event_id.bytes)
+                digest.update(e.schema_version.to_bytes(2, "big"))
+        case = trace.case.digest if trace.case is not None and "case" in self.inputs else "-"
+        digest.update(f"|{case}|{self._config_json}".encode())
+        return digest.hexdigest()
 
     @cached_property
     def _config_json(self) -> str:

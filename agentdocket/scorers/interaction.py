@@ -17,14 +17,13 @@ def _words(text: str | None) -> int:
 def interaction_metrics(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
     """Plan length in words, SQL queries generated, valid ones (ran without error and returned
     rows), and answer length in words. No pass/fail: the metrics are the verdict."""
-    plans = trace.of_kind("plan")
     plan_words = 0
-    for event in plans:
-        plan = event.data
-        if plan.text:
-            plan_words += _words(plan.text)
+    for event in trace.of_kind("plan"):
+        plan = event.payload  # valid at its current version (see Trace)
+        if plan.get("text"):
+            plan_words += _words(plan["text"])
         else:
-            plan_words += sum(_words(s.text or s.tool) for s in plan.steps)
+            plan_words += sum(_words(s.get("text") or s.get("tool")) for s in plan["steps"])
     sql = trace.sql()
     valid = sum(1 for q in sql if q.error is None and (q.row_count or len(q.rows)) > 0)
     return Outcome(
