@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
@@ -21,11 +22,26 @@ from agentdocket.store import ConfigError, StoreError, database_url, display_url
     envvar="AGENTDOCKET_DATABASE_URL",
     help="postgresql+psycopg://... or sqlite:///path (default: ./agentdocket.db).",
 )
+@click.option(
+    "--plugin",
+    "plugins",
+    multiple=True,
+    envvar="AGENTDOCKET_PLUGINS",
+    help="A Python module to import first, e.g. one that registers scorers (repeatable; the "
+    "variable takes a space-separated list).",
+)
 @click.pass_context
-def main(ctx: click.Context, url: str | None) -> None:
+def main(ctx: click.Context, url: str | None, plugins: tuple[str, ...]) -> None:
     """Record what AI agents do as an append-only event log, and score it afterwards."""
     ctx.ensure_object(dict)
     ctx.obj["url"] = url
+    for module in plugins:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # any failure of a plugin is reported as such
+            raise click.ClickException(
+                f"plugin {module!r} could not be imported: {type(exc).__name__}: {exc}"
+            ) from None
 
 
 @main.command()

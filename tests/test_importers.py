@@ -58,6 +58,17 @@ def test_toolalpaca_eval_real_becomes_a_dataset_and_bad_inputs_are_reported(url:
     assert again_code == 0 and "0 events added" in again
 
 
+def test_toolalpaca_eval_simulated_keeps_its_placeholder_inputs_raw() -> None:
+    _require(TOOLALPACA)
+    from agentdocket.adapters import toolalpaca
+
+    dataset, problems = toolalpaca.load(TOOLALPACA / "eval_simulated.json", "sim")
+    assert len(dataset.cases) == 100 and len(problems) == 32
+    first = problems[0]
+    assert (first.api, first.instruction, first.step) == ("AniAPI", 0, 1)
+    assert "${animeId from searchAnime}" in first.raw
+
+
 def test_a_toolalpaca_file_without_golden_answers_names_the_api(tmp_path: Path) -> None:
     _require(TOOLALPACA)
     apis = json.loads((TOOLALPACA / "eval_simulated.json").read_text())

@@ -5,6 +5,7 @@ isolated to their runs, worker processes, late events re-judged."""
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from pathlib import Path
@@ -215,3 +216,28 @@ def test_the_fast_verdict_event_equals_the_validated_one() -> None:
     bad = Verdict(**{**checked.payload, "details": {"when": object()}})
     with pytest.raises(ValueError, match="details are not JSON"):
         verdict_event(bad)
+
+
+def test_a_plugin_module_registers_a_scorer_for_the_command_line(
+    demo_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = f"team_scorers_{uuid.uuid4().hex[:8]}"  # a fresh module for each database
+    (tmp_path / f"{module}.py").write_text(
+        "from agentdocket import scorers\n"
+        "from agentdocket.scorers import Outcome, Scorer\n"
+        "scorers.register(Scorer('answer.nonempty', '1', 'a non-empty response',\n"
+        "    lambda t, c: Outcome(passed=bool((t.response or '').strip())),\n"
+        "    inputs=('response',)))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        listed = _cli(demo_url, "--plugin", module, "scorers")
+        assert "answer.nonempty" in listed
+        _cli(demo_url, "--plugin", module, "score", "--scorer", "answer.nonempty")
+        report = json.loads(_cli(demo_url, "report", "--format", "json"))
+        assert report["scorers"]["answer.nonempty"]["passed"] == 30
+    finally:
+        scorers.unregister("answer.nonempty", "1")
+    missing = CliRunner().invoke(main, ["--plugin", "no_such_module", "scorers"])
+    assert missing.exit_code == 1
+    assert "plugin 'no_such_module' could not be imported: ModuleNotFoundError" in missing.output

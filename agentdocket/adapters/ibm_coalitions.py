@@ -33,9 +33,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from agentdocket.adapters.runs import RunBuilder
+from agentdocket.adapters.runs import RunBuilder, read_json_list
 from agentdocket.events import (
     ArgumentRules,
     Case,
@@ -88,12 +86,7 @@ def _steps(value: Any, where: str) -> list[dict[str, Any]]:
 
 def load(path: Path, dataset: str, agent: str | None = None) -> tuple[Dataset, list[Event]]:
     """The dataset of cases and the events of the runs in a ``corrected_result.json``."""
-    try:
-        services = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as exc:
-        raise IbmFormatError(f"{path}: not JSON ({exc})") from None
-    if not isinstance(services, list):
-        raise IbmFormatError(f"{path}: expected a list of services")
+    services = read_json_list(path, "services", IbmFormatError)
     agent = agent or path.parent.name
     cases: list[Case] = []
     events: list[Event] = []

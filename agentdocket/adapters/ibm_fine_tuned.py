@@ -11,7 +11,6 @@ the sequence of actions it took.
 
 from __future__ import annotations
 
-import json
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -24,7 +23,7 @@ from agentdocket.adapters.ibm_coalitions import (
     IbmFormatError,
     rules_for_service,
 )
-from agentdocket.adapters.runs import RunBuilder
+from agentdocket.adapters.runs import RunBuilder, read_json_list
 from agentdocket.adapters.toolalpaca import (
     InputProblem,
     ToolAlpacaFormatError,
@@ -46,13 +45,8 @@ from agentdocket.events import (
 
 def read_expected(path: Path) -> dict[str, list[str]]:
     """``expected_final_responses.json``: stub responses by API name."""
-    try:
-        data = json.loads(path.read_bytes())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise IbmFormatError(f"{path}: cannot read the expected final responses ({exc})") from None
+    data = read_json_list(path, "{Name, Expected_Final_Responses}", IbmFormatError)
     out: dict[str, list[str]] = {}
-    if not isinstance(data, list):
-        raise IbmFormatError(f"{path}: expected a list of {{Name, Expected_Final_Responses}}")
     for i, item in enumerate(data):
         if not (
             isinstance(item, dict)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -44,3 +45,16 @@ class RunBuilder:
             arguments = {} if arguments is None else orjson.dumps(arguments).decode()
         self.add(ToolCalled(call_id=span, tool=tool, arguments=arguments), span)
         self.add(ToolReturned(call_id=span, tool=tool, result=result), span)
+
+
+def read_json_list(path: Path, what: str, error: type[ValueError]) -> list[Any]:
+    """A file holding a JSON list (of ``what``), or ``error`` naming the file and the problem."""
+    try:
+        data = orjson.loads(path.read_bytes())
+    except OSError as exc:
+        raise error(f"{path}: cannot read it ({exc.strerror})") from None
+    except orjson.JSONDecodeError as exc:
+        raise error(f"{path}: not JSON ({exc})") from None
+    if not isinstance(data, list):
+        raise error(f"{path}: expected a list of {what}")
+    return data

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentdocket.adapters.runs import read_json_list
 from agentdocket.events import ArgumentRules, Case, Dataset, ExpectedCall
 
 
@@ -56,12 +57,7 @@ def parse_input(raw: Any) -> tuple[dict[str, Any] | str, str | None]:
 
 
 def read_apis(path: Path) -> list[dict[str, Any]]:
-    try:
-        apis = json.loads(path.read_bytes())
-    except json.JSONDecodeError as exc:
-        raise ToolAlpacaFormatError(f"{path}: not JSON ({exc})") from None
-    if not isinstance(apis, list):
-        raise ToolAlpacaFormatError(f"{path}: expected a list of APIs")
+    apis = read_json_list(path, "APIs", ToolAlpacaFormatError)
     for a, api in enumerate(apis):
         if not isinstance(api, dict) or not isinstance(api.get("Name"), str):
             raise ToolAlpacaFormatError(f"{path}: API [{a}] has no Name")

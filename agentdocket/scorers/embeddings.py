@@ -76,9 +76,10 @@ def embed(texts: Sequence[str], batch_size: int = 64) -> list[Any]:
 
 
 def cosine_pairs(pairs: Sequence[tuple[str, str]]) -> list[float]:
-    """Cosine similarity of each pair of texts (the ``similarity`` the scorers take)."""
+    """Cosine similarity of each pair of texts (the ``similarity`` the scorers take); every
+    text of every pair is embedded in one batched call."""
     if not pairs:
         return []
-    left = embed([a for a, _ in pairs])
-    right = embed([b for _, b in pairs])
-    return [float((a * b).sum()) for a, b in zip(left, right, strict=True)]
+    vectors = embed([a for a, _ in pairs] + [b for _, b in pairs])
+    n = len(pairs)
+    return [float((vectors[i] * vectors[n + i]).sum()) for i in range(n)]

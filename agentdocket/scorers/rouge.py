@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 
 _TOKEN = re.compile(r"[a-z0-9]+")
+# every ASCII character that is not a-z or 0-9 becomes a space
+_ASCII_SPACES = {i: " " for i in range(128) if not (chr(i).isdigit() or "a" <= chr(i) <= "z")}
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,10 @@ class RougeL:
 def tokens(text: str) -> list[str]:
     """``rouge_score``'s default tokenisation without stemming: the maximal runs of ``a-z0-9``
     in the lower-cased text (it replaces everything else by spaces and splits)."""
-    return _TOKEN.findall(text.lower())
+    lowered = text.lower()
+    if lowered.isascii():  # the common case: one C-level pass, about 2x faster than the regex
+        return lowered.translate(_ASCII_SPACES).split()
+    return _TOKEN.findall(lowered)
 
 
 def lcs_length(a: list[str], b: list[str]) -> int:

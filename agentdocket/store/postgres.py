@@ -106,6 +106,22 @@ class PostgresStore(Store):
             while rows := cur.fetchmany(size):
                 yield rows
 
+    def verdict_keys(self, scorer: str, version: str, ids: Sequence[str]) -> set[tuple[str, str]]:
+        # Never a prepared statement: psycopg prepares a query after five executions, and the
+        # generic plan PostgreSQL then keeps was made while the first big scoring run was
+        # filling a table analysed empty: it read every verdict of the version against every
+        # run of the batch, seconds per batch (60k runs: 35 s of 42) until autovacuum happened
+        # to re-analyse. Planned afresh each time, the probe takes milliseconds.
+        if not ids:
+            return set()
+        rows = self._conn.execute(
+            "SELECT trace_id, input_hash FROM verdicts WHERE scorer = %s AND scorer_version = %s "
+            "AND trace_id = ANY(%s)",
+            [scorer, version, list(ids)],
+            prepare=False,
+        ).fetchall()
+        return {(r[0], r[1]) for r in rows}
+
     def _any(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
         return f"{column} = ANY(?)", [list(values)]
 
@@ -117,7 +133,7 @@ class PostgresStore(Store):
         loads = orjson.loads
         uuid_ = uuid.UUID
         with self._conn.cursor() as cur:
-            cur.execute(query, params)
+            cur.execute(query, params, prepare=False)  # see verdict_keys
             return [
                 Event(
                     uuid_(r[0]),
@@ -254,7 +270,8 @@ class PostgresStore(Store):
             "SELECT {cols} FROM {table} WHERE ({cols}) IN (SELECT * FROM unnest({unnest}))"
         ).format(cols=cols, table=sql.Identifier(table), unnest=unnest)
         params = [[k[i] for k in keys] for i in range(len(key))]
-        return {tuple(r) for r in conn.execute(query, params).fetchall()}
+        # not prepared: a generic plan made while the table was small stays bad (verdict_keys)
+        return {tuple(r) for r in conn.execute(query, params, prepare=False).fetchall()}
 
     def _merge(
         self,
