@@ -28,7 +28,12 @@ PAIRING = "slot_fill_pairing"
 
 def plan_names(trace: Trace) -> list[str]:
     """The generated plan as step names: each step's tool, else its text."""
-    return [step.tool or step.text or "" for step in trace.plan()]
+    return [
+        step.get("tool") or step.get("text") or ""
+        for e in trace.events
+        if e.kind == "plan"
+        for step in e.payload["steps"]
+    ]
 
 
 def suffix_match(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
