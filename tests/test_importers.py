@@ -140,3 +140,14 @@ def test_report_formats_and_groups(tmp_path: Path) -> None:
     assert grouped["groups"]["mistral_all"]["scorers"] == grouped["scorers"]
     code, out = _invoke(url, "report", "--dataset", "nope")
     assert code == 1 and "no dataset 'nope'" in out
+    # every verdict as a flat table for analysis
+    import polars as pl
+
+    target = tmp_path / "verdicts.parquet"
+    code, out = _invoke(url, "export", "verdicts", "--dataset", "ibm", "-o", str(target))
+    assert code == 0 and "exported 228 verdicts" in out
+    frame = pl.read_parquet(target)
+    planner_rows = frame.filter(pl.col("scorer") == "planner.suffix_match")
+    assert planner_rows.height == 114 and set(planner_rows["agent"]) == {"mistral_all"}
+    passed = planner_rows.filter(pl.col("passed"))
+    assert passed["detail_extra_steps"].sum() == published["additional_planner_steps_taken"]

@@ -119,6 +119,25 @@ def _ibm_source(path: Path, expected: Path | None) -> tuple[str, Path, Path | No
     return "single", path, None
 
 
+@export.command(name="verdicts")
+@click.option("--format", "fmt", type=click.Choice(["parquet", "csv"]), default="parquet")
+@click.option("--dataset", help="Only verdicts on runs of this dataset.")
+@click.option("--scorer", help="Only this scorer's verdicts (every version).")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True)
+@click.pass_context
+def export_verdicts(
+    ctx: click.Context, fmt: str, dataset: str | None, scorer: str | None, output: Path
+) -> None:
+    """Export verdicts as a flat table (Parquet or CSV) for analysis: one row per verdict of
+    every version, with the run's dataset, case, agent and strategy."""
+    from agentdocket.store.export import write_verdicts
+    from agentdocket.store.scoring import verdict_export_rows
+
+    with open_from(ctx) as store:
+        n = write_verdicts(verdict_export_rows(store, dataset, scorer), output, fmt)
+    err.print(f"exported {n} verdicts to {output}")
+
+
 @import_.command(name="ibm-coalitions")
 @click.argument("path", type=click.Path(path_type=Path, exists=True))
 @click.option("--dataset", required=True, help="Name of the dataset the cases go into.")

@@ -120,3 +120,25 @@ def write_parquet(records: Iterable[dict[str, Any]], path: Path) -> int:
     )
     frame.write_parquet(path)
     return len(rows)
+
+
+def write_verdicts(rows: Iterable[dict[str, Any]], path: Path, fmt: str) -> int:
+    """Verdicts as a flat table (Parquet or CSV): one row per verdict, ``details`` as JSON
+    text, and each numeric or boolean detail also as a column ``detail_<name>``."""
+    import polars as pl
+
+    flat = []
+    for r in rows:
+        row = {k: v for k, v in r.items() if k != "details"}
+        details = r["details"] or {}
+        row["details"] = orjson.dumps(details).decode()
+        for key, value in details.items():
+            if isinstance(value, bool | int | float):
+                row[f"detail_{key}"] = float(value)
+        flat.append(row)
+    frame = pl.DataFrame(flat, infer_schema_length=None)
+    if fmt == "parquet":
+        frame.write_parquet(path)
+    else:
+        frame.write_csv(path)
+    return frame.height

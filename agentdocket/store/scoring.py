@@ -231,3 +231,26 @@ class ScoringStore(DatasetStore, ABC):
                 for r in self._dicts(sql, params)
             )
         return out
+
+
+VERDICT_EXPORT_SQL = (
+    "SELECT v.verdict_id, v.trace_id, r.dataset, r.case_id, r.agent, r.agent_version, "
+    "r.strategy, v.scorer, v.scorer_version, v.passed, v.score, v.label, v.failure_type, "
+    "v.rationale, v.details, v.input_hash, v.judge_trace_id, v.ts "
+    "FROM verdicts v LEFT JOIN runs r ON r.trace_id = v.trace_id"
+)
+
+
+def verdict_export_rows(
+    store: ScoringStore, dataset: str | None = None, scorer: str | None = None
+) -> Iterator[dict[str, Any]]:
+    """Every stored verdict (all versions) with its run's dataset, case, agent and strategy."""
+    clauses, params = [], []
+    if dataset is not None:
+        clauses.append("r.dataset = ?")
+        params.append(dataset)
+    if scorer is not None:
+        clauses.append("v.scorer = ?")
+        params.append(scorer)
+    sql = VERDICT_EXPORT_SQL + (" WHERE " + " AND ".join(clauses) if clauses else "")
+    yield from store._dicts(sql + " ORDER BY v.scorer, v.scorer_version, v.trace_id, v.ts", params)
