@@ -99,7 +99,7 @@ def test_a_bad_line_is_rejected_with_its_number_and_nothing_is_imported(
     assert "nothing was imported" in result.output
     with open_store(url) as store:
         assert store.counts() == dict.fromkeys(
-            ("events", "runs", "steps", "verdicts", "datasets", "cases"), 0
+            ("events", "runs", "steps", "verdicts", "judge_calls", "datasets", "cases"), 0
         )
 
 

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
+from agentdocket import scorers
+from agentdocket.cli import main
+from agentdocket.demo import run_demo
+from agentdocket.scorers import Scorer
 from agentdocket.scorers.judges import (
     PROMPTS,
     Unparseable,
@@ -15,6 +23,8 @@ from agentdocket.scorers.judges import (
     render,
 )
 from agentdocket.scorers.judges.prompts import placeholders
+from agentdocket.scorers.runner import score_runs
+from agentdocket.store import open_store
 
 from .conftest import SHARED
 
@@ -93,3 +103,100 @@ def test_scores_and_decisions() -> None:
     assert parse_final_decision("Final Decision: **Imperfect**") == "Imperfect"
     with pytest.raises(Unparseable, match="Perfect / Imperfect"):
         parse_final_decision("Final Decision: Mostly perfect")
+
+
+# --- judges in the runner, with langchain-core's fake chat model ------------------------------
+
+BOTH = "The answer holds the facts.\nConclusion: Match\nScore: 4"  # parses for either prompt
+
+
+def _judge(version: str, model: object, retries: int = 2) -> Scorer:
+    base = scorers.get("answer.reference", "1")
+    return dataclasses.replace(
+        base, version=version, config={**base.config, "model": model, "retries": retries}
+    )
+
+
+@pytest.fixture
+def demo_url(url: str, tmp_path: Path) -> str:
+    run_demo(url, spool_dir=tmp_path / "spool")
+    return url
+
+
+def test_reference_judge_records_its_calls_and_serves_repeats_from_the_cache(
+    demo_url: str,
+) -> None:
+    model = FakeListChatModel(responses=[BOTH] * 500)
+    with open_store(demo_url) as store:
+        runs_before = store.counts()["runs"]
+        first = score_runs(store, [_judge("t1", model)])
+        # identical questions (two strategies gave the same answer) are asked once
+        distinct = first.judge_calls
+        assert 10 <= distinct < 30 and model.i == distinct
+        rows = [
+            r for r in store.rows("verdicts", "verdict_id") if r["scorer"] == "answer.reference"
+        ]
+        assert len(rows) == 30
+        conclusive = [r for r in rows if r["details"]["question_type"] == "conclusive"]
+        interpretive = [r for r in rows if r["details"]["question_type"] == "interpretive"]
+        assert {(r["label"], r["passed"]) for r in conclusive} == {("Match", True)}
+        assert {(r["label"], r["score"]) for r in interpretive} == {("4", 4.0)}
+        assert len(interpretive) == 2 * 3  # 2 interpretive questions x 3 strategies
+        # each verdict links to its judge trace, which holds the prompt and the raw reply
+        verdict = next(r for r in rows if r["details"]["cached"] == 0)
+        calls = [e for e in store.events(verdict["judge_trace_id"]) if e.kind == "llm.called"]
+        assert len(calls) == 1
+        call = calls[0].payload
+        run = store.run(verdict["trace_id"])
+        assert run is not None and run["question"] in call["input_messages"][0]["content"]
+        assert call["output_messages"][0]["content"] == BOTH
+        assert call["attributes"]["parsed"] in ("Match", 4) and call["temperature"] == 0.0
+        # judge traces are not runs of the agent; their calls fill the cache
+        assert store.counts()["runs"] == runs_before
+        assert store.counts()["judge_calls"] == distinct
+
+        again = score_runs(store, [_judge("t1", model)])
+        assert again.judge_calls == 0 and model.i == distinct  # same version: nothing to do
+        bumped = score_runs(store, [_judge("t2", model)])
+        assert bumped.judge_calls == 0 and model.i == distinct  # new version: from the cache
+        v2 = [r for r in store.rows("verdicts", "verdict_id") if r["scorer_version"] == "t2"]
+        assert len(v2) == 30 and all(r["details"]["cached"] == 1 for r in v2)
+
+
+def test_an_unparseable_judge_is_asked_again_then_reported_not_guessed(demo_url: str) -> None:
+    model = FakeListChatModel(responses=["It looks right to me."] * 100)
+    with open_store(demo_url) as store:
+        ids = store.trace_ids(dataset="concerts-demo")[:2]
+        result = score_runs(store, [_judge("u1", model, retries=2)], trace_ids=ids)
+        assert result.judge_calls == 6 and model.i == 6  # 1 + 2 retries, for each run
+        rows = [r for r in store.rows("verdicts", "verdict_id") if r["scorer_version"] == "u1"]
+        assert {r["failure_type"] for r in rows} == {"judge:unparseable"}
+        assert all(r["passed"] is None and r["label"] is None for r in rows)
+        assert all(r["details"]["attempts"] == 3 for r in rows)
+        assert "expected 'Conclusion: Match / Not Match'" in rows[0]["rationale"] or (
+            "expected 'Score: 1' to 'Score: 5'" in rows[0]["rationale"]
+        )
+
+
+def test_a_judge_without_a_model_is_a_clear_error(demo_url: str) -> None:
+    result = CliRunner().invoke(
+        main, ["--database", demo_url, "score", "--scorer", "answer.reference"]
+    )
+    assert result.exit_code == 1
+    assert "this scorer needs a judge model: `agentdocket score --judge" in result.output
+    named = CliRunner().invoke(
+        main,
+        [
+            "--database",
+            demo_url,
+            "score",
+            "--scorer",
+            "answer.reference",
+            "--judge",
+            "openai:gpt-4o",
+        ],
+    )
+    assert named.exit_code == 1
+    assert "needs the 'langchain' package" in named.output or "cannot be loaded" in named.output
+    with open_store(demo_url) as store:
+        assert store.counts()["verdicts"] == 0  # nothing half-written

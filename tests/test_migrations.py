@@ -8,7 +8,7 @@ from agentdocket.store import open_store
 from agentdocket.store.config import parse_url
 from agentdocket.store.migrate import current_revision, downgrade, head_revision, upgrade
 
-TABLES = {"events", "runs", "verdicts", "datasets", "cases"}
+TABLES = {"events", "runs", "verdicts", "judge_calls", "datasets", "cases"}
 VIEWS = {"steps", "verdicts_latest"}
 
 
@@ -32,5 +32,5 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
     upgrade(bare_url)
     with open_store(bare_url) as store:
         assert store.counts() == dict.fromkeys(
-            ("events", "runs", "steps", "verdicts", "datasets", "cases"), 0
+            ("events", "runs", "steps", "verdicts", "judge_calls", "datasets", "cases"), 0
         )

@@ -235,6 +235,7 @@ def test_a_verdict_is_tagged_and_its_input_hash_is_stable(
     other = scorers.get("tools.slot_fill").input_hash(demo_traces[("sequential", "q02")])
     assert other != first.input_hash
     assert [s.name for s in scorers.scorers()] == [
+        "answer.reference",
         "interaction.metrics",
         "planner.suffix_match",
         "response.similarity",

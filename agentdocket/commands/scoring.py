@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -38,6 +39,11 @@ def _since(value: str | None) -> datetime | None:
     "every scorer).",
 )
 @click.option("--since", help="Only runs that started at or after this ISO 8601 date/time.")
+@click.option(
+    "--judge",
+    help="Judge model for LLM-judge scorers, e.g. openai:gpt-4o (needs langchain and the "
+    "provider's package); judges run only when named with --scorer or given a model.",
+)
 @click.option("--workers", default=1, show_default=True, help="Worker processes.")
 @click.option("--batch-size", default=2000, show_default=True, help="Runs per batch.")
 @click.pass_context
@@ -46,6 +52,7 @@ def score(
     dataset: str | None,
     names: tuple[str, ...],
     since: str | None,
+    judge: str | None,
     workers: int,
     batch_size: int,
 ) -> None:
@@ -57,12 +64,21 @@ def score(
     """
     from agentdocket import scorers
     from agentdocket.scorers.embeddings import EmbeddingsUnavailable
+    from agentdocket.scorers.judges.client import JudgeUnavailable
     from agentdocket.scorers.runner import score_runs
 
     try:
-        chosen = [scorers.get(*n.split("=", 1)) for n in names] if names else scorers.latest()
+        if names:
+            chosen = [scorers.get(*n.split("=", 1)) for n in names]
+        else:
+            chosen = scorers.latest(judges=judge is not None)
     except KeyError as exc:
         raise click.BadParameter(str(exc.args[0]), param_hint="--scorer") from None
+    if judge is not None:  # the judge model is part of the configuration, so of the input hash
+        chosen = [
+            dataclasses.replace(s, config={**s.config, "model": judge}) if s.judge else s
+            for s in chosen
+        ]
     if workers < 1 or batch_size < 1:
         raise click.BadParameter("--workers and --batch-size must be at least 1")
     with open_from(ctx) as store:
@@ -91,7 +107,7 @@ def score(
                     batch_size=batch_size,
                     progress=advance,
                 )
-            except EmbeddingsUnavailable as exc:
+            except (EmbeddingsUnavailable, JudgeUnavailable) as exc:
                 raise click.ClickException(f"{exc}; the batches scored so far are stored") from None
     rate = result.runs / result.seconds if result.seconds else 0.0
     table = Table(

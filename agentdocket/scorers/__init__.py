@@ -1,8 +1,9 @@
 """Offline scorers: pure functions from a stored trace (with its case) to a verdict.
 
 Their names are a contract: ``planner.suffix_match``, ``tools.slot_fill``, ``tools.procedural``,
-``response.similarity``, ``interaction.metrics``. A scorer does no I/O; the runner around it
-(:mod:`agentdocket.scorers.runner`) reads traces, batches them and appends the verdicts.
+``response.similarity``, ``interaction.metrics``, ``answer.reference`` (an LLM judge). A scorer
+does no I/O of its own; the runner around it (:mod:`agentdocket.scorers.runner`) reads traces,
+batches them, calls judge models through its session and appends the verdicts.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from agentdocket.scorers.base import (
     unregister,
 )
 from agentdocket.scorers.interaction import interaction_metrics
+from agentdocket.scorers.judges.reference import answer_reference, answer_reference_batch
 from agentdocket.scorers.similarity import response_similarity, response_similarity_batch
 from agentdocket.scorers.tool_use import procedural, slot_fill, suffix_match
 
@@ -96,5 +98,19 @@ register(
             m: (m, "mean")
             for m in ("plan_length", "plan_steps", "sql_generated", "sql_valid", "answer_length")
         },
+    )
+)
+register(
+    Scorer(
+        "answer.reference",
+        "1",
+        "LLM judge against the reference answer (Figure 7 prompts): conclusive questions "
+        "Match / Not Match, interpretive ones a score of 1-5",
+        answer_reference,
+        config={"model": None, "temperature": 0.0, "retries": 2},
+        inputs=("response", "case"),
+        batch=answer_reference_batch,
+        metrics={"score_mean": ("score", "mean")},
+        judge=True,
     )
 )

@@ -35,6 +35,7 @@ class Outcome:
     failure_type: str | None = None  # "area:problem", e.g. "slot_fill:missing_call"
     rationale: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    judge_trace_id: str | None = None  # the trace of the judge calls behind it
 
 
 ScoreFn = Callable[[Trace, Mapping[str, Any]], Outcome | None]
@@ -60,6 +61,7 @@ class Scorer:
     inputs: tuple[str, ...] = ()
     batch: BatchFn | None = None
     metrics: Mapping[str, Metric] = field(default_factory=dict)
+    judge: bool = False  # calls an LLM judge: needs a model, not run unless asked for
 
     def score(self, trace: Trace) -> Outcome | None:
         return self.fn(trace, self.config)
@@ -109,6 +111,7 @@ class Scorer:
             failure_type=outcome.failure_type,
             rationale=outcome.rationale,
             details=outcome.details,
+            judge_trace_id=outcome.judge_trace_id,
         )
 
     def verdict(self, trace: Trace) -> Verdict | None:
@@ -183,9 +186,10 @@ def scorers() -> list[Scorer]:
     ]
 
 
-def latest() -> list[Scorer]:
-    """The newest version of each registered scorer."""
-    return [get(name) for name in sorted(_REGISTRY)]
+def latest(judges: bool = False) -> list[Scorer]:
+    """The newest version of each registered scorer (LLM judges only if ``judges``)."""
+    found = [get(name) for name in sorted(_REGISTRY)]
+    return [s for s in found if judges or not s.judge]
 
 
 def get(name: str, version: str | None = None) -> Scorer:

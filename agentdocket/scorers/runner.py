@@ -31,7 +31,9 @@ from agentdocket.events import Event, Trace, Verdict
 from agentdocket.events.model import check_trace_id, now, utc
 from agentdocket.scorers.base import Scorer, get, shared_outcomes
 from agentdocket.scorers.embeddings import EmbeddingsUnavailable
+from agentdocket.scorers.judges.client import JudgeSession, JudgeUnavailable, judging
 from agentdocket.store import Store, open_store
+from agentdocket.store.scoring import judge_replies
 
 # Verdict events sit after every step of their run in trace order (seq, then time).
 VERDICT_SEQ = 2**31 - 1
@@ -66,9 +68,11 @@ class Result:
     tallies: dict[tuple[str, str], Tally] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # the first few, "scorer@v on trace: ..."
     seconds: float = 0.0
+    judge_calls: int = 0  # model calls made by judges (cached ones excluded)
 
     def merge(self, other: Result) -> None:
         self.runs += other.runs
+        self.judge_calls += other.judge_calls
         for key, tally in other.tallies.items():
             self.tallies.setdefault(key, Tally(*key)).merge(tally)
         self.errors.extend(other.errors[: MAX_ERRORS_KEPT - len(self.errors)])
@@ -132,7 +136,8 @@ def score_batch(store: Store, chosen: Sequence[Scorer], traces: Sequence[Trace])
     events: list[Event] = []
     ids = [t.trace_id for t in traces]
     ts = now()
-    with shared_outcomes():
+    session = JudgeSession(lambda keys: judge_replies(store, keys))
+    with shared_outcomes(), judging(session):
         for scorer in chosen:
             tally = result.tallies.setdefault(
                 (scorer.name, scorer.version), Tally(scorer.name, scorer.version)
@@ -151,6 +156,8 @@ def score_batch(store: Store, chosen: Sequence[Scorer], traces: Sequence[Trace])
                     continue
                 events.append(verdict_event(scorer.to_verdict(trace, outcome, digest), ts))
                 tally.added += 1
+    events += session.events  # the judge calls, in the same transaction as their verdicts
+    result.judge_calls = session.calls_made
     if events:
         store.append(events)
     return result
@@ -166,14 +173,14 @@ def _outcomes(
     try:
         yield from zip(todo, scorer.outcomes([t for t, _ in todo]), strict=True)
         return
-    except EmbeddingsUnavailable:
+    except (EmbeddingsUnavailable, JudgeUnavailable):
         raise
     except Exception:
         pass
     for item in todo:
         try:
             outcome = scorer.outcomes([item[0]])[0]
-        except EmbeddingsUnavailable:
+        except (EmbeddingsUnavailable, JudgeUnavailable):
             raise
         except Exception as exc:
             tally.errors += 1

@@ -22,6 +22,7 @@ import orjson
 from agentdocket.events import Case, Dataset, Event, Trace
 from agentdocket.store.errors import StoreError
 from agentdocket.store.projections import (
+    JUDGE_CALL_COLUMNS,
     RUN_COLUMNS,
     RUN_COUNTS,
     RUN_IDENTITY,
@@ -159,6 +160,16 @@ class Store(ScoringStore, ABC):
                 rows,
                 "ON CONFLICT (verdict_id) DO NOTHING",
             )
+        if proj.judge_calls:
+            rows = self._rows(JUDGE_CALL_COLUMNS, proj.judge_calls)
+            self._merge(
+                conn,
+                "judge_calls",
+                JUDGE_CALL_COLUMNS,
+                ("cache_key",),
+                rows,
+                "ON CONFLICT (cache_key) DO NOTHING",  # the first reply stays the cached one
+            )
 
     def _rows(self, columns: Sequence[str], objects: Iterable[Any]) -> list[tuple[Any, ...]]:
         """Projection objects as database rows (only the columns that need it are converted)."""
@@ -182,7 +193,7 @@ class Store(ScoringStore, ABC):
         """Drop the projections and replay the whole event log into them, in one transaction."""
         with self._write() as conn:
             self._lock_for_rebuild(conn)
-            for table in ("verdicts", "runs"):
+            for table in ("verdicts", "runs", "judge_calls"):
                 self._execute(conn, f"DELETE FROM {table}")
             count = 0
             for chunk in self._stream_events(conn, batch_size):
@@ -201,13 +212,22 @@ class Store(ScoringStore, ABC):
 
     def counts(self) -> dict[str, int]:
         out = {}
-        for table in ("events", "runs", "steps", "verdicts", "datasets", "cases"):
+        for table in ("events", "runs", "steps", "verdicts", "judge_calls", "datasets", "cases"):
             out[table] = int(self._read(f"SELECT count(*) FROM {table}")[0][0])
         return out
 
     def rows(self, table: str, order_by: str) -> list[dict[str, Any]]:
         """All rows of a projection or reference table, decoded, in a stable order."""
-        allowed = {"runs", "steps", "verdicts", "verdicts_latest", "datasets", "cases", "events"}
+        allowed = {
+            "runs",
+            "steps",
+            "verdicts",
+            "verdicts_latest",
+            "judge_calls",
+            "datasets",
+            "cases",
+            "events",
+        }
         if table not in allowed:
             raise StoreError(f"unknown table {table!r}")
         return [dict(r) for r in self._dicts(f"SELECT * FROM {table} ORDER BY {order_by}")]

@@ -32,6 +32,7 @@ TYPES = {
     },
     "verdicts": {"passed": "bool", "score": "float8", "details": "jsonb", "ts": "timestamptz"},
     "cases": {"ordinal": "int4", "data": "jsonb"},
+    "judge_calls": {"temperature": "float8", "sample": "int4", "ts": "timestamptz"},
 }
 RETRYABLE = (errors.DeadlockDetected, errors.SerializationFailure)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -155,7 +156,7 @@ class PostgresStore(Store):
     def _lock_for_rebuild(self, conn: Any) -> None:
         # Appends wait while the projections are rebuilt; readers carry on.
         conn.execute("LOCK TABLE events IN SHARE MODE")
-        conn.execute("LOCK TABLE runs, verdicts IN EXCLUSIVE MODE")
+        conn.execute("LOCK TABLE runs, verdicts, judge_calls IN EXCLUSIVE MODE")
 
     def _to_db(self, column: str, value: Any) -> Any:
         if column in JSON_COLUMNS and value is not None:

@@ -84,6 +84,23 @@ class VerdictRow:
 
 
 VERDICT_COLUMNS = tuple(f.name for f in fields(VerdictRow))
+# An llm.called event with this attribute is a judge's call (see agentdocket.scorers.judges).
+JUDGE_CACHE_KEY = "judge_cache_key"
+
+
+@dataclass(slots=True)
+class JudgeCallRow:
+    cache_key: str
+    trace_id: str
+    event_id: str
+    model: str
+    temperature: float | None
+    sample: int
+    reply: str
+    ts: datetime
+
+
+JUDGE_CALL_COLUMNS = tuple(f.name for f in fields(JudgeCallRow))
 
 
 @dataclass
@@ -92,6 +109,7 @@ class Projection:
 
     runs: dict[str, RunRow] = field(default_factory=dict)
     verdicts: list[VerdictRow] = field(default_factory=list)
+    judge_calls: list[JudgeCallRow] = field(default_factory=list)
 
 
 def _first(a: Any, b: Any) -> Any:
@@ -170,6 +188,24 @@ def _verdict_row(event: Event) -> VerdictRow:
     )
 
 
+def _judge_call_row(event: Event) -> JudgeCallRow | None:
+    """The cache row of a judge's call; a failed call (no reply) is not cached."""
+    p = event.payload
+    if p.get("error") is not None or not p.get("output_messages"):
+        return None
+    attributes = p["attributes"]
+    return JudgeCallRow(
+        cache_key=str(attributes[JUDGE_CACHE_KEY]),
+        trace_id=event.trace_id,
+        event_id=str(event.event_id),
+        model=p["model"],
+        temperature=p.get("temperature"),
+        sample=int(attributes.get("sample", 0)),
+        reply=p["output_messages"][-1]["content"],
+        ts=event.ts,
+    )
+
+
 def project(events: Iterable[Event]) -> Projection:
     """The projection rows of newly appended events (each event counted once)."""
     out = Projection()
@@ -182,6 +218,12 @@ def project(events: Iterable[Event]) -> Projection:
             out.verdicts.append(_verdict_row(event))
             continue
         if kind in PIPELINE_KINDS:
+            continue
+        if kind == "llm.called" and JUDGE_CACHE_KEY in (event.payload.get("attributes") or {}):
+            # a judge's call: it belongs to the judging, not to a run of the agent
+            judged = _judge_call_row(event)
+            if judged is not None:
+                out.judge_calls.append(judged)
             continue
         run = runs.get(event.trace_id)
         if run is None:

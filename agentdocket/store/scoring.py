@@ -254,3 +254,16 @@ def verdict_export_rows(
         params.append(scorer)
     sql = VERDICT_EXPORT_SQL + (" WHERE " + " AND ".join(clauses) if clauses else "")
     yield from store._dicts(sql + " ORDER BY v.scorer, v.scorer_version, v.trace_id, v.ts", params)
+
+
+def judge_replies(store: ScoringStore, keys: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """Cached judge replies by cache key: (reply, trace id of the recorded call)."""
+    out: dict[str, tuple[str, str]] = {}
+    unique = sorted(set(keys))
+    for start in range(0, len(unique), 500):
+        where, params = store._any("cache_key", unique[start : start + 500])
+        for key, reply, trace_id in store._read(
+            f"SELECT cache_key, reply, trace_id FROM judge_calls WHERE {where}", params
+        ):
+            out[key] = (reply, trace_id)
+    return out

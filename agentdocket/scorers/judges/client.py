@@ -1,0 +1,284 @@
+"""Calling judge models: any langchain-core ``BaseChatModel``, recorded, cached and retried.
+
+Judge scorers do not call models themselves: they hand their questions (:class:`Ask`) to the
+:class:`JudgeSession` the runner opens around each batch. The session
+
+- serves a call already made (same model, prompt, temperature, sample index, attempt) from the
+  store's ``judge_calls`` cache, so re-scoring is reproducible and never pays twice;
+- calls the model for the rest, at most ``max_concurrency`` at a time, backing off on rate
+  limits;
+- parses each reply strictly; an unparseable reply is asked again (a new attempt, so a new cache
+  key) up to ``retries`` times, then reported as ``judge:unparseable``, never guessed;
+- records every call it made as an ``llm.called`` event (prompt, raw reply, parsed result,
+  model, temperature, sample index, attempt, latency, tokens) in the judge trace of its verdict;
+  the runner appends those events in the same transaction as the verdicts.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from agentdocket.events import ChatMessage, Event, LlmCalled
+from agentdocket.events.model import now
+from agentdocket.scorers.judges.parse import Unparseable
+
+CACHE_KEY = "judge_cache_key"  # the attribute the store's judge_calls projection keys on
+Lookup = Callable[[Sequence[str]], Mapping[str, tuple[str, str]]]
+
+
+class JudgeUnavailable(RuntimeError):
+    """No judge model is configured, or the one named cannot be loaded."""
+
+
+def resolve_model(spec: Any) -> tuple[Any, str]:
+    """The chat model and the name it is recorded under. ``spec`` is a ``BaseChatModel`` or a
+    string such as ``openai:gpt-4o`` (loaded with langchain's ``init_chat_model``)."""
+    if spec is None:
+        raise JudgeUnavailable(
+            "this scorer needs a judge model: `agentdocket score --judge PROVIDER:MODEL`, or a "
+            "scorer version registered with config={'model': <a BaseChatModel>}"
+        )
+    if isinstance(spec, str):
+        try:
+            from langchain.chat_models import (  # type: ignore[import-not-found]
+                init_chat_model,
+            )
+        except ImportError:
+            raise JudgeUnavailable(
+                f"judge model {spec!r} is named by a string, which needs the 'langchain' "
+                "package and the provider's (e.g. langchain-openai): pip install langchain "
+                "langchain-openai"
+            ) from None
+        try:
+            return init_chat_model(spec), spec
+        except (ImportError, ValueError) as exc:
+            raise JudgeUnavailable(f"judge model {spec!r} cannot be loaded: {exc}") from None
+    from langchain_core.language_models import BaseChatModel
+
+    if not isinstance(spec, BaseChatModel):
+        raise JudgeUnavailable(
+            f"a judge model must be a langchain-core BaseChatModel or a 'provider:model' "
+            f"string, not {type(spec).__name__}"
+        )
+    name = getattr(spec, "model_name", None) or getattr(spec, "model", None) or spec._llm_type
+    return spec, str(name)
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One question to a judge, for the verdict whose judge trace is ``trace_id``."""
+
+    trace_id: str
+    prompt: str
+    parse: Callable[[str], Any]
+    sample: int = 0
+    role: str = "judge"
+
+
+@dataclass
+class Answer:
+    """What came of an :class:`Ask`: the parsed verdict, or the failure."""
+
+    parsed: Any = None
+    reply: str | None = None
+    failure: str | None = None  # judge:unparseable or judge:error
+    error: str | None = None
+    attempts: int = 0
+    cached: int = 0  # attempts served from the cache
+    keys: list[str] = field(default_factory=list)
+
+
+def cache_key(model: str, temperature: float | None, sample: int, attempt: int, prompt: str) -> str:
+    body = orjson.dumps([model, temperature, sample, attempt, prompt])
+    return hashlib.sha256(body).hexdigest()
+
+
+def _rate_limited(exc: BaseException) -> bool:
+    status = getattr(exc, "status_code", None) or getattr(exc, "status", None)
+    return status == 429 or "ratelimit" in type(exc).__name__.lower()
+
+
+class JudgeSession:
+    """Judge calls for one batch: cached, concurrent, recorded (see the module docstring)."""
+
+    def __init__(
+        self,
+        lookup: Lookup | None = None,
+        *,
+        max_concurrency: int = 4,
+        rate_limit_retries: int = 5,
+        backoff_s: float = 1.0,
+    ) -> None:
+        self.lookup: Lookup = lookup or (lambda keys: {})
+        self.max_concurrency = max_concurrency
+        self.rate_limit_retries = rate_limit_retries
+        self.backoff_s = backoff_s
+        self.events: list[Event] = []
+        self.calls_made = 0
+        self._seq: dict[str, int] = {}
+
+    def ask(
+        self,
+        model: Any,
+        name: str,
+        temperature: float | None,
+        asks: Sequence[Ask],
+        retries: int = 2,
+    ) -> list[Answer]:
+        """Every ask answered: from the cache, or by calling ``model``, retrying unparseable
+        replies up to ``retries`` times."""
+        answers = [Answer() for _ in asks]
+        pending = list(range(len(asks)))
+        for attempt in range(retries + 1):
+            if not pending:
+                break
+            keys = {
+                i: cache_key(name, temperature, asks[i].sample, attempt, asks[i].prompt)
+                for i in pending
+            }
+            cached = self.lookup(list(keys.values()))
+            # each distinct call once: identical questions in a batch share one reply
+            first: dict[str, int] = {}
+            for i in pending:
+                if keys[i] not in cached:
+                    first.setdefault(keys[i], i)
+            fresh = list(first.values())
+            workers = max(1, min(self.max_concurrency, len(fresh)))
+            with ThreadPoolExecutor(workers) as pool:
+                results = list(
+                    pool.map(lambda i: self._call(model, asks[i].prompt, temperature), fresh)
+                )
+            replies: dict[str, tuple[str | None, str | None]] = {}
+            for i, (reply, error, seconds, usage) in zip(fresh, results, strict=True):
+                replies[keys[i]] = (reply, error)
+                call = (reply, error, seconds, usage)
+                self._record(asks[i], name, temperature, attempt, keys[i], *call)
+            still = []
+            for i in pending:
+                answer = answers[i]
+                answer.attempts += 1
+                answer.keys.append(keys[i])
+                if keys[i] in cached:
+                    answer.cached += 1
+                    reply, error = cached[keys[i]][0], None
+                else:
+                    reply, error = replies[keys[i]]
+                    answer.cached += int(first[keys[i]] != i)
+                answer.reply = reply
+                if error is not None:
+                    answer.failure, answer.error = "judge:error", error
+                    continue
+                assert reply is not None
+                try:
+                    answer.parsed = asks[i].parse(reply)
+                    answer.failure = None
+                except Unparseable as exc:
+                    answer.failure, answer.error = "judge:unparseable", str(exc)
+                    still.append(i)
+            pending = still
+        return answers
+
+    def _call(
+        self, model: Any, prompt: str, temperature: float | None
+    ) -> tuple[str | None, str | None, float, dict[str, int]]:
+        """(reply, error, seconds, token usage) of one call, backing off on rate limits."""
+        from langchain_core.messages import HumanMessage
+
+        for attempt in range(self.rate_limit_retries + 1):
+            started = time.perf_counter()
+            try:
+                kwargs = {} if temperature is None else {"temperature": temperature}
+                try:
+                    message = model.invoke([HumanMessage(prompt)], **kwargs)
+                except TypeError:  # a model that does not take temperature per call
+                    message = model.invoke([HumanMessage(prompt)])
+            except Exception as exc:  # a provider's failure is recorded, not raised
+                if _rate_limited(exc) and attempt < self.rate_limit_retries:
+                    time.sleep(self.backoff_s * 2**attempt)
+                    continue
+                return None, f"{type(exc).__name__}: {exc}", time.perf_counter() - started, {}
+            self.calls_made += 1
+            seconds = time.perf_counter() - started
+            content = message.content if isinstance(message.content, str) else str(message.content)
+            usage = getattr(message, "usage_metadata", None) or {}
+            return content, None, seconds, dict(usage)
+        raise AssertionError("unreachable")
+
+    def _record(
+        self,
+        ask: Ask,
+        name: str,
+        temperature: float | None,
+        attempt: int,
+        key: str,
+        reply: str | None,
+        error: str | None,
+        seconds: float,
+        usage: Mapping[str, int],
+    ) -> None:
+        parsed: Any = None
+        if reply is not None:
+            try:
+                parsed = ask.parse(reply)
+            except Unparseable:
+                parsed = None
+        payload = LlmCalled(
+            model=name,
+            role=ask.role,
+            input_messages=[ChatMessage(role="user", content=ask.prompt)],
+            output_messages=[] if reply is None else [ChatMessage(role="assistant", content=reply)],
+            temperature=temperature,
+            input_tokens=usage.get("input_tokens"),
+            output_tokens=usage.get("output_tokens"),
+            duration_ms=seconds * 1000,
+            error=error,
+            attributes={CACHE_KEY: key, "sample": ask.sample, "attempt": attempt, "parsed": parsed},
+        )
+        seq = self._seq.get(ask.trace_id, 0)
+        self._seq[ask.trace_id] = seq + 1
+        self.events.append(
+            Event.create(
+                trace_id=ask.trace_id, span_id=key[:16], seq=seq, ts=now(), payload=payload
+            )
+        )
+
+
+_session: contextvars.ContextVar[JudgeSession | None] = contextvars.ContextVar(
+    "agentdocket_judge_session", default=None
+)
+
+
+@contextmanager
+def judging(session: JudgeSession) -> Iterator[JudgeSession]:
+    """Judge scorers called within this block use ``session``."""
+    token = _session.set(session)
+    try:
+        yield session
+    finally:
+        _session.reset(token)
+
+
+def current_session() -> JudgeSession:
+    """The runner's session; outside the runner, a session with no cache whose recorded calls
+    stay in memory (``scorer.verdict(trace)`` in a notebook)."""
+    session = _session.get()
+    if session is None:
+        session = JudgeSession()
+        _session.set(session)
+    return session
+
+
+def judge_trace_id(subject_trace_id: str, scorer: str, config: Mapping[str, Any]) -> str:
+    """The trace a verdict's judge calls are recorded in: one per run, scorer and judge."""
+    body = f"{subject_trace_id}/{scorer}/{config.get('model')!s}/{config.get('temperature')}"
+    digest = hashlib.sha256(body.encode()).hexdigest()[:32]
+    return digest if digest != "0" * 32 else "1" * 32

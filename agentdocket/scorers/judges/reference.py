@@ -1,0 +1,94 @@
+"""``answer.reference``: the final response against the case's reference answer, judged by an
+LLM with the prompts of Figure 7 of 000_b3c1d8e83c640636.txt. Conclusive questions get Match /
+Not Match (passed = Match), interpretive ones a score of 1-5."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agentdocket.events import Trace
+from agentdocket.scorers.base import Outcome
+from agentdocket.scorers.judges.client import (
+    Ask,
+    current_session,
+    judge_trace_id,
+    resolve_model,
+)
+from agentdocket.scorers.judges.parse import parse_conclusion, parse_score
+from agentdocket.scorers.judges.prompts import render
+
+NAME = "answer.reference"
+RATIONALE_LIMIT = 4000
+
+
+def answer_reference_batch(
+    traces: Sequence[Trace], config: Mapping[str, Any]
+) -> list[Outcome | None]:
+    model, name = resolve_model(config.get("model"))
+    temperature = config.get("temperature", 0.0)
+    out: list[Outcome | None] = [None] * len(traces)
+    asks: list[tuple[int, str, Ask]] = []
+    for i, trace in enumerate(traces):
+        case = trace.case
+        if case is None or case.reference_answer is None:
+            continue
+        response = trace.response
+        if response is None:
+            out[i] = Outcome(failure_type="response:missing", rationale="no response event")
+            continue
+        kind: str = case.question_type or "conclusive"
+        started = trace.started
+        question = case.question or (started.question if started else None) or ""
+        prompt = render(
+            f"reference_{kind}",
+            question=question,
+            gold_answer=case.reference_answer,
+            answer=response,
+        )
+        parse = parse_conclusion if kind == "conclusive" else parse_score
+        asks.append((i, kind, Ask(judge_trace_id(trace.trace_id, NAME, config), prompt, parse)))
+    answers = current_session().ask(
+        model, name, temperature, [a for _, _, a in asks], retries=int(config.get("retries", 2))
+    )
+    for (i, kind, ask), answer in zip(asks, answers, strict=True):
+        details: dict[str, Any] = {
+            "question_type": kind,
+            "model": name,
+            "temperature": temperature,
+            "attempts": answer.attempts,
+            "cached": answer.cached,
+        }
+        rationale = (answer.reply or "")[:RATIONALE_LIMIT] or None
+        if answer.failure is not None:
+            out[i] = Outcome(
+                failure_type=answer.failure,
+                rationale=answer.error,
+                details=details,
+                judge_trace_id=ask.trace_id,
+            )
+        elif kind == "conclusive":
+            matched = answer.parsed == "Match"
+            out[i] = Outcome(
+                passed=matched,
+                score=1.0 if matched else 0.0,
+                label=answer.parsed,
+                failure_type=None if matched else "answer:not_match",
+                rationale=rationale,
+                details=details,
+                judge_trace_id=ask.trace_id,
+            )
+        else:
+            details["score"] = answer.parsed
+            out[i] = Outcome(
+                score=float(answer.parsed),
+                label=str(answer.parsed),
+                rationale=rationale,
+                details=details,
+                judge_trace_id=ask.trace_id,
+            )
+    return out
+
+
+def answer_reference(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
+    return answer_reference_batch([trace], config)[0]
