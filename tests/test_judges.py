@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from pathlib import Path
 
@@ -22,9 +23,10 @@ from agentdocket.scorers.judges import (
     parse_score,
     render,
 )
+from agentdocket.scorers.judges.peer import SUBTASKS
 from agentdocket.scorers.judges.prompts import placeholders
 from agentdocket.scorers.runner import score_runs
-from agentdocket.store import open_store
+from agentdocket.store import Store, open_store
 
 from .conftest import SHARED
 
@@ -200,3 +202,142 @@ def test_a_judge_without_a_model_is_a_clear_error(demo_url: str) -> None:
     assert "needs the 'langchain' package" in named.output or "cannot be loaded" in named.output
     with open_store(demo_url) as store:
         assert store.counts()["verdicts"] == 0  # nothing half-written
+
+
+def _peer(subtask: str, version: str, **config: object) -> Scorer:
+    base = scorers.get(f"review.peer.{subtask}", "1")
+    return dataclasses.replace(base, version=version, config={**base.config, **config})
+
+
+PERFECT = "Rationale: the work is complete.\nFinal Decision: Perfect"
+IMPERFECT = "Rationale: something is missing.\nFinal Decision: Imperfect"
+
+
+def _distinct_questions(store: Store, n: int) -> list[str]:
+    chosen: dict[str, str] = {}
+    for run in store.list_runs(dataset="concerts-demo", limit=None):
+        chosen.setdefault(run["case_id"], run["trace_id"])
+    return sorted(chosen.values())[:n]
+
+
+def test_peer_review_records_reviewers_and_meta_reviewers_per_subtask(demo_url: str) -> None:
+    model = FakeListChatModel(responses=[PERFECT] * 1000)
+    chosen = [_peer(s, "p1", model=model) for s in SUBTASKS]
+    with open_store(demo_url) as store:
+        ids = _distinct_questions(store, 3)
+        result = score_runs(store, chosen, trace_ids=ids)
+        assert result.judge_calls == 3 * 3 * (3 + 3) == model.i  # runs x subtasks x (R + M)
+        rows = [r for r in store.rows("verdicts", "verdict_id") if r["scorer_version"] == "p1"]
+        assert len(rows) == 3 * 3
+        for row in rows:
+            assert (row["label"], row["passed"]) == ("Perfect", True)
+            assert row["details"]["reviewer_decisions"] == ["Perfect"] * 3
+            assert row["details"]["meta_reviewer_decisions"] == ["Perfect"] * 3
+            judge = [e for e in store.events(row["judge_trace_id"]) if e.kind == "llm.called"]
+            roles = sorted(e.payload["role"] for e in judge)
+            assert roles == ["meta_reviewer"] * 3 + ["reviewer"] * 3
+            assert {e.payload["temperature"] for e in judge} == {0.7}
+        meta = next(
+            e
+            for e in store.events(rows[0]["judge_trace_id"])
+            if e.kind == "llm.called" and e.payload["role"] == "meta_reviewer"
+        )
+        prompt = meta.payload["input_messages"][0]["content"]
+        assert "Reviewer 1:\n" + PERFECT in prompt and "Reviewer 3:\n" in prompt
+        again = score_runs(store, [_peer(s, "p2", model=model) for s in SUBTASKS], trace_ids=ids)
+        assert again.judge_calls == 0 and model.i == 54  # a new version: all from the cache
+    report = json.loads(
+        CliRunner()
+        .invoke(main, ["--database", demo_url, "report", "--format", "json", "--version", "p2"])
+        .output
+    )
+    planning = report["scorers"]["review.peer.interaction_planning"]
+    assert planning["pass_rate"] == 1.0 and planning["scored"] == 3
+    assert planning["metrics"] == {"reviewer_agreement": 1.0, "meta_reviewer_agreement": 1.0}
+
+
+@pytest.mark.parametrize(
+    ("replies", "n_meta", "label", "unanimous"),
+    [
+        ([PERFECT, IMPERFECT, PERFECT, IMPERFECT, PERFECT, IMPERFECT], 3, "Imperfect", False),
+        ([IMPERFECT, IMPERFECT, IMPERFECT, PERFECT, PERFECT, IMPERFECT], 3, "Perfect", True),
+        ([PERFECT, PERFECT, PERFECT, PERFECT, IMPERFECT], 2, "Imperfect", True),  # a tie
+    ],
+)
+def test_the_majority_of_meta_reviewers_decides(
+    demo_url: str, replies: list[str], n_meta: int, label: str, unanimous: bool
+) -> None:
+    model = FakeListChatModel(responses=replies)
+    scorer = _peer(
+        "tool_employment",
+        f"m{n_meta}{label}",
+        model=model,
+        n_meta_reviewers=n_meta,
+        max_concurrency=1,
+    )
+    with open_store(demo_url) as store:
+        ids = _distinct_questions(store, 1)
+        score_runs(store, [scorer], trace_ids=ids)
+        (row,) = [
+            r for r in store.rows("verdicts", "verdict_id") if r["scorer_version"] == scorer.version
+        ]
+    assert row["label"] == label and row["passed"] is (label == "Perfect")
+    assert row["details"]["reviewers_unanimous"] is unanimous
+    assert len(row["details"]["meta_reviewer_decisions"]) == n_meta
+
+
+def test_a_jury_of_reviewer_models_takes_turns(demo_url: str) -> None:
+    a = FakeListChatModel(name="model-a", responses=[PERFECT] * 50)
+    b = FakeListChatModel(name="model-b", responses=[IMPERFECT] * 50)
+    scorer = _peer("information_synthesis", "jury", model=a, reviewers=[a, b], meta_reviewers=[a])
+    with open_store(demo_url) as store:
+        score_runs(store, [scorer], trace_ids=_distinct_questions(store, 1))
+        (row,) = [r for r in store.rows("verdicts", "verdict_id") if r["scorer_version"] == "jury"]
+    assert row["details"]["reviewer_decisions"] == ["Perfect", "Imperfect", "Perfect"]
+    assert row["details"]["reviewers_unanimous"] is False and row["label"] == "Perfect"
+    assert (a.i, b.i) == (2 + 3, 1)
+
+
+def test_calibration_counts_and_kappa() -> None:
+    from agentdocket.scorers.calibration import calibrate, decision
+
+    # 40 TP, 10 FP, 5 FN, 45 TN: the textbook numbers
+    pairs = [(True, True)] * 40 + [(True, False)] * 10 + [(False, True)] * 5
+    pairs += [(False, False)] * 45
+    result = calibrate(pairs, samples=300, seed=1)
+    assert (result.tp, result.fp, result.fn, result.tn) == (40, 10, 5, 45)
+    assert result.precision == 0.8 and result.recall == 40 / 45 and result.agreement == 0.85
+    assert result.kappa == pytest.approx(0.7)  # po 0.85, pe 0.5
+    for metric in ("precision", "recall", "agreement", "kappa"):
+        interval = result.intervals[metric]
+        assert interval is not None
+        assert interval[0] <= getattr(result, metric) <= interval[1]
+        assert interval[1] - interval[0] < 0.4
+    assert calibrate(pairs, samples=300, seed=1) == result  # reproducible
+    always = calibrate([(True, True), (True, False)], samples=50)
+    assert always.recall == 1.0 and always.kappa == 0.0
+    assert calibrate([(True, True)] * 3, samples=10).kappa is None  # chance agreement is 1
+    assert decision(None, "Perfect") is True and decision(None, "Not Match") is False
+    assert decision(None, "4") is None and decision(False, "Match") is False
+
+
+def test_calibrate_compares_a_judge_with_a_truth(demo_url: str) -> None:
+    model = FakeListChatModel(responses=[BOTH] * 500)  # the judge says Match to everything
+    with open_store(demo_url) as store:
+        score_runs(store, [_judge("c1", model), scorers.get("tools.procedural")])
+    scorers.register(_judge("c1", model))
+    try:
+        args = ["--database", demo_url, "calibrate", "--judge", "answer.reference=c1"]
+        out = CliRunner().invoke(main, [*args, "--truth", "tools.procedural", "--format", "json"])
+    finally:
+        scorers.unregister("answer.reference", "c1")
+    assert out.exit_code == 0, out.output
+    result = json.loads(out.output)
+    # 24 conclusive runs (8 questions x 3 strategies), all judged Match; procedural passes 13
+    # runs of 30, of which the conclusive ones are the truth's positives
+    assert result["n"] == 24 and result["fn"] == 0 and result["tn"] == 0
+    assert result["recall"] == 1.0 and result["kappa"] == 0.0
+    assert result["precision"] == result["tp"] / 24
+    args = ["--database", demo_url, "calibrate", "--judge", "answer.reference"]
+    text = CliRunner().invoke(main, [*args, "--truth", "tools.procedural"])
+    assert text.exit_code == 0 and "low: optimistic" in text.output and "kappa" in text.output

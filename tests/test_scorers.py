@@ -239,6 +239,9 @@ def test_a_verdict_is_tagged_and_its_input_hash_is_stable(
         "interaction.metrics",
         "planner.suffix_match",
         "response.similarity",
+        "review.peer.information_synthesis",
+        "review.peer.interaction_planning",
+        "review.peer.tool_employment",
         "tools.procedural",
         "tools.slot_fill",
     ]

@@ -35,8 +35,9 @@ def _since(value: str | None) -> datetime | None:
     "--scorer",
     "names",
     multiple=True,
-    help="A scorer to run, NAME or NAME=VERSION (repeatable; default: the newest version of "
-    "every scorer).",
+    help="A scorer to run, NAME or NAME=VERSION (repeatable; a prefix such as review.peer "
+    "names every scorer under it; default: the newest version of every scorer but the LLM "
+    "judges).",
 )
 @click.option("--since", help="Only runs that started at or after this ISO 8601 date/time.")
 @click.option(
@@ -69,7 +70,11 @@ def score(
 
     try:
         if names:
-            chosen = [scorers.get(*n.split("=", 1)) for n in names]
+            chosen = [
+                scorers.get(full, *n.split("=", 1)[1:])
+                for n in names
+                for full in (scorers.matching(n.split("=", 1)[0]) or [n.split("=", 1)[0]])
+            ]
         else:
             chosen = scorers.latest(judges=judge is not None)
     except KeyError as exc:
@@ -237,4 +242,78 @@ def report(
         print_report(result)
 
 
-COMMANDS = (score, list_scorers, report)
+@click.command(name="calibrate")
+@click.option("--judge", "judge_name", required=True, help="The judge's verdicts: NAME[=VERSION].")
+@click.option("--truth", required=True, help="The verdicts taken as truth: NAME[=VERSION].")
+@click.option("--dataset", help="Only runs of this dataset.")
+@click.option("--samples", default=1000, show_default=True, help="Bootstrap resamples.")
+@click.option("--seed", default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.pass_context
+def calibrate_command(
+    ctx: click.Context,
+    judge_name: str,
+    truth: str,
+    dataset: str | None,
+    samples: int,
+    seed: int,
+    fmt: str,
+) -> None:
+    """Treat one scorer's verdicts as predictions of another's (e.g. peer review against
+    reference-based verdicts): precision (low = optimistic), recall (low = cynical), agreement
+    and Cohen's kappa, with bootstrap intervals. Runs judged by both count; errored runs not."""
+    from agentdocket.scorers.calibration import calibrate, decision
+    from agentdocket.scorers.report import ReportError, choose_versions
+
+    sides: list[dict[str, bool]] = []
+    with open_from(ctx) as store:
+        stored = store.scorer_versions(dataset)
+        errored = {r.trace_id for r in store.report_runs(dataset) if r.status == "error"}
+        for given, option in ((judge_name, "--judge"), (truth, "--truth")):
+            name, _, version = given.partition("=")
+            if name not in stored:
+                raise click.BadParameter(f"no verdicts of {name!r} stored", param_hint=option)
+            try:
+                chosen = choose_versions({name: stored[name]}, [given] if version else [])
+            except ReportError as exc:
+                raise click.BadParameter(str(exc), param_hint=option) from None
+            found: dict[str, bool] = {}
+            for v in store.report_verdicts(chosen, dataset):
+                d = decision(v.passed, v.label)
+                if d is not None and v.trace_id not in errored:
+                    found[v.trace_id] = d
+            sides.append(found)
+    judged, truths = sides
+    pairs = [(judged[t], truths[t]) for t in sorted(judged.keys() & truths.keys())]
+    if not pairs:
+        raise click.ClickException("no run has a pass / fail verdict from both scorers")
+    result = calibrate(pairs, samples=samples, seed=seed)
+    if fmt == "json":
+        click.echo(json.dumps(dataclasses.asdict(result), indent=2))
+        return
+    console.print(
+        f"{judge_name} as a judge of {truth}: {result.n} runs, TP {result.tp}, FP {result.fp}, "
+        f"FN {result.fn}, TN {result.tn} ({result.level:.0%} intervals, {samples} resamples)"
+    )
+    table = Table()
+    for col in ("metric", "value", "interval", "reads as"):
+        table.add_column(col)
+    meaning = {
+        "precision": "low: optimistic (failing runs judged passing)",
+        "recall": "low: cynical (passing runs judged failing)",
+        "agreement": "share of runs judged as the truth has them",
+        "kappa": "agreement beyond chance (0: chance, 1: perfect)",
+    }
+    for metric, text in meaning.items():
+        value = getattr(result, metric)
+        interval = result.intervals.get(metric)
+        table.add_row(
+            metric,
+            "-" if value is None else f"{value:.3f}",
+            "-" if interval is None else f"[{interval[0]:.3f}, {interval[1]:.3f}]",
+            text,
+        )
+    console.print(table)
+
+
+COMMANDS = (score, list_scorers, report, calibrate_command)

@@ -8,17 +8,23 @@ batches them, calls judge models through its session and appends the verdicts.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agentdocket.events import Trace
 from agentdocket.scorers.base import (
     Outcome,
     Scorer,
     get,
     latest,
+    matching,
     register,
     scorers,
     shared_outcomes,
     unregister,
 )
 from agentdocket.scorers.interaction import interaction_metrics
+from agentdocket.scorers.judges.peer import SUBTASKS, peer_review_batch
 from agentdocket.scorers.judges.reference import answer_reference, answer_reference_batch
 from agentdocket.scorers.similarity import response_similarity, response_similarity_batch
 from agentdocket.scorers.tool_use import procedural, slot_fill, suffix_match
@@ -28,6 +34,7 @@ __all__ = [
     "Scorer",
     "get",
     "latest",
+    "matching",
     "register",
     "scorers",
     "shared_outcomes",
@@ -114,3 +121,38 @@ register(
         judge=True,
     )
 )
+
+
+def _peer(subtask: str) -> Scorer:
+    def batch(traces: Sequence[Trace], config: Mapping[str, Any]) -> list[Outcome | None]:
+        return peer_review_batch(subtask, traces, config)
+
+    def one(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
+        return batch([trace], config)[0]
+
+    words = subtask.replace("_", " ")
+    return Scorer(
+        f"review.peer.{subtask}",
+        "1",
+        f"peer review of {words} (Figures 8-10): R reviewers, M meta-reviewers, the "
+        "majority of the meta-reviewers decides Perfect / Imperfect",
+        one,
+        config={
+            "model": None,
+            "temperature": 0.7,
+            "n_reviewers": 3,
+            "n_meta_reviewers": 3,
+            "retries": 2,
+        },
+        inputs=("run.started", "plan", "sql.executed", "retrieval", "response", "case"),
+        batch=batch,
+        metrics={
+            "reviewer_agreement": ("reviewers_unanimous", "mean"),
+            "meta_reviewer_agreement": ("meta_reviewers_unanimous", "mean"),
+        },
+        judge=True,
+    )
+
+
+for _subtask in SUBTASKS:
+    register(_peer(_subtask))

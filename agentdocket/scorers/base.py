@@ -192,6 +192,12 @@ def latest(judges: bool = False) -> list[Scorer]:
     return [s for s in found if judges or not s.judge]
 
 
+def matching(name: str) -> list[str]:
+    """Registered names equal to ``name`` or under it (``review.peer`` ->
+    ``review.peer.interaction_planning``, ...)."""
+    return sorted(n for n in _REGISTRY if n == name or n.startswith(name + "."))
+
+
 def get(name: str, version: str | None = None) -> Scorer:
     """A scorer by name; the newest registered version unless ``version`` is given."""
     versions = _REGISTRY.get(name)

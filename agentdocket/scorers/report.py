@@ -60,12 +60,15 @@ def choose_versions(stored: Mapping[str, Sequence[str]], asked: Sequence[str]) -
 def metric_specs(
     scorer: str, version: str, details: Iterable[Mapping[str, Any]]
 ) -> dict[str, Metric]:
-    """The metrics a scorer version declares; for one not registered here, the mean of every
-    numeric detail its verdicts carry."""
-    try:
-        declared = dict(get(scorer, version).metrics)
-    except KeyError:
-        declared = {}
+    """The metrics a scorer version declares (for a version not registered here, those of the
+    newest registered version of the same name); else the mean of every numeric detail."""
+    declared: dict[str, Metric] = {}
+    for wanted in (version, None):
+        try:
+            declared = dict(get(scorer, wanted).metrics)
+            break
+        except KeyError:
+            continue
     if declared:
         return declared
     keys = sorted({k for d in details for k, v in d.items() if _number(v)})
@@ -73,7 +76,8 @@ def metric_specs(
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """A value a metric can average: a finite number, or a boolean (as 0 / 1: a rate)."""
+    return isinstance(value, int | float) and math.isfinite(value)
 
 
 def _group_value(run: ReportRun, by: str) -> str:

@@ -150,26 +150,16 @@ class Store(ScoringStore, ABC):
         if proj.runs:
             rows = self._rows(RUN_COLUMNS, proj.runs.values())
             self._merge(conn, "runs", RUN_COLUMNS, ("trace_id",), rows, self.runs_upsert)
-        if proj.verdicts:
-            rows = self._rows(VERDICT_COLUMNS, proj.verdicts)
-            self._merge(
-                conn,
-                "verdicts",
-                VERDICT_COLUMNS,
-                ("verdict_id",),
-                rows,
-                "ON CONFLICT (verdict_id) DO NOTHING",
-            )
-        if proj.judge_calls:
-            rows = self._rows(JUDGE_CALL_COLUMNS, proj.judge_calls)
-            self._merge(
-                conn,
-                "judge_calls",
-                JUDGE_CALL_COLUMNS,
-                ("cache_key",),
-                rows,
-                "ON CONFLICT (cache_key) DO NOTHING",  # the first reply stays the cached one
-            )
+        # Rows keyed by their event (a verdict) or by a cache key whose first reply stays:
+        # inserted once, never changed.
+        for objects, table, columns, key in (
+            (proj.verdicts, "verdicts", VERDICT_COLUMNS, "verdict_id"),
+            (proj.judge_calls, "judge_calls", JUDGE_CALL_COLUMNS, "cache_key"),
+        ):
+            if objects:
+                rows = self._rows(columns, objects)
+                conflict = f"ON CONFLICT ({key}) DO NOTHING"
+                self._merge(conn, table, columns, (key,), rows, conflict)
 
     def _rows(self, columns: Sequence[str], objects: Iterable[Any]) -> list[tuple[Any, ...]]:
         """Projection objects as database rows (only the columns that need it are converted)."""

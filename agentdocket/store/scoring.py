@@ -45,6 +45,7 @@ class ReportVerdict:
     score: float | None
     failure_type: str | None
     details: dict[str, Any]
+    label: str | None = None
 
 
 class ScoringStore(DatasetStore, ABC):
@@ -209,7 +210,7 @@ class ScoringStore(DatasetStore, ABC):
         for scorer, version in sorted(versions.items()):
             sql = (
                 "SELECT v.trace_id, v.scorer, v.scorer_version, v.passed, v.score, "
-                "v.failure_type, v.details FROM verdicts_latest v"
+                "v.failure_type, v.details, v.label FROM verdicts_latest v"
             )
             params: list[Any] = [scorer, version]
             if dataset is not None:
@@ -227,6 +228,7 @@ class ScoringStore(DatasetStore, ABC):
                     r["score"],
                     r["failure_type"],
                     r["details"],
+                    r["label"],
                 )
                 for r in self._dicts(sql, params)
             )

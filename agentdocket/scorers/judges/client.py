@@ -133,6 +133,7 @@ class JudgeSession:
         temperature: float | None,
         asks: Sequence[Ask],
         retries: int = 2,
+        max_concurrency: int | None = None,
     ) -> list[Answer]:
         """Every ask answered: from the cache, or by calling ``model``, retrying unparseable
         replies up to ``retries`` times."""
@@ -152,7 +153,7 @@ class JudgeSession:
                 if keys[i] not in cached:
                     first.setdefault(keys[i], i)
             fresh = list(first.values())
-            workers = max(1, min(self.max_concurrency, len(fresh)))
+            workers = max(1, min(max_concurrency or self.max_concurrency, len(fresh)))
             with ThreadPoolExecutor(workers) as pool:
                 results = list(
                     pool.map(lambda i: self._call(model, asks[i].prompt, temperature), fresh)

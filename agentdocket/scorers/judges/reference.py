@@ -49,7 +49,12 @@ def answer_reference_batch(
         parse = parse_conclusion if kind == "conclusive" else parse_score
         asks.append((i, kind, Ask(judge_trace_id(trace.trace_id, NAME, config), prompt, parse)))
     answers = current_session().ask(
-        model, name, temperature, [a for _, _, a in asks], retries=int(config.get("retries", 2))
+        model,
+        name,
+        temperature,
+        [a for _, _, a in asks],
+        retries=int(config.get("retries", 2)),
+        max_concurrency=config.get("max_concurrency"),
     )
     for (i, kind, ask), answer in zip(asks, answers, strict=True):
         details: dict[str, Any] = {
