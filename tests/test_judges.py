@@ -341,3 +341,37 @@ def test_calibrate_compares_a_judge_with_a_truth(demo_url: str) -> None:
     args = ["--database", demo_url, "calibrate", "--judge", "answer.reference"]
     text = CliRunner().invoke(main, [*args, "--truth", "tools.procedural"])
     assert text.exit_code == 0 and "low: optimistic" in text.output and "kappa" in text.output
+
+
+def test_rate_limits_back_off_and_errors_are_recorded_not_raised() -> None:
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel as Fake
+
+    from agentdocket.scorers.judges.client import Ask, JudgeSession
+
+    class RateLimitError(Exception):
+        status_code = 429
+
+    class Flaky(Fake):
+        failures: int = 2
+
+        def invoke(self, *args: object, **kwargs: object) -> object:  # type: ignore[override]
+            if self.failures:
+                self.failures -= 1
+                raise RateLimitError("slow down")
+            return super().invoke(*args, **kwargs)
+
+    session = JudgeSession(backoff_s=0.01)
+    model = Flaky(responses=["Conclusion: Match"])
+    (answer,) = session.ask(model, "flaky", 0.0, [Ask("a" * 32, "q?", parse_conclusion)])
+    assert answer.parsed == "Match" and answer.failure is None and model.failures == 0
+
+    class Broken(Fake):
+        def invoke(self, *args: object, **kwargs: object) -> object:  # type: ignore[override]
+            raise ConnectionError("no route to the provider")
+
+    (failed,) = session.ask(
+        Broken(responses=["x"]), "broken", 0.0, [Ask("b" * 32, "q?", parse_conclusion)]
+    )
+    assert failed.failure == "judge:error" and "ConnectionError: no route" in (failed.error or "")
+    recorded = [e.payload for e in session.events if e.trace_id == "b" * 32]
+    assert len(recorded) == 1 and recorded[0]["error"].startswith("ConnectionError")
