@@ -190,3 +190,22 @@ def import_toolalpaca(ctx: click.Context, path: Path, dataset: str) -> None:
     for problem in problems:
         err.print(f"[yellow]warning:[/] {problem}")
     _store_import(ctx, path, [data], [])
+
+
+@import_.command(name="taskweaver-cases")
+@click.argument("folder", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--dataset", required=True, help="Name of the dataset the cases go into.")
+@click.pass_context
+def import_taskweaver(ctx: click.Context, folder: Path, dataset: str) -> None:
+    """Import TaskWeaver auto_eval cases (FOLDER holds evaluator_prompt.yaml,
+    virtual_user_prompt.yaml and cases/*/*.yaml) as examiner / judge cases: task description,
+    weighted scoring points (with eval_code), data files, the examiner's and judge's prompts."""
+    from agentdocket.adapters.taskweaver import TaskWeaverFormatError, load
+
+    try:
+        data, problems = load(folder, dataset)
+    except TaskWeaverFormatError as exc:
+        raise click.ClickException(f"{exc}; nothing was imported") from None
+    for problem in problems:
+        err.print(f"[yellow]warning:[/] {problem}")
+    _store_import(ctx, folder, [data], [])

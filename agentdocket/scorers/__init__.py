@@ -25,6 +25,7 @@ from agentdocket.scorers.base import (
 )
 from agentdocket.scorers.interaction import interaction_metrics
 from agentdocket.scorers.judges.peer import SUBTASKS, peer_review_batch
+from agentdocket.scorers.judges.points import examiner_points, examiner_points_batch
 from agentdocket.scorers.judges.reference import answer_reference, answer_reference_batch
 from agentdocket.scorers.similarity import response_similarity, response_similarity_batch
 from agentdocket.scorers.tool_use import procedural, slot_fill, suffix_match
@@ -118,6 +119,21 @@ register(
         inputs=("response", "case"),
         batch=answer_reference_batch,
         metrics={"score_mean": ("score", "mean")},
+        judge=True,
+    )
+)
+
+register(
+    Scorer(
+        "examiner.points",
+        "1",
+        "weighted scoring points of an examined conversation, by eval_code or by the judge; "
+        "normalized score = weight hit / total weight",
+        examiner_points,
+        config={"model": None, "temperature": 0.0, "retries": 2},
+        inputs=("message", "tool.called", "tool.returned", "case"),
+        batch=examiner_points_batch,
+        metrics={"normalized_score": ("normalized_score", "mean")},
         judge=True,
     )
 )

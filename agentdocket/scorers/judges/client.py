@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
+import importlib
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -47,6 +48,17 @@ def resolve_model(spec: Any) -> tuple[Any, str]:
             "this scorer needs a judge model: `agentdocket score --judge PROVIDER:MODEL`, or a "
             "scorer version registered with config={'model': <a BaseChatModel>}"
         )
+    if isinstance(spec, str) and spec.startswith("python:"):
+        # python:MODULE:ATTR, a model object or a function making one (custom construction)
+        module_name, _, attr = spec.removeprefix("python:").partition(":")
+        try:
+            found = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise JudgeUnavailable(f"model {spec!r} cannot be loaded: {exc}") from None
+        model, _ = resolve_model(
+            found() if callable(found) and not hasattr(found, "invoke") else found
+        )
+        return model, spec.removeprefix("python:")
     if isinstance(spec, str):
         try:
             from langchain.chat_models import (  # type: ignore[import-not-found]

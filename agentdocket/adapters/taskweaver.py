@@ -1,0 +1,124 @@
+"""TaskWeaver auto_eval cases (004_0944cfc0f779e309.txt) as a dataset of examiner / judge cases.
+
+A folder holds ``evaluator_prompt.yaml``, ``virtual_user_prompt.yaml`` and ``cases/*/*.yaml``.
+Each case YAML has ``task_description``, ``scoring_points`` (``score_point``, ``weight``,
+``eval_code``), and environment fields (``version``, ``config_var``, ``app_dir``,
+``dependencies``, ``data_files``, ``max_rounds``). A case becomes self-contained: its data files
+(a few KiB each) travel base64-encoded in its attributes, with the examiner's and the judge's
+instructions, so that examining and scoring need nothing but the store.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import yaml  # type: ignore[import-untyped]
+
+from agentdocket.events import Case, Dataset, ScoringPoint
+
+DEFAULT_MAX_ROUNDS = 5  # the harness's default (evaluator_config_template.json may say more)
+
+
+class TaskWeaverFormatError(ValueError):
+    """A case or prompt file is not in the auto_eval format; the message names the file."""
+
+
+def _yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise TaskWeaverFormatError(f"{path}: cannot read it as YAML ({exc})") from None
+    if not isinstance(data, dict):
+        raise TaskWeaverFormatError(f"{path}: expected a mapping")
+    return data
+
+
+def _text(data: dict[str, Any], key: str, path: Path) -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise TaskWeaverFormatError(f"{path}: {key} is missing or not text")
+    return value.strip()
+
+
+def prompts(folder: Path) -> dict[str, str]:
+    """The examiner's instruction template, its kick-off message and stop keyword, and the
+    judge's instruction (with its response schema filled in)."""
+    user = _yaml(folder / "virtual_user_prompt.yaml")
+    judge = _yaml(folder / "evaluator_prompt.yaml")
+    schema = _text(judge, "response_schema", folder / "evaluator_prompt.yaml")
+    instruction = _text(judge, "instruction_template", folder / "evaluator_prompt.yaml")
+    return {
+        "examiner_instruction": _text(
+            user, "instruction_template", folder / "virtual_user_prompt.yaml"
+        ),
+        "kick_off_message": _text(user, "kick_off_message", folder / "virtual_user_prompt.yaml"),
+        "stop_keyword": _text(user, "stop_keyword", folder / "virtual_user_prompt.yaml"),
+        "judge_instruction": instruction.replace("{response_schema}", schema),
+    }
+
+
+def _case(path: Path, root: Path, shared: dict[str, str], problems: list[str]) -> Case:
+    data = _yaml(path)
+    task = _text(data, "task_description", path)
+    points_raw = data.get("scoring_points")
+    if not isinstance(points_raw, list) or not points_raw:
+        raise TaskWeaverFormatError(f"{path}: scoring_points must be a non-empty list")
+    points = []
+    for i, p in enumerate(points_raw):
+        where = f"{path}: scoring_points[{i}]"
+        if not isinstance(p, dict) or not isinstance(p.get("score_point"), str):
+            raise TaskWeaverFormatError(f"{where} has no score_point text")
+        weight = p.get("weight", 1)
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
+            raise TaskWeaverFormatError(f"{where}: weight {weight!r} is not a number >= 0")
+        code = p.get("eval_code")
+        if code is not None and not isinstance(code, str):
+            raise TaskWeaverFormatError(f"{where}: eval_code must be text or null")
+        points.append(ScoringPoint(point=p["score_point"], weight=float(weight), eval_code=code))
+    files: dict[str, str] = {}
+    missing: list[str] = []
+    for name in data.get("data_files") or []:
+        source = path.parent / str(name)
+        try:
+            files[str(name)] = base64.b64encode(source.read_bytes()).decode()
+        except OSError as exc:  # the published cases lack some; the case still imports
+            missing.append(str(name))
+            problems.append(f"{path}: data file {name}: {exc.strerror}; imported without it")
+    rounds = data.get("max_rounds", DEFAULT_MAX_ROUNDS)
+    return Case(
+        case_id=str(path.relative_to(root).with_suffix("")),
+        question=task,
+        scoring_points=points,
+        attributes={
+            **shared,
+            "data_files": files,
+            "missing_data_files": missing,
+            "max_rounds": int(rounds),
+            "config_var": data.get("config_var") or {},
+            "dependencies": data.get("dependencies") or [],
+            "version": str(data.get("version", "")),
+        },
+    )
+
+
+def load(folder: Path, dataset: str) -> tuple[Dataset, list[str]]:
+    """The cases under ``folder`` (which holds the two prompt files and ``cases/``), and the
+    problems met that did not stop the import (data files that are missing)."""
+    if not folder.is_dir():
+        raise TaskWeaverFormatError(f"{folder}: not a folder")
+    shared = prompts(folder)
+    root = folder / "cases"
+    paths = sorted(root.glob("*/*.yaml")) + sorted(root.glob("*/*.yml"))
+    if not paths:
+        raise TaskWeaverFormatError(f"{root}: no case files (cases/*/*.yaml)")
+    problems: list[str] = []
+    cases = tuple(_case(p, root, shared, problems) for p in paths)
+    for case in cases:
+        if sum(p.weight for p in case.scoring_points) <= 0:
+            raise TaskWeaverFormatError(
+                f"{root / case.case_id}.yaml: the scoring points' total weight is 0"
+            )
+    description = f"TaskWeaver auto_eval cases from {folder.name}"
+    return Dataset(dataset, "1", cases, description), problems

@@ -1,0 +1,120 @@
+"""`agentdocket examine`: an examiner model converses with an agent over examiner / judge cases,
+then the judge scores the weighted points."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from agentdocket.commands.common import console, err, open_from
+from agentdocket.store import database_url
+
+
+@click.command()
+@click.option("--agent", "agent_spec", required=True, help="MODULE:FACTORY making the agent.")
+@click.option(
+    "--cases",
+    "folder",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="A TaskWeaver auto_eval folder (evaluator_prompt.yaml, cases/...).",
+)
+@click.option(
+    "--examiner", required=True, help="Examiner model: PROVIDER:MODEL or python:MODULE:ATTR."
+)
+@click.option("--judge", help="Judge model for LLM-judged points (default: the examiner's).")
+@click.option("--case", "case_ids", multiple=True, help="Only these cases (e.g. echo/echo).")
+@click.option("--dataset", default="taskweaver-auto_eval", show_default=True)
+@click.option("--max-rounds", type=int, help="Examiner turns at most (default: the case's, 5).")
+@click.option("--eval-timeout", default=30.0, show_default=True, help="Seconds per eval_code.")
+@click.pass_context
+def examine(
+    ctx: click.Context,
+    agent_spec: str,
+    folder: Path,
+    examiner: str,
+    judge: str | None,
+    case_ids: tuple[str, ...],
+    dataset: str,
+    max_rounds: int | None,
+    eval_timeout: float,
+) -> None:
+    """Examine an agent: for each case an examiner model sends the task and converses (up to
+    the maximum of rounds, until it says the stop keyword); every turn is recorded through the
+    tracer; eval_code points are checked in the agent's working directory; then the judge
+    scores the points and the normalized scores are printed."""
+    from agentdocket import scorers
+    from agentdocket.adapters.examiner import examine as run_examination
+    from agentdocket.adapters.examiner import load_factory
+    from agentdocket.adapters.taskweaver import TaskWeaverFormatError, load
+    from agentdocket.scorers.judges.client import JudgeUnavailable, resolve_model
+    from agentdocket.scorers.runner import score_runs
+    from agentdocket.tracer import configure, shutdown
+
+    try:
+        data, _ = load(folder, dataset)
+        factory = load_factory(agent_spec)
+        model, model_name = resolve_model(examiner)
+    except (TaskWeaverFormatError, ValueError, JudgeUnavailable) as exc:
+        raise click.ClickException(str(exc)) from None
+    chosen = [c for c in data.cases if not case_ids or c.case_id in case_ids]
+    unknown = sorted(set(case_ids) - {c.case_id for c in data.cases})
+    if unknown:
+        raise click.BadParameter(f"no case {', '.join(unknown)} in {folder}", param_hint="--case")
+    with open_from(ctx) as store:
+        store.register_dataset(data)
+    configured = configure(database_url(ctx.obj.get("url")), set_global=False)
+    done = []
+    try:
+        for case in chosen:
+            err.print(f"examining {case.case_id}")
+            done.append(
+                run_examination(
+                    configured.tracer,
+                    case,
+                    factory,
+                    model,
+                    model_name,
+                    agent_name=agent_spec,
+                    dataset=dataset,
+                    dataset_version=data.version,
+                    max_rounds=max_rounds,
+                    eval_timeout_s=eval_timeout,
+                )
+            )
+    finally:
+        configured.flush()
+        shutdown()
+    scorer = scorers.get("examiner.points")
+    scorer = dataclasses.replace(scorer, config={**scorer.config, "model": judge or examiner})
+    ids = [e.trace_id for e in done if e.trace_id]
+    with open_from(ctx) as store:
+        try:
+            result = score_runs(store, [scorer], trace_ids=ids)
+        except JudgeUnavailable as exc:
+            raise click.ClickException(str(exc)) from None
+        verdicts = {
+            r["trace_id"]: r
+            for r in store.rows("verdicts", "ts")
+            if r["scorer"] == "examiner.points" and r["trace_id"] in ids
+        }
+    table = Table(title=f"examined {len(done)} cases", title_justify="left")
+    for col in ("case", "rounds", "ended by", "eval_code", "score", "trace"):
+        table.add_column(col)
+    for e in done:
+        v = verdicts.get(e.trace_id or "")
+        score = "-" if v is None or v["score"] is None else f"{v['score']:.2f}"
+        table.add_row(
+            e.case_id,
+            str(e.rounds),
+            e.stopped_by,
+            f"{e.eval_passed}/{e.eval_total}",
+            score,
+            (e.trace_id or "-")[:12],
+        )
+    console.print(table)
+    for line in result.errors:
+        err.print(f"[red]error:[/] {line}")

@@ -1,0 +1,140 @@
+"""``examiner.points``: the judge's weighted scoring points of an examined conversation
+(004_0944cfc0f779e309.txt). A point with ``eval_code`` is decided by the check the examiner
+harness ran in the agent's working directory (recorded in the run as a call of
+``examiner.eval_code``); any other point by the judge model, which reads the chat history
+(without the examiner's final stop message) and the statement, and answers in the case's JSON
+format ``{"reason": ..., "is_hit": "yes" | "no"}``. Normalized score = weight of the points hit /
+total weight; a total weight of 0 is an error, not a score."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agentdocket.events import Trace
+from agentdocket.scorers.base import Outcome
+from agentdocket.scorers.judges.client import Ask, current_session, judge_trace_id, resolve_model
+from agentdocket.scorers.judges.parse import Unparseable
+
+NAME = "examiner.points"
+EVAL_TOOL = "examiner.eval_code"
+_FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
+
+
+def parse_hit(reply: str) -> tuple[bool, str]:
+    """``(is_hit, reason)`` from a reply holding the JSON object the judge was asked for."""
+    fenced = _FENCE.search(reply)
+    text = fenced.group(1) if fenced else reply.strip()
+    start, end = text.find("{"), text.rfind("}")
+    try:
+        data = json.loads(text[start : end + 1]) if start >= 0 < end else None
+    except json.JSONDecodeError:
+        data = None
+    hit = data.get("is_hit") if isinstance(data, dict) else None
+    if not isinstance(hit, str) or hit.strip().lower() not in ("yes", "no"):
+        raise Unparseable('a JSON object with "is_hit": "yes" or "no"', reply)
+    assert isinstance(data, dict)
+    return hit.strip().lower() == "yes", str(data.get("reason", ""))
+
+
+def _history(trace: Trace, stop: str) -> list[dict[str, str]]:
+    out = []
+    for e in trace.of_kind("message"):
+        role, content = e.payload["role"], e.payload["content"]
+        if role == "examiner" and stop and stop in content:
+            continue  # the judge does not see the examiner's stop message
+        out.append({"role": role, "content": content})
+    return out
+
+
+def _checks(trace: Trace) -> dict[int, dict[str, Any]]:
+    found: dict[int, dict[str, Any]] = {}
+    for call in trace.tool_calls():
+        if call.tool == EVAL_TOOL and isinstance(call.result, dict) and "point" in call.result:
+            found[int(call.result["point"])] = call.result
+    return found
+
+
+def examiner_points_batch(
+    traces: Sequence[Trace], config: Mapping[str, Any]
+) -> list[Outcome | None]:
+    out: list[Outcome | None] = [None] * len(traces)
+    pending: list[tuple[int, int, Ask]] = []
+    results: dict[int, list[dict[str, Any]]] = {}
+    for t, trace in enumerate(traces):
+        case = trace.case
+        if case is None or not case.scoring_points:
+            continue
+        total = sum(p.weight for p in case.scoring_points)
+        if total <= 0:
+            raise ValueError(
+                f"case {case.case_id}: the scoring points' total weight is 0, so no "
+                "normalized score exists"
+            )
+        history = _history(trace, str(case.attributes.get("stop_keyword", "")))
+        checks = _checks(trace)
+        rows: list[dict[str, Any]] = []
+        for i, point in enumerate(case.scoring_points):
+            row: dict[str, Any] = {"point": point.point, "weight": point.weight}
+            if point.eval_code is not None:
+                check = checks.get(i)
+                row.update(
+                    by="eval_code",
+                    hit=bool(check and check.get("passed")),
+                    reason=(check or {}).get("error") or ("passed" if check else "not checked"),
+                )
+            else:
+                instruction = str(case.attributes.get("judge_instruction", ""))
+                prompt = (
+                    f"{instruction}\n\nThe chat history is:\n"
+                    f"{json.dumps(history, ensure_ascii=False, indent=1)}\n\n"
+                    f"The statement is: {point.point}"
+                )
+                row["by"] = "llm"
+                pending.append(
+                    (t, i, Ask(judge_trace_id(trace.trace_id, NAME, config), prompt, parse_hit))
+                )
+            rows.append(row)
+        results[t] = rows
+    if pending:
+        model, name = resolve_model(config.get("model"))
+        answers = current_session().ask(
+            model,
+            name,
+            config.get("temperature", 0.0),
+            [a for _, _, a in pending],
+            retries=int(config.get("retries", 2)),
+            max_concurrency=config.get("max_concurrency"),
+        )
+        for (t, i, _), answer in zip(pending, answers, strict=True):
+            row = results[t][i]
+            if answer.failure is not None:
+                row.update(hit=False, reason=answer.error, failure=answer.failure)
+            else:
+                hit, reason = answer.parsed
+                row.update(hit=hit, reason=reason)
+    for t, rows in results.items():
+        trace = traces[t]
+        total = sum(r["weight"] for r in rows)
+        got = sum(r["weight"] for r in rows if r.get("hit"))
+        failed = [r["failure"] for r in rows if "failure" in r]
+        score = got / total
+        out[t] = Outcome(
+            passed=None,
+            score=score,
+            failure_type=failed[0] if failed else None,
+            details={
+                "points": rows,
+                "hit_weight": got,
+                "total_weight": total,
+                "normalized_score": score,
+            },
+            judge_trace_id=judge_trace_id(trace.trace_id, NAME, config) if pending else None,
+        )
+    return out
+
+
+def examiner_points(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
+    return examiner_points_batch([trace], config)[0]

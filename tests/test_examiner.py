@@ -1,0 +1,168 @@
+"""The examiner harness on the real TaskWeaver auto_eval cases: import, conversations recorded
+through the tracer, eval_code checks, the judge's weighted points."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agentdocket.adapters.examiner import run_eval_code
+from agentdocket.cli import main
+from agentdocket.store import open_store
+
+from .conftest import SHARED
+
+CASES = SHARED / "datasets" / "taskweaver-auto_eval"
+
+
+def _require() -> None:
+    if not CASES.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"{CASES} is missing: CI must have ../shared beside the checkout")
+        pytest.skip(f"{CASES} is absent")
+
+
+def _cli(url: str, *args: str) -> str:
+    result = CliRunner().invoke(main, ["--database", url, *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_the_23_cases_import_with_their_points_and_data_files(url: str) -> None:
+    _require()
+    out = _cli(url, "import", "taskweaver-cases", str(CASES), "--dataset", "tw")
+    assert "dataset tw (23 cases)" in out
+    # two published cases (file_chain, list_files) name three data files they do not hold
+    assert out.count("warning:") == 6 and out.count("file_A.txt") == 2
+    with open_store(url) as store:
+        cases = {c.case_id: c for c in store.dataset("tw").cases}
+    assert len(cases) == 23
+    echo = cases["echo/echo"]
+    assert echo.question == 'The task is to echo the word "Hello World"'
+    assert [p.weight for p in echo.scoring_points] == [1.0, 1.0]
+    assert echo.scoring_points[0].eval_code and echo.scoring_points[1].eval_code is None
+    assert echo.attributes["stop_keyword"] == "TASK_FINISHED"
+    assert set(cases["calc_mean/calc_mean"].attributes["data_files"]) == {"demo_data.csv"}
+    chain = cases["file_chain/planner_react_file_chain"].attributes
+    assert chain["missing_data_files"] == ["file_A.txt", "file_B.txt", "file_C.txt"]
+    assert "{response_schema}" not in echo.attributes["judge_instruction"]
+    again = _cli(url, "import", "taskweaver-cases", str(CASES), "--dataset", "tw")
+    assert "dataset tw (23 cases)" in again
+
+
+def test_eval_code_passes_fails_times_out_and_reports_syntax_errors(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("7")
+    history = [("examiner", "Hello World"), ("agent", "Hello World")]
+    ok = run_eval_code(
+        "assert isinstance(chat_history[-1], HumanMessage)\n"
+        "assert chat_history[-1].content == 'Hello World'\n"
+        "assert open('a.txt').read() == '7'",
+        history,
+        tmp_path,
+    )
+    assert ok.passed and ok.error is None
+    failed = run_eval_code("assert chat_history[-1].content == 'Bye', 'not bye'", history, tmp_path)
+    assert not failed.passed and failed.error == "AssertionError: not bye"
+    slow = run_eval_code("while True: pass", history, tmp_path, timeout_s=1)
+    assert not slow.passed and slow.error == "timed out after 1s"
+    broken = run_eval_code("assert (", history, tmp_path)
+    assert not broken.passed and "SyntaxError" in (broken.error or "")
+    offline = run_eval_code(
+        "import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=2)", history, tmp_path
+    )
+    assert not offline.passed or not offline.network_isolated
+
+
+def _examine(url: str, *args: str) -> str:
+    return _cli(url, "examine", "--agent", "tests.examined:make", "--cases", str(CASES), *args)
+
+
+def test_an_echo_agent_is_examined_end_to_end(url: str) -> None:
+    _require()
+    out = _examine(
+        url,
+        "--case",
+        "echo/echo",
+        "--examiner",
+        "python:tests.examined:echo_examiner",
+        "--judge",
+        "python:tests.examined:yes_judge",
+    )
+    row = next(line for line in out.splitlines() if "│ echo/echo" in line)
+    assert [c.strip() for c in row.split("│")[2:6]] == ["2", "keyword", "1/1", "1.00"]
+    with open_store(url) as store:
+        (run,) = store.list_runs(dataset="taskweaver-auto_eval", limit=None)
+        assert run["status"] == "ok" and run["strategy"] == "examined"
+        events = store.events(run["trace_id"])
+        said = [(e.payload["role"], e.payload["content"]) for e in events if e.kind == "message"]
+        assert said == [
+            ("examiner", "Hello World"),
+            ("agent", "Hello World"),
+            ("examiner", "TASK_FINISHED"),
+        ]
+        (verdict,) = [r for r in store.rows("verdicts", "ts") if r["scorer"] == "examiner.points"]
+    points = verdict["details"]["points"]
+    assert [(p["by"], p["hit"]) for p in points] == [("eval_code", True), ("llm", True)]
+    assert verdict["score"] == 1.0 and verdict["details"]["total_weight"] == 2.0
+
+
+def test_examiner_stop_conditions_and_a_stateful_case(url: str, tmp_path: Path) -> None:
+    _require()
+    scripts = tmp_path / "scripted_examiners.py"
+    scripts.write_text(
+        "from langchain_core.language_models.fake_chat_models import FakeListChatModel\n"
+        "def chatty(): return FakeListChatModel(responses=['tell me more'] * 10)\n"
+        "def crash(): return FakeListChatModel(responses=['explode'])\n"
+        "def files(): return FakeListChatModel(responses=['save a.txt=7', 'save b.txt=7',"
+        " 'TASK_FINISHED'])\n"
+        'def no(): return FakeListChatModel(responses=[\'{"reason": "-", "is_hit": "no"}\']'
+        " * 50)\n"
+    )
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        chatty = _examine(
+            url,
+            "--case",
+            "echo/echo",
+            "--max-rounds",
+            "3",
+            "--examiner",
+            "python:scripted_examiners:chatty",
+            "--judge",
+            "python:scripted_examiners:no",
+        )
+        row = next(line for line in chatty.splitlines() if "│ echo/echo" in line)
+        # 3 rounds, then the limit; the eval_code fails (the agent said 'tell me more') and
+        # the judge says no: 0 of 2
+        assert [c.strip() for c in row.split("│")[2:6]] == ["3", "max_rounds", "0/1", "0.00"]
+        crash = _examine(
+            url,
+            "--case",
+            "echo/echo",
+            "--examiner",
+            "python:scripted_examiners:crash",
+            "--judge",
+            "python:scripted_examiners:no",
+        )
+        assert "agent_error" in crash
+        stateful = _examine(
+            url,
+            "--case",
+            "stateful/execution_stateful",
+            "--examiner",
+            "python:scripted_examiners:files",
+            "--judge",
+            "python:scripted_examiners:no",
+        )
+        row = next(line for line in stateful.splitlines() if "│ stateful" in line)
+        assert [c.strip() for c in row.split("│")[2:5]] == ["3", "keyword", "1/1"]
+    finally:
+        sys.path.remove(str(tmp_path))
+    with open_store(url) as store:
+        statuses = sorted(r["status"] for r in store.list_runs(limit=None))
+    assert statuses == ["error", "ok", "ok"]
