@@ -41,3 +41,8 @@ def yes_judge() -> FakeListChatModel:
     return FakeListChatModel(
         responses=['```json\n{"reason": "the agent repeated it", "is_hit": "yes"}\n```'] * 50
     )
+
+
+def polite_examiner() -> FakeListChatModel:
+    """Asks for the task once, then stops; cycles, so one model serves every case in turn."""
+    return FakeListChatModel(responses=["Please do the task described.", "TASK_FINISHED"])

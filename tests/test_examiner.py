@@ -3,6 +3,7 @@ through the tracer, eval_code checks, the judge's weighted points."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -166,3 +167,35 @@ def test_examiner_stop_conditions_and_a_stateful_case(url: str, tmp_path: Path) 
     with open_store(url) as store:
         statuses = sorted(r["status"] for r in store.list_runs(limit=None))
     assert statuses == ["error", "ok", "ok"]
+
+
+def test_all_23_cases_run_end_to_end_and_the_report_shows_normalized_scores(
+    sqlite_url: str,
+) -> None:
+    _require()
+    out = _examine(
+        sqlite_url,
+        "--examiner",
+        "python:tests.examined:polite_examiner",
+        "--judge",
+        "python:tests.examined:yes_judge",
+    )
+    assert "examined 23 cases" in out
+    report = json.loads(
+        _cli(sqlite_url, "report", "--dataset", "taskweaver-auto_eval", "--format", "json")
+    )
+    points = report["scorers"]["examiner.points"]
+    assert report["runs"] == 23 and points["scored"] == 23
+    # the judge says yes to every statement; the echo agent fails the two eval_code checks
+    # (echo: it repeats the request, not "Hello World"; stateful: it wrote no files)
+    with open_store(sqlite_url) as store:
+        scores = {
+            r["trace_id"]: r["score"]
+            for r in store.rows("verdicts", "ts")
+            if r["scorer"] == "examiner.points"
+        }
+        by_case = {r["case_id"]: scores[r["trace_id"]] for r in store.list_runs(limit=None)}
+    assert by_case["echo/echo"] == 0.5 and by_case["stateful/execution_stateful"] == 0.0
+    assert sum(1 for s in by_case.values() if s == 1.0) == 21
+    mean = points["metrics"]["normalized_score"]
+    assert mean == pytest.approx((21 + 0.5) / 23)

@@ -296,6 +296,19 @@ def test_a_jury_of_reviewer_models_takes_turns(demo_url: str) -> None:
     assert row["details"]["reviewer_decisions"] == ["Perfect", "Imperfect", "Perfect"]
     assert row["details"]["reviewers_unanimous"] is False and row["label"] == "Perfect"
     assert (a.i, b.i) == (2 + 3, 1)
+    # the report breaks the panel down by model
+    scorers.register(scorer)
+    try:
+        args = ["--database", demo_url, "report", "--format", "json", "--version", "jury"]
+        report = json.loads(CliRunner().invoke(main, args).output)
+    finally:
+        scorers.unregister("review.peer.information_synthesis", "jury")
+    panel = report["scorers"]["review.peer.information_synthesis"]["judge_models"]
+    assert panel["reviewer"] == {
+        "model-a": {"decisions": 2, "perfect_rate": 1.0, "agrees_with_verdict": 1.0},
+        "model-b": {"decisions": 1, "perfect_rate": 0.0, "agrees_with_verdict": 0.0},
+    }
+    assert panel["meta_reviewer"]["model-a"]["decisions"] == 3
 
 
 def test_calibration_counts_and_kappa() -> None:

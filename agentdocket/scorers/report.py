@@ -107,7 +107,7 @@ def _scorer_summary(
         else:
             values[name] = sum(found) / len(found) if found else None
     failures = Counter(v.failure_type for v in verdicts if v.failure_type)
-    return {
+    summary = {
         "version": verdicts[0].scorer_version if verdicts else None,
         "scored": len(verdicts),
         "passed": passed if decided else None,
@@ -116,6 +116,37 @@ def _scorer_summary(
         "metrics": values,
         "failure_types": dict(sorted(failures.items())),
     }
+    juries = _judge_models(verdicts)
+    if juries:
+        summary["judge_models"] = juries
+    return summary
+
+
+def _judge_models(verdicts: Sequence[ReportVerdict]) -> dict[str, dict[str, Any]]:
+    """For panels of judges (peer review): per role and model, how many decisions it gave,
+    the share that were Perfect, and the share that agreed with the panel's final verdict."""
+    tally: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    for v in verdicts:
+        for role in ("reviewer", "meta_reviewer"):
+            models = v.details.get(f"{role}_models")
+            decisions = v.details.get(f"{role}_decisions")
+            if not isinstance(models, list) or not isinstance(decisions, list):
+                continue
+            for model, decision in zip(models, decisions, strict=False):
+                if decision is None:
+                    continue
+                counts = tally[(role, str(model))]
+                counts[0] += 1
+                counts[1] += decision == "Perfect"
+                counts[2] += decision == v.label
+    out: dict[str, dict[str, Any]] = {}
+    for (role, model), (n, perfect, agree) in sorted(tally.items()):
+        out.setdefault(role, {})[model] = {
+            "decisions": n,
+            "perfect_rate": perfect / n,
+            "agrees_with_verdict": agree / n,
+        }
+    return out
 
 
 def _section(

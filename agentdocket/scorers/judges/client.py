@@ -81,7 +81,12 @@ def resolve_model(spec: Any) -> tuple[Any, str]:
             f"a judge model must be a langchain-core BaseChatModel or a 'provider:model' "
             f"string, not {type(spec).__name__}"
         )
-    name = getattr(spec, "model_name", None) or getattr(spec, "model", None) or spec._llm_type
+    name = (
+        getattr(spec, "model_name", None)
+        or getattr(spec, "model", None)
+        or getattr(spec, "name", None)
+        or spec._llm_type
+    )
     return spec, str(name)
 
 
