@@ -163,6 +163,10 @@ def test_reference_judge_records_its_calls_and_serves_repeats_from_the_cache(
         assert bumped.judge_calls == 0 and model.i == distinct  # new version: from the cache
         v2 = [r for r in store.rows("verdicts", "verdict_id") if r["scorer_version"] == "t2"]
         assert len(v2) == 30 and all(r["details"]["cached"] == 1 for r in v2)
+        # a verdict served from the cache links to the trace where its call is recorded
+        for row in v2:
+            linked = [e for e in store.events(row["judge_trace_id"]) if e.kind == "llm.called"]
+            assert len(linked) == 1
 
 
 def test_an_unparseable_judge_is_asked_again_then_reported_not_guessed(demo_url: str) -> None:

@@ -112,6 +112,13 @@ class Answer:
     attempts: int = 0
     cached: int = 0  # attempts served from the cache
     keys: list[str] = field(default_factory=list)
+    recorded_in: list[str] = field(default_factory=list)  # judge traces holding its calls
+
+    @property
+    def trace_id(self) -> str | None:
+        """Where this answer's calls are recorded: its own judge trace when it made a call,
+        else the trace of the first call it was served from."""
+        return self.recorded_in[-1] if self.recorded_in else None
 
 
 def cache_key(model: str, temperature: float | None, sample: int, attempt: int, prompt: str) -> str:
@@ -188,9 +195,11 @@ class JudgeSession:
                 if keys[i] in cached:
                     answer.cached += 1
                     reply, error = cached[keys[i]][0], None
+                    answer.recorded_in.append(cached[keys[i]][1])
                 else:
                     reply, error = replies[keys[i]]
                     answer.cached += int(first[keys[i]] != i)
+                    answer.recorded_in.append(asks[first[keys[i]]].trace_id)
                 answer.reply = reply
                 if error is not None:
                     answer.failure, answer.error = "judge:error", error

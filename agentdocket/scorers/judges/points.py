@@ -63,6 +63,7 @@ def examiner_points_batch(
     out: list[Outcome | None] = [None] * len(traces)
     pending: list[tuple[int, int, Ask]] = []
     results: dict[int, list[dict[str, Any]]] = {}
+    places: dict[int, list[str]] = {}
     for t, trace in enumerate(traces):
         case = trace.case
         if case is None or not case.scoring_points:
@@ -109,6 +110,8 @@ def examiner_points_batch(
             max_concurrency=config.get("max_concurrency"),
         )
         for (t, i, _), answer in zip(pending, answers, strict=True):
+            if answer.trace_id:
+                places.setdefault(t, []).append(answer.trace_id)
             row = results[t][i]
             if answer.failure is not None:
                 row.update(hit=False, reason=answer.error, failure=answer.failure)
@@ -131,9 +134,17 @@ def examiner_points_batch(
                 "total_weight": total,
                 "normalized_score": score,
             },
-            judge_trace_id=judge_trace_id(trace.trace_id, NAME, config) if pending else None,
+            judge_trace_id=_place(judge_trace_id(trace.trace_id, NAME, config), places.get(t)),
         )
     return out
+
+
+def _place(own: str, places: list[str] | None) -> str | None:
+    """The judge trace holding this verdict's calls (its own, or the one they were served
+    from); None when no point needed the judge."""
+    if not places:
+        return None
+    return own if own in places else places[0]
 
 
 def examiner_points(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:

@@ -70,7 +70,7 @@ def answer_reference_batch(
                 failure_type=answer.failure,
                 rationale=answer.error,
                 details=details,
-                judge_trace_id=ask.trace_id,
+                judge_trace_id=answer.trace_id or ask.trace_id,
             )
         elif kind == "conclusive":
             matched = answer.parsed == "Match"
@@ -81,7 +81,7 @@ def answer_reference_batch(
                 failure_type=None if matched else "answer:not_match",
                 rationale=rationale,
                 details=details,
-                judge_trace_id=ask.trace_id,
+                judge_trace_id=answer.trace_id or ask.trace_id,
             )
         else:
             details["score"] = answer.parsed
@@ -90,7 +90,7 @@ def answer_reference_batch(
                 label=str(answer.parsed),
                 rationale=rationale,
                 details=details,
-                judge_trace_id=ask.trace_id,
+                judge_trace_id=answer.trace_id or ask.trace_id,
             )
     return out
 
