@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from agentdocket.commands import examine as examine_commands
+from agentdocket.commands import grammar as grammar_commands
 from agentdocket.commands import runs as runs_commands
 from agentdocket.commands import scoring, transfer
 from agentdocket.commands.common import console, err, open_from
@@ -166,3 +167,4 @@ main.add_command(transfer.export)
 for command in scoring.COMMANDS:
     main.add_command(command)
 main.add_command(examine_commands.examine)
+main.add_command(grammar_commands.grammar)
