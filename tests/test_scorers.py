@@ -237,6 +237,7 @@ def test_a_verdict_is_tagged_and_its_input_hash_is_stable(
     assert [s.name for s in scorers.scorers()] == [
         "answer.reference",
         "examiner.points",
+        "grammar.groups",
         "interaction.metrics",
         "planner.suffix_match",
         "response.similarity",

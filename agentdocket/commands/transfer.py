@@ -209,3 +209,21 @@ def import_taskweaver(ctx: click.Context, folder: Path, dataset: str) -> None:
     for problem in problems:
         err.print(f"[yellow]warning:[/] {problem}")
     _store_import(ctx, folder, [data], [])
+
+
+@import_.command(name="grammar-results")
+@click.argument("path", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.option("--dataset", required=True, help="Name of the dataset the cases go into.")
+@click.option("--agent", help="Agent name of the runs (default: the file's name).")
+@click.pass_context
+def import_grammar(ctx: click.Context, path: Path, dataset: str, agent: str | None) -> None:
+    """Import a GRAMMAR results file (JSON records of query, answer, true and retrieved document
+    ids, response, judgement, query_tag) as runs with their retrieval and response, cases grouped
+    by query_tag, and the judgement as a verdict of grammar.judge."""
+    from agentdocket.adapters.grammar_results import GrammarFormatError, load
+
+    try:
+        data, events = load(path, dataset, agent)
+    except GrammarFormatError as exc:
+        raise click.ClickException(f"{exc}; nothing was imported") from None
+    _store_import(ctx, path, [data], events)

@@ -23,6 +23,8 @@ from agentdocket.scorers.base import (
     shared_outcomes,
     unregister,
 )
+from agentdocket.scorers.grammar import METRICS as GRAMMAR_METRICS
+from agentdocket.scorers.grammar import grammar_groups, grammar_groups_batch
 from agentdocket.scorers.interaction import interaction_metrics
 from agentdocket.scorers.judges.peer import SUBTASKS, peer_review_batch
 from agentdocket.scorers.judges.points import examiner_points, examiner_points_batch
@@ -135,6 +137,21 @@ register(
         batch=examiner_points_batch,
         metrics={"normalized_score": ("normalized_score", "mean")},
         judge=True,
+    )
+)
+
+register(
+    Scorer(
+        "grammar.groups",
+        "1",
+        "GRAMMAR-Eval: runs judged within their semantic group (Gap / Robust / Non-robust), "
+        "closed-domain correctness, context comparison (retrieval vs language model)",
+        grammar_groups,
+        config={"judge": "grammar.judge", "closed_domain": True},
+        inputs=("retrieval", "verdict", "case"),
+        batch=grammar_groups_batch,
+        metrics=GRAMMAR_METRICS,
+        scope="group",
     )
 )
 

@@ -40,8 +40,9 @@ class Outcome:
 
 ScoreFn = Callable[[Trace, Mapping[str, Any]], Outcome | None]
 BatchFn = Callable[[Sequence[Trace], Mapping[str, Any]], list[Outcome | None]]
-# A report metric: (the verdict detail it is computed from, how values are combined).
-Metric = tuple[str, Literal["mean", "sum"]]
+# A report metric: (the verdict detail it is computed from, how values are combined): "mean"
+# over the verdicts carrying it, "sum", or "ratio:OTHER", the sum of it over the sum of OTHER.
+Metric = tuple[str, str]
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,9 @@ class Scorer:
     batch: BatchFn | None = None
     metrics: Mapping[str, Metric] = field(default_factory=dict)
     judge: bool = False  # calls an LLM judge: needs a model, not run unless asked for
+    # "group": the scorer judges each run among the runs of its case's semantic group; the
+    # runner hands it whole groups, and a run's input hash covers its whole group
+    scope: Literal["run", "group"] = "run"
 
     def score(self, trace: Trace) -> Outcome | None:
         return self.fn(trace, self.config)
@@ -88,6 +92,8 @@ class Scorer:
         kinds = self.event_kinds
         digest = hashlib.sha256()
         for e in trace.events:
+            if e.kind == "verdict" and e.payload.get("scorer") == self.name:
+                continue  # its own verdicts are outputs, not inputs
             if not self.inputs or e.kind in kinds:
                 digest.update(e.event_id.bytes)
                 digest.update(e.schema_version.to_bytes(2, "big"))

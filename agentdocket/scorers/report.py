@@ -104,6 +104,10 @@ def _scorer_summary(
         found = [v.details[key] for v in verdicts if _number(v.details.get(key))]
         if how == "sum":
             values[name] = sum(found)
+        elif how.startswith("ratio:"):
+            other = how.removeprefix("ratio:")
+            below = sum(v.details[other] for v in verdicts if _number(v.details.get(other)))
+            values[name] = sum(found) / below if below else None
         else:
             values[name] = sum(found) / len(found) if found else None
     failures = Counter(v.failure_type for v in verdicts if v.failure_type)

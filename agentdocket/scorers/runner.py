@@ -33,7 +33,7 @@ from agentdocket.scorers.base import Scorer, get, shared_outcomes
 from agentdocket.scorers.embeddings import EmbeddingsUnavailable
 from agentdocket.scorers.judges.client import JudgeSession, JudgeUnavailable, judging
 from agentdocket.store import Store, open_store
-from agentdocket.store.scoring import judge_replies
+from agentdocket.store.scoring import CaseCache, judge_replies
 
 # Verdict events sit after every step of their run in trace order (seq, then time).
 VERDICT_SEQ = 2**31 - 1
@@ -143,14 +143,22 @@ def score_batch(store: Store, chosen: Sequence[Scorer], traces: Sequence[Trace])
                 (scorer.name, scorer.version), Tally(scorer.name, scorer.version)
             )
             stored = store.verdict_keys(scorer.name, scorer.version, ids)
+            digests = {t.trace_id: scorer.input_hash(t) for t in traces}
+            if scorer.scope == "group":
+                digests = _group_digests(traces, digests)
             todo: list[tuple[Trace, str]] = []
             for trace in traces:
-                digest = scorer.input_hash(trace)
+                digest = digests[trace.trace_id]
                 if (trace.trace_id, digest) in stored:
                     tally.kept += 1
                 else:
                     todo.append((trace, digest))
-            for (trace, digest), outcome in _outcomes(scorer, todo, tally, result.errors):
+            judged = (
+                _group_outcomes(scorer, todo, traces, tally, result.errors)
+                if scorer.scope == "group"
+                else _outcomes(scorer, todo, tally, result.errors)
+            )
+            for (trace, digest), outcome in judged:
                 if outcome is None:
                     tally.nothing += 1
                     continue
@@ -161,6 +169,53 @@ def score_batch(store: Store, chosen: Sequence[Scorer], traces: Sequence[Trace])
     if events:
         store.append(events)
     return result
+
+
+def _group_of(trace: Trace) -> str:
+    group = trace.case.group if trace.case is not None else None
+    return group if group is not None else f"(run {trace.trace_id})"
+
+
+def _group_digests(traces: Sequence[Trace], digests: dict[str, str]) -> dict[str, str]:
+    """Each run's hash extended with its group's: a change anywhere in a group re-judges all
+    of its runs (their tags depend on each other)."""
+    groups: dict[str, list[str]] = {}
+    for t in traces:
+        groups.setdefault(_group_of(t), []).append(digests[t.trace_id])
+    whole = {g: hashlib.sha256("".join(sorted(d)).encode()).hexdigest() for g, d in groups.items()}
+    return {
+        t.trace_id: hashlib.sha256((digests[t.trace_id] + whole[_group_of(t)]).encode()).hexdigest()
+        for t in traces
+    }
+
+
+def _group_outcomes(
+    scorer: Scorer,
+    todo: list[tuple[Trace, str]],
+    traces: Sequence[Trace],
+    tally: Tally,
+    errors: list[str],
+) -> Iterator[tuple[tuple[Trace, str], Any]]:
+    """A group scorer sees every run of each group that has a run to judge; a failure costs
+    the whole batch's verdicts of that scorer (a run alone is not its group)."""
+    if not todo:
+        return
+    wanted = {_group_of(t) for t, _ in todo}
+    seen = [t for t in traces if _group_of(t) in wanted]
+    try:
+        found = dict(zip((t.trace_id for t in seen), scorer.outcomes(seen), strict=True))
+    except (EmbeddingsUnavailable, JudgeUnavailable):
+        raise
+    except Exception as exc:
+        tally.errors += len(todo)
+        if len(errors) < MAX_ERRORS_KEPT:
+            errors.append(
+                f"{scorer.name}@{scorer.version} on {len(wanted)} groups: "
+                f"{type(exc).__name__}: {exc}"
+            )
+        return
+    for item in todo:
+        yield item, found[item[0].trace_id]
 
 
 def _outcomes(
@@ -216,13 +271,17 @@ def score_runs(
     result = Result()
     for scorer in chosen:
         result.tallies[(scorer.name, scorer.version)] = Tally(scorer.name, scorer.version)
-    batches = [ids[i : i + batch_size] for i in range(0, len(ids), batch_size)]
+    if any(s.scope == "group" for s in chosen):
+        batches = _group_batches(store.trace_groups(ids), ids, batch_size)
+        ids = [tid for batch in batches for tid in batch]
+    else:
+        batches = [ids[i : i + batch_size] for i in range(0, len(ids), batch_size)]
     if progress is not None:
         progress(0, len(ids))
     if workers <= 1 or len(batches) <= 1:
         kinds = input_kinds(chosen)
         done = 0
-        for chunk in _prefetched(store, kinds, ids, batch_size):
+        for chunk in _prefetched(store, kinds, batches):
             result.merge(score_batch(store, chosen, chunk))
             done += len(chunk)
             if progress is not None:
@@ -233,13 +292,27 @@ def score_runs(
     return result
 
 
+def _group_batches(groups: dict[str, str], ids: list[str], size: int) -> list[list[str]]:
+    """Batches of about ``size`` runs that never split a group (runs without one alone)."""
+    members: dict[str, list[str]] = {}
+    for tid in ids:
+        members.setdefault(groups.get(tid) or f"(run {tid})", []).append(tid)
+    batches: list[list[str]] = [[]]
+    for group in sorted(members):
+        if batches[-1] and len(batches[-1]) + len(members[group]) > size:
+            batches.append([])
+        batches[-1].extend(members[group])
+    return [b for b in batches if b]
+
+
 def _prefetched(
-    store: Store, kinds: frozenset[str] | None, ids: list[str], batch_size: int
+    store: Store, kinds: frozenset[str] | None, batches: list[list[str]]
 ) -> Iterator[list[Trace]]:
-    """The batches of ``ids``, each read on a second connection by a thread while the previous
-    one is scored and written (the database works on one while Python works on the other)."""
-    if len(ids) <= batch_size:
-        yield from store.scoring_batches(kinds=kinds, trace_ids=ids, batch_size=batch_size)
+    """The batches, each read on a second connection by a thread while the previous one is
+    scored and written (the database works on one while Python works on the other)."""
+    if len(batches) <= 1:
+        for batch in batches:
+            yield store.traces_for_scoring(batch, kinds)
         return
     handoff: queue.Queue[list[Trace] | BaseException | None] = queue.Queue(maxsize=1)
     stop = threading.Event()
@@ -256,9 +329,9 @@ def _prefetched(
     def read() -> None:
         try:
             with open_store(store.url) as reader:
-                batches = reader.scoring_batches(kinds=kinds, trace_ids=ids, batch_size=batch_size)
-                for chunk in batches:
-                    if not put(chunk):
+                cases: CaseCache = {}
+                for batch in batches:
+                    if not put(reader.traces_for_scoring(batch, kinds, cases)):
                         return
         except BaseException as exc:
             put(exc)

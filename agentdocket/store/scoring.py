@@ -158,6 +158,20 @@ class ScoringStore(DatasetStore, ABC):
                 found[case_id] = Case.from_json(self._from_db("data", data))
         return found
 
+    def trace_groups(self, ids: Sequence[str]) -> dict[str, str]:
+        """The semantic group of each run's case (runs whose case has a group)."""
+        out: dict[str, str] = {}
+        for start in range(0, len(ids), 2000):
+            where, params = self._any("r.trace_id", ids[start : start + 2000])
+            rows = self._read(
+                "SELECT r.trace_id, c.group_id FROM runs r JOIN cases c ON c.dataset = r.dataset "
+                "AND c.dataset_version = r.dataset_version AND c.case_id = r.case_id "
+                f"WHERE {where} AND c.group_id IS NOT NULL",
+                params,
+            )
+            out.update({tid: group for tid, group in rows})
+        return out
+
     # --- verdicts -------------------------------------------------------------------------
 
     def verdict_keys(self, scorer: str, version: str, ids: Sequence[str]) -> set[tuple[str, str]]:

@@ -1,0 +1,117 @@
+"""GRAMMAR-Eval on a results file of our own making that reaches every group tag and both
+blames: import, score grammar.groups, report (the metric names are a contract)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from agentdocket import scorers
+from agentdocket.cli import main
+from agentdocket.scorers.runner import score_runs
+from agentdocket.store import open_store
+
+
+def _record(tag: str, judgement: str | None, true: list[str], got: list[str], n: int) -> Any:
+    return {
+        "query": f"question {tag} phrasing {n}",
+        "answer": f"answer {tag}",
+        "true_document_ids": true,
+        "retrieved_document_ids": got,
+        "gpt_response": [f"response {tag} {n}", "extra"],
+        "judgement": judgement,
+        "query_tag": tag,
+    }
+
+
+RECORDS = [
+    # A: robust, both right
+    _record("A", "Correct", ["d1"], ["d1"], 1),
+    _record("A", "Correct", ["d1"], ["d1"], 2),
+    # B: gap; the second is judged Correct but retrieved the wrong document (closed domain)
+    _record("B", "Incorrect", ["d2"], ["d2"], 1),
+    _record("B", "Correct", ["d2"], ["d7"], 2),
+    # C: non-robust; C2 had the context of the correct C1 (blame the language model), C3
+    # did not (blame retrieval)
+    _record("C", "Correct", ["d3"], ["d3"], 1),
+    _record("C", "Incorrect", ["d3"], ["d3"], 2),
+    _record("C", "Correct", ["d3"], ["d9"], 3),
+    # D: non-robust; no judgement counts as incorrect, with sufficient context
+    _record("D", "Correct", ["d4", "d5"], ["d5", "d4"], 1),
+    _record("D", None, ["d4", "d5"], ["d4", "d5"], 2),
+]
+
+
+def _cli(url: str, *args: str) -> str:
+    result = CliRunner().invoke(main, ["--database", url, *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(RECORDS))
+    return path
+
+
+def test_groups_tags_blames_and_report_metrics(url: str, results: Path) -> None:
+    out = _cli(url, "import", "grammar-results", str(results), "--dataset", "g")
+    assert "dataset g (9 cases), 9 runs" in out
+    _cli(url, "score", "--dataset", "g", "--scorer", "grammar.groups")
+    again = _cli(url, "score", "--dataset", "g", "--scorer", "grammar.groups")
+    assert "│            0 │              9 │" in again  # nothing new: all kept
+    report = json.loads(_cli(url, "report", "--dataset", "g", "--format", "json"))
+    metrics = report["scorers"]["grammar.groups"]["metrics"]
+    assert metrics == {
+        "accuracy": pytest.approx(4 / 9),
+        "retrieval_accuracy": pytest.approx(7 / 9),
+        "knowledge_accuracy": pytest.approx(3 / 4),
+        "refined_accuracy": pytest.approx(4 / 7),
+        "refined_retrieval_accuracy": pytest.approx(6 / 7),
+        "gap": 1,
+        "robust": 1,
+        "non_robust": 2,
+        "runs_per_group": pytest.approx(2.25),
+        "blame_retrieval": 1,
+        "blame_language_model": 2,
+    }
+    # the imported judgement is a verdict too
+    assert report["scorers"]["grammar.judge"]["passed"] == 6
+    with open_store(url) as store:
+        runs = {r["trace_id"]: r["question"] for r in store.list_runs(limit=None)}
+        rows = [r for r in store.rows("verdicts", "ts") if r["scorer"] == "grammar.groups"]
+    by_question = {runs[r["trace_id"]]: r for r in rows}
+    assert by_question["question C phrasing 2"]["details"]["blame"] == "language_model"
+    assert by_question["question C phrasing 3"]["failure_type"] == "grammar:retrieval"
+    assert by_question["question B phrasing 2"]["label"] == "Gap"
+    assert {r["label"] for r in rows} == {"Gap", "Robust", "Non-robust"}
+
+
+def test_open_domain_trusts_the_judge(sqlite_url: str, results: Path) -> None:
+    _cli(sqlite_url, "import", "grammar-results", str(results), "--dataset", "g")
+    base = scorers.get("grammar.groups")
+    open_domain = dataclasses.replace(
+        base, version="open", config={**base.config, "closed_domain": False}
+    )
+    with open_store(sqlite_url) as store:
+        result = score_runs(store, [open_domain], dataset="g")
+        assert result.tallies[("grammar.groups", "open")].added == 9
+        rows = [r for r in store.rows("verdicts", "ts") if r["scorer_version"] == "open"]
+    assert sum(1 for r in rows if r["passed"]) == 6  # A1 A2 B2 C1 C3 D1
+
+
+def test_a_bad_record_names_its_index(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([RECORDS[0], {**RECORDS[1], "judgement": "Maybe"}]))
+    database = ["--database", f"sqlite:///{tmp_path / 'a.db'}"]
+    result = CliRunner().invoke(
+        main, [*database, "import", "grammar-results", str(bad), "--dataset", "g"]
+    )
+    assert result.exit_code == 1
+    assert "bad.json: record [1]: judgement 'Maybe' is not Correct" in result.output
