@@ -115,3 +115,33 @@ def test_a_bad_record_names_its_index(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1
     assert "bad.json: record [1]: judgement 'Maybe' is not Correct" in result.output
+
+
+def test_compare_two_conditions_over_the_same_groups(url: str, results: Path) -> None:
+    longer = [
+        _record("A", "Incorrect", ["d1"], ["d1"], 11),
+        _record("A", "Incorrect", ["d1"], ["d1"], 12),
+        _record("B", "Incorrect", ["d2"], ["d2"], 11),
+        _record("B", "Incorrect", ["d2"], ["d2"], 12),
+        _record("C", "Correct", ["d3"], ["d3"], 11),
+        _record("C", "Correct", ["d3"], ["d3"], 12),
+        _record("C", "Correct", ["d3"], ["d3"], 13),
+        _record("D", "Correct", ["d4"], ["d4"], 11),
+        _record("D", "Correct", ["d4"], ["d4"], 12),
+    ]
+    other = results.with_name("long.json")
+    other.write_text(json.dumps(longer))
+    for path, name in ((results, "short"), (other, "long")):
+        _cli(url, "import", "grammar-results", str(path), "--dataset", name)
+        _cli(url, "score", "--dataset", name, "--scorer", "grammar.groups")
+    out = _cli(url, "grammar", "compare", "--a", "short", "--b", "long", "--format", "json")
+    result = json.loads(out)
+    assert (result["groups"], result["mutual_gap"]) == (4, 1)  # B is a gap in both
+    assert (result["gap_only_a"], result["gap_only_b"]) == (0, 1)  # A only in the long form
+    assert result["accuracy_a"] == pytest.approx(4 / 9)
+    assert result["accuracy_b"] == pytest.approx(5 / 9)
+    assert result["difference"] == pytest.approx(-1 / 9)
+    low, high = result["interval"]
+    assert low <= result["difference"] <= high
+    text = _cli(url, "grammar", "compare", "--a", "short", "--b", "long")
+    assert "4 common groups; mutual gaps 1" in text and "difference -0.111" in text

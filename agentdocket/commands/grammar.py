@@ -65,3 +65,59 @@ def generate(
         f"{len(made.dataset.cases)} cases in {made.kept} groups",
         soft_wrap=True,
     )
+
+
+@grammar.command()
+@click.option("--a", "dataset_a", required=True, help="Dataset of condition A.")
+@click.option("--b", "dataset_b", required=True, help="Dataset of condition B.")
+@click.option("--version", help="grammar.groups version (default: the newest stored).")
+@click.option("--samples", default=1000, show_default=True, help="Bootstrap resamples.")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.pass_context
+def compare(
+    ctx: click.Context,
+    dataset_a: str,
+    dataset_b: str,
+    version: str | None,
+    samples: int,
+    seed: int,
+    fmt: str,
+) -> None:
+    """Hypothesis testing across two conditions over the same semantic groups (e.g. short vs
+    long query forms, scored by grammar.groups): mutual gap groups, and the accuracy difference
+    A - B with a paired bootstrap interval over the groups."""
+    import json
+
+    from agentdocket.scorers.grammar import compare_conditions
+    from agentdocket.scorers.report import ReportError, choose_versions
+
+    sides = []
+    with open_from(ctx) as store:
+        for dataset in (dataset_a, dataset_b):
+            stored = store.scorer_versions(dataset)
+            if "grammar.groups" not in stored:
+                raise click.ClickException(
+                    f"dataset {dataset!r} has no grammar.groups verdicts: run "
+                    f"`agentdocket score --dataset {dataset} --scorer grammar.groups`"
+                )
+            asked = [f"grammar.groups={version}"] if version else []
+            try:
+                chosen = choose_versions({"grammar.groups": stored["grammar.groups"]}, asked)
+            except ReportError as exc:
+                raise click.ClickException(str(exc)) from None
+            sides.append([v.details for v in store.report_verdicts(chosen, dataset)])
+    try:
+        result = compare_conditions(sides[0], sides[1], samples=samples, seed=seed)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    if fmt == "json":
+        click.echo(json.dumps(result, indent=2))
+        return
+    low, high = result["interval"]
+    console.print(
+        f"{result['groups']} common groups; mutual gaps {result['mutual_gap']}, gaps only in "
+        f"A {result['gap_only_a']}, only in B {result['gap_only_b']}\n"
+        f"accuracy A {result['accuracy_a']:.3f}, B {result['accuracy_b']:.3f}; difference "
+        f"{result['difference']:+.3f}, {result['level']:.0%} interval [{low:+.3f}, {high:+.3f}]"
+    )

@@ -120,3 +120,63 @@ def grammar_groups_batch(
 
 def grammar_groups(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
     return grammar_groups_batch([trace], config)[0]
+
+
+# --- hypothesis testing across two conditions --------------------------------------------------
+
+
+def compare_conditions(
+    a: Sequence[Mapping[str, Any]],
+    b: Sequence[Mapping[str, Any]],
+    samples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict[str, Any]:
+    """Two conditions over the same semantic groups (e.g. short vs long query forms), from the
+    ``grammar.groups`` details of their runs: the groups that are gaps in both (mutual gaps:
+    knowledge missing whatever the phrasing), in one only, and the accuracy difference A - B
+    over the common groups with a paired bootstrap interval (groups resampled together)."""
+    import random
+
+    def by_group(details: Sequence[Mapping[str, Any]]) -> dict[str, list[bool]]:
+        out: dict[str, list[bool]] = defaultdict(list)
+        for d in details:
+            out[str(d["group"])].append(bool(d["correct"]))
+        return out
+
+    ga, gb = by_group(a), by_group(b)
+    common = sorted(ga.keys() & gb.keys())
+    if not common:
+        raise ValueError("the two conditions share no semantic group")
+    gap_a = {g for g in common if not any(ga[g])}
+    gap_b = {g for g in common if not any(gb[g])}
+
+    def accuracy(groups: Sequence[str], runs: dict[str, list[bool]]) -> float:
+        values = [c for g in groups for c in runs[g]]
+        return sum(values) / len(values)
+
+    rng = random.Random(seed)
+    draws = []
+    for _ in range(samples):
+        picked = rng.choices(common, k=len(common))
+        draws.append(accuracy(picked, ga) - accuracy(picked, gb))
+    draws.sort()
+    tail = (1 - level) / 2
+    interval = (
+        (draws[int(tail * (len(draws) - 1))], draws[int((1 - tail) * (len(draws) - 1) + 0.5)])
+        if draws
+        else None
+    )
+    acc_a, acc_b = accuracy(common, ga), accuracy(common, gb)
+    return {
+        "groups": len(common),
+        "mutual_gap": len(gap_a & gap_b),
+        "gap_only_a": len(gap_a - gap_b),
+        "gap_only_b": len(gap_b - gap_a),
+        "accuracy_a": acc_a,
+        "accuracy_b": acc_b,
+        "difference": acc_a - acc_b,
+        "interval": interval,
+        "level": level,
+        "samples": samples,
+    }
