@@ -270,21 +270,11 @@ class Store(ScoringStore, ABC):
         trace_ids: Sequence[str] | None = None,
         batch_size: int = 1000,
     ) -> Iterator[list[Trace]]:
-        """Traces in batches, each with its case, ordered by start time then trace id."""
-        ids = self.trace_ids(dataset=dataset) if trace_ids is None else list(trace_ids)
-        for start in range(0, len(ids), batch_size):
-            chunk = ids[start : start + batch_size]
-            yield self._traces(chunk)
-
-    def _traces(self, ids: Sequence[str]) -> list[Trace]:
-        events = self._events_of(ids)
-        _, cases = self._runs_and_cases(ids)
-        out = []
-        for tid in ids:
-            if tid in events:
-                found = cases.get(tid)
-                out.append(Trace.from_events(events[tid], found[1] if found else None))
-        return out
+        """Whole traces in batches, each with its case, ordered by start time then trace id
+        (the scorers' bulk reader, reading every event kind)."""
+        yield from self.scoring_batches(
+            kinds=None, dataset=dataset, trace_ids=trace_ids, batch_size=batch_size
+        )
 
     def _events_of(self, ids: Sequence[str]) -> dict[str, list[Event]]:
         """Stored events of several traces, each list in trace order."""
