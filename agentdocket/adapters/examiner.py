@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agentdocket.events import Case
+from agentdocket.scorers.judges.points import EVAL_TOOL  # the tool its checks are recorded as
 from agentdocket.tracer.api import Tracer
 
-EVAL_TOOL = "examiner.eval_code"
 _RUNNER = r"""
 import json, sys
 from langchain_core.messages import AIMessage, HumanMessage

@@ -31,8 +31,8 @@ import orjson
 from agentdocket.events import ChatMessage, Event, LlmCalled
 from agentdocket.events.model import now
 from agentdocket.scorers.judges.parse import Unparseable
+from agentdocket.store.projections import JUDGE_CACHE_KEY as CACHE_KEY
 
-CACHE_KEY = "judge_cache_key"  # the attribute the store's judge_calls projection keys on
 Lookup = Callable[[Sequence[str]], Mapping[str, tuple[str, str]]]
 
 
@@ -302,6 +302,14 @@ def current_session() -> JudgeSession:
         session = JudgeSession()
         _session.set(session)
     return session
+
+
+def linked_trace(own: str, answers: Sequence[Answer]) -> str:
+    """The judge trace a verdict links to: its own when a call behind it was made now (or
+    nothing was recorded), else the trace of the first call it was served from, so that the
+    link always leads to calls."""
+    places = [a.trace_id for a in answers if a.trace_id]
+    return own if own in places or not places else places[0]
 
 
 def judge_trace_id(subject_trace_id: str, scorer: str, config: Mapping[str, Any]) -> str:

@@ -28,6 +28,7 @@ from agentdocket.scorers.judges.client import (
     Ask,
     current_session,
     judge_trace_id,
+    linked_trace,
     resolve_model,
 )
 from agentdocket.scorers.judges.parse import parse_final_decision
@@ -101,13 +102,6 @@ def _reviews_text(decisions: Sequence[Answer]) -> str:
     )
 
 
-def _recorded_in(own: str, answers: Sequence[Answer]) -> str:
-    """The verdict's judge trace: its own when any of its calls was made now, else the trace
-    of the first recorded call it was served from (so that the link always leads to calls)."""
-    places = [a.trace_id for a in answers if a.trace_id]
-    return own if own in places or not places else places[0]
-
-
 def _unanimous(decisions: Sequence[str]) -> bool:
     return len(set(decisions)) <= 1
 
@@ -162,7 +156,7 @@ def peer_review_batch(
     metas_answers = ask_all(meta_prompts, metas, "meta_reviewer", n_meta)
     out: list[Outcome | None] = [None] * len(traces)
     for i in judged:
-        tids[i] = _recorded_in(tids[i], reviews[i] + metas_answers.get(i, []))
+        tids[i] = linked_trace(tids[i], reviews[i] + metas_answers.get(i, []))
         review_decisions = [a.parsed for a in reviews[i] if a.failure is None]
         meta_decisions = [a.parsed for a in metas_answers.get(i, []) if a.failure is None]
         details: dict[str, Any] = {

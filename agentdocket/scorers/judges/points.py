@@ -15,7 +15,14 @@ from typing import Any
 
 from agentdocket.events import Trace
 from agentdocket.scorers.base import Outcome
-from agentdocket.scorers.judges.client import Ask, current_session, judge_trace_id, resolve_model
+from agentdocket.scorers.judges.client import (
+    Answer,
+    Ask,
+    current_session,
+    judge_trace_id,
+    linked_trace,
+    resolve_model,
+)
 from agentdocket.scorers.judges.parse import Unparseable
 
 NAME = "examiner.points"
@@ -63,7 +70,7 @@ def examiner_points_batch(
     out: list[Outcome | None] = [None] * len(traces)
     pending: list[tuple[int, int, Ask]] = []
     results: dict[int, list[dict[str, Any]]] = {}
-    places: dict[int, list[str]] = {}
+    answered: dict[int, list[Answer]] = {}
     for t, trace in enumerate(traces):
         case = trace.case
         if case is None or not case.scoring_points:
@@ -110,8 +117,7 @@ def examiner_points_batch(
             max_concurrency=config.get("max_concurrency"),
         )
         for (t, i, _), answer in zip(pending, answers, strict=True):
-            if answer.trace_id:
-                places.setdefault(t, []).append(answer.trace_id)
+            answered.setdefault(t, []).append(answer)
             row = results[t][i]
             if answer.failure is not None:
                 row.update(hit=False, reason=answer.error, failure=answer.failure)
@@ -134,17 +140,13 @@ def examiner_points_batch(
                 "total_weight": total,
                 "normalized_score": score,
             },
-            judge_trace_id=_place(judge_trace_id(trace.trace_id, NAME, config), places.get(t)),
+            judge_trace_id=(
+                linked_trace(judge_trace_id(trace.trace_id, NAME, config), answered[t])
+                if t in answered
+                else None  # no point needed the judge
+            ),
         )
     return out
-
-
-def _place(own: str, places: list[str] | None) -> str | None:
-    """The judge trace holding this verdict's calls (its own, or the one they were served
-    from); None when no point needed the judge."""
-    if not places:
-        return None
-    return own if own in places else places[0]
 
 
 def examiner_points(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:

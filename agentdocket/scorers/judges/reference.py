@@ -13,6 +13,7 @@ from agentdocket.scorers.judges.client import (
     Ask,
     current_session,
     judge_trace_id,
+    linked_trace,
     resolve_model,
 )
 from agentdocket.scorers.judges.parse import parse_conclusion, parse_score
@@ -70,7 +71,7 @@ def answer_reference_batch(
                 failure_type=answer.failure,
                 rationale=answer.error,
                 details=details,
-                judge_trace_id=answer.trace_id or ask.trace_id,
+                judge_trace_id=linked_trace(ask.trace_id, [answer]),
             )
         elif kind == "conclusive":
             matched = answer.parsed == "Match"
@@ -81,7 +82,7 @@ def answer_reference_batch(
                 failure_type=None if matched else "answer:not_match",
                 rationale=rationale,
                 details=details,
-                judge_trace_id=answer.trace_id or ask.trace_id,
+                judge_trace_id=linked_trace(ask.trace_id, [answer]),
             )
         else:
             details["score"] = answer.parsed
@@ -90,7 +91,7 @@ def answer_reference_batch(
                 label=str(answer.parsed),
                 rationale=rationale,
                 details=details,
-                judge_trace_id=answer.trace_id or ask.trace_id,
+                judge_trace_id=linked_trace(ask.trace_id, [answer]),
             )
     return out
 
