@@ -32,15 +32,15 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-import yaml  # type: ignore[import-untyped]
 
+from agentdocket.adapters.runs import SourceFormatError, read_yaml_mapping
 from agentdocket.events import Case, Dataset
 
 # '[Table.Column]' (quoted: a text value) or [Table.Column] (bare: a number)
 PLACEHOLDER = re.compile(r"'\[(\w+)\.(\w+)\]'|\[(\w+)\.(\w+)\]")
 
 
-class GrammarGenError(ValueError):
+class GrammarGenError(SourceFormatError):
     """A template file or template is unusable; the message names the file and line."""
 
 
@@ -76,12 +76,7 @@ def read_sql_templates(path: Path) -> list[str]:
 
 
 def read_text_templates(path: Path, sql_templates: list[str]) -> dict[str, list[str]]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise GrammarGenError(f"{path}: cannot read it as JSON or YAML ({exc})") from None
-    if not isinstance(data, dict):
-        raise GrammarGenError(f"{path}: expected a mapping from SQL template to text templates")
+    data = read_yaml_mapping(path, "a mapping from SQL template to text templates", GrammarGenError)
     out: dict[str, list[str]] = {}
     for sql, texts in data.items():
         if sql not in sql_templates:

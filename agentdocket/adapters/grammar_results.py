@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from agentdocket.adapters.runs import RunBuilder, read_json_list
+from agentdocket.adapters.runs import RunBuilder, SourceFormatError, read_json_list
 from agentdocket.events import (
     Case,
     Dataset,
@@ -35,7 +35,7 @@ EPOCH = datetime(2024, 6, 1, tzinfo=UTC)
 JUDGE = "grammar.judge"
 
 
-class GrammarFormatError(ValueError):
+class GrammarFormatError(SourceFormatError):
     """A record is not in GRAMMAR's result format; the message names its index."""
 
 

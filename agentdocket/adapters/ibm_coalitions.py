@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from agentdocket.adapters.runs import RunBuilder, read_json_list
+from agentdocket.adapters.runs import RunBuilder, SourceFormatError, read_json_list
 from agentdocket.events import (
     ArgumentRules,
     Case,
@@ -71,7 +71,7 @@ def rules_for_service(name: str) -> ArgumentRules:
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 
 
-class IbmFormatError(ValueError):
+class IbmFormatError(SourceFormatError):
     """The file is not in the study's format; the message names the place."""
 
 

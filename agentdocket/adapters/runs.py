@@ -1,4 +1,5 @@
-"""Building a run's events from a raw record: shared by the importers."""
+"""What the importers share: building a run's events from a raw record, reading source files,
+and the error a source that is not in its format raises."""
 
 from __future__ import annotations
 
@@ -7,8 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import yaml  # type: ignore[import-untyped]
 
 from agentdocket.events import Event, ToolCalled, ToolReturned
+
+
+class SourceFormatError(ValueError):
+    """A source file is not in its format; the message names the file and the place. Each
+    importer raises its own subclass."""
 
 
 class RunBuilder:
@@ -47,7 +54,7 @@ class RunBuilder:
         self.add(ToolReturned(call_id=span, tool=tool, result=result), span)
 
 
-def read_json_list(path: Path, what: str, error: type[ValueError]) -> list[Any]:
+def read_json_list(path: Path, what: str, error: type[SourceFormatError]) -> list[Any]:
     """A file holding a JSON list (of ``what``), or ``error`` naming the file and the problem."""
     try:
         data = orjson.loads(path.read_bytes())
@@ -57,4 +64,16 @@ def read_json_list(path: Path, what: str, error: type[ValueError]) -> list[Any]:
         raise error(f"{path}: not JSON ({exc})") from None
     if not isinstance(data, list):
         raise error(f"{path}: expected a list of {what}")
+    return data
+
+
+def read_yaml_mapping(path: Path, what: str, error: type[SourceFormatError]) -> dict[Any, Any]:
+    """A YAML (or JSON) file holding a mapping (``what``), or ``error`` naming the file and the
+    problem."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise error(f"{path}: cannot read it as YAML or JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise error(f"{path}: expected {what}")
     return data

@@ -14,25 +14,18 @@ import base64
 from pathlib import Path
 from typing import Any
 
-import yaml  # type: ignore[import-untyped]
-
+from agentdocket.adapters.runs import SourceFormatError, read_yaml_mapping
 from agentdocket.events import Case, Dataset, ScoringPoint
 
 DEFAULT_MAX_ROUNDS = 5  # the harness's default (evaluator_config_template.json may say more)
 
 
-class TaskWeaverFormatError(ValueError):
+class TaskWeaverFormatError(SourceFormatError):
     """A case or prompt file is not in the auto_eval format; the message names the file."""
 
 
 def _yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise TaskWeaverFormatError(f"{path}: cannot read it as YAML ({exc})") from None
-    if not isinstance(data, dict):
-        raise TaskWeaverFormatError(f"{path}: expected a mapping")
-    return data
+    return read_yaml_mapping(path, "a mapping", TaskWeaverFormatError)
 
 
 def _text(data: dict[str, Any], key: str, path: Path) -> str:

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentdocket.adapters.runs import read_json_list
+from agentdocket.adapters.runs import SourceFormatError, read_json_list
 from agentdocket.events import ArgumentRules, Case, Dataset, ExpectedCall
 
 
-class ToolAlpacaFormatError(ValueError):
+class ToolAlpacaFormatError(SourceFormatError):
     """The file is not in ToolAlpaca's format; the message names the place."""
 
 

@@ -49,7 +49,7 @@ def examine(
     from agentdocket import scorers
     from agentdocket.adapters.examiner import examine as run_examination
     from agentdocket.adapters.examiner import load_factory
-    from agentdocket.adapters.taskweaver import TaskWeaverFormatError, load
+    from agentdocket.adapters.taskweaver import load
     from agentdocket.scorers.judges.client import JudgeUnavailable, resolve_model
     from agentdocket.scorers.runner import score_runs
     from agentdocket.tracer import configure, shutdown
@@ -58,7 +58,7 @@ def examine(
         data, _ = load(folder, dataset)
         factory = load_factory(agent_spec)
         model, model_name = resolve_model(examiner)
-    except (TaskWeaverFormatError, ValueError, JudgeUnavailable) as exc:
+    except (ValueError, JudgeUnavailable) as exc:  # format errors, a bad --agent
         raise click.ClickException(str(exc)) from None
     chosen = [c for c in data.cases if not case_ids or c.case_id in case_ids]
     unknown = sorted(set(case_ids) - {c.case_id for c in data.cases})

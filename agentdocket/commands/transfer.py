@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +80,27 @@ def export_traces(ctx: click.Context, fmt: str, dataset: str | None, output: Pat
     err.print(f"exported {n} runs" + (f" to {output}" if output else ""))
 
 
-def _store_import(ctx: click.Context, path: Path, datasets: list[Any], events: list[Any]) -> None:
+@contextmanager
+def _source_errors() -> Iterator[None]:
+    """An importer's format error, which names the file and the place, as the command's error."""
+    from agentdocket.adapters.runs import SourceFormatError
+
+    try:
+        yield
+    except SourceFormatError as exc:
+        raise click.ClickException(f"{exc}; nothing was imported") from None
+
+
+def _store_import(
+    ctx: click.Context,
+    path: Path,
+    datasets: list[Any],
+    events: list[Any],
+    problems: Sequence[object] = (),
+) -> None:
+    """Warn of what the importer noticed, store everything in one transaction, tell the counts."""
+    for problem in problems:
+        err.print(f"[yellow]warning:[/] {problem}")
     with open_from(ctx) as store:
         try:
             result = store.import_all(datasets, events)
@@ -159,18 +181,14 @@ def import_ibm(
 
     fmt, source, expected = _ibm_source(path, expected)
     agent = agent or (path.name if path.is_dir() else source.parent.name)
-    try:
+    with _source_errors():
         if fmt == "single":
             data, events = ibm_coalitions.load(source, dataset, agent)
             problems: list[Any] = []
         else:
             assert expected is not None
             data, events, problems = ibm_fine_tuned.load(source, expected, dataset, agent)
-    except ibm_coalitions.IbmFormatError as exc:
-        raise click.ClickException(f"{exc}; nothing was imported") from None
-    for problem in problems:
-        err.print(f"[yellow]warning:[/] {problem}")
-    _store_import(ctx, source, [data], events)
+    _store_import(ctx, source, [data], events, problems)
 
 
 @import_.command(name="toolalpaca")
@@ -183,13 +201,9 @@ def import_toolalpaca(ctx: click.Context, path: Path, dataset: str) -> None:
     An input that is not JSON is reported and kept as its raw string."""
     from agentdocket.adapters import toolalpaca
 
-    try:
+    with _source_errors():
         data, problems = toolalpaca.load(path, dataset)
-    except toolalpaca.ToolAlpacaFormatError as exc:
-        raise click.ClickException(f"{exc}; nothing was imported") from None
-    for problem in problems:
-        err.print(f"[yellow]warning:[/] {problem}")
-    _store_import(ctx, path, [data], [])
+    _store_import(ctx, path, [data], [], problems)
 
 
 @import_.command(name="taskweaver-cases")
@@ -200,15 +214,11 @@ def import_taskweaver(ctx: click.Context, folder: Path, dataset: str) -> None:
     """Import TaskWeaver auto_eval cases (FOLDER holds evaluator_prompt.yaml,
     virtual_user_prompt.yaml and cases/*/*.yaml) as examiner / judge cases: task description,
     weighted scoring points (with eval_code), data files, the examiner's and judge's prompts."""
-    from agentdocket.adapters.taskweaver import TaskWeaverFormatError, load
+    from agentdocket.adapters.taskweaver import load
 
-    try:
+    with _source_errors():
         data, problems = load(folder, dataset)
-    except TaskWeaverFormatError as exc:
-        raise click.ClickException(f"{exc}; nothing was imported") from None
-    for problem in problems:
-        err.print(f"[yellow]warning:[/] {problem}")
-    _store_import(ctx, folder, [data], [])
+    _store_import(ctx, folder, [data], [], problems)
 
 
 @import_.command(name="grammar-results")
@@ -220,10 +230,8 @@ def import_grammar(ctx: click.Context, path: Path, dataset: str, agent: str | No
     """Import a GRAMMAR results file (JSON records of query, answer, true and retrieved document
     ids, response, judgement, query_tag) as runs with their retrieval and response, cases grouped
     by query_tag, and the judgement as a verdict of grammar.judge."""
-    from agentdocket.adapters.grammar_results import GrammarFormatError, load
+    from agentdocket.adapters.grammar_results import load
 
-    try:
+    with _source_errors():
         data, events = load(path, dataset, agent)
-    except GrammarFormatError as exc:
-        raise click.ClickException(f"{exc}; nothing was imported") from None
     _store_import(ctx, path, [data], events)
