@@ -107,3 +107,23 @@ def store(url: str) -> Iterator[Store]:
     s = open_store(url)
     yield s
     s.close()
+
+
+def require_shared(path: Path) -> None:
+    """Skip when ``path`` under ../shared is absent (a user's fresh clone); fail in CI, where
+    ../shared is always beside the checkout."""
+    if not path.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{path} is missing: CI must have ../shared beside the checkout")
+        pytest.skip(f"{path} is absent (the shared data is not beside this checkout)")
+
+
+def cli(url: str, *args: str) -> str:
+    """Run the command line against ``url``; it must succeed. Its output."""
+    from click.testing import CliRunner
+
+    from agentdocket.cli import main
+
+    result = CliRunner().invoke(main, ["--database", url, *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output

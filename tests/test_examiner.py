@@ -4,37 +4,21 @@ through the tracer, eval_code checks, the judge's weighted points."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from agentdocket.adapters.examiner import run_eval_code
-from agentdocket.cli import main
 from agentdocket.store import open_store
 
-from .conftest import SHARED
+from .conftest import SHARED, cli, require_shared
 
 CASES = SHARED / "datasets" / "taskweaver-auto_eval"
 
 
-def _require() -> None:
-    if not CASES.is_dir():
-        if os.environ.get("CI"):
-            pytest.fail(f"{CASES} is missing: CI must have ../shared beside the checkout")
-        pytest.skip(f"{CASES} is absent")
-
-
-def _cli(url: str, *args: str) -> str:
-    result = CliRunner().invoke(main, ["--database", url, *args], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.output
-
-
 def test_the_23_cases_import_with_their_points_and_data_files(url: str) -> None:
-    _require()
-    out = _cli(url, "import", "taskweaver-cases", str(CASES), "--dataset", "tw")
+    require_shared(CASES)
+    out = cli(url, "import", "taskweaver-cases", str(CASES), "--dataset", "tw")
     assert "dataset tw (23 cases)" in out
     # two published cases (file_chain, list_files) name three data files they do not hold
     assert out.count("warning:") == 6 and out.count("file_A.txt") == 2
@@ -50,7 +34,7 @@ def test_the_23_cases_import_with_their_points_and_data_files(url: str) -> None:
     chain = cases["file_chain/planner_react_file_chain"].attributes
     assert chain["missing_data_files"] == ["file_A.txt", "file_B.txt", "file_C.txt"]
     assert "{response_schema}" not in echo.attributes["judge_instruction"]
-    again = _cli(url, "import", "taskweaver-cases", str(CASES), "--dataset", "tw")
+    again = cli(url, "import", "taskweaver-cases", str(CASES), "--dataset", "tw")
     assert "dataset tw (23 cases)" in again
 
 
@@ -78,11 +62,11 @@ def test_eval_code_passes_fails_times_out_and_reports_syntax_errors(tmp_path: Pa
 
 
 def _examine(url: str, *args: str) -> str:
-    return _cli(url, "examine", "--agent", "tests.examined:make", "--cases", str(CASES), *args)
+    return cli(url, "examine", "--agent", "tests.examined:make", "--cases", str(CASES), *args)
 
 
 def test_an_echo_agent_is_examined_end_to_end(url: str) -> None:
-    _require()
+    require_shared(CASES)
     out = _examine(
         url,
         "--case",
@@ -111,7 +95,7 @@ def test_an_echo_agent_is_examined_end_to_end(url: str) -> None:
 
 
 def test_examiner_stop_conditions_and_a_stateful_case(url: str, tmp_path: Path) -> None:
-    _require()
+    require_shared(CASES)
     scripts = tmp_path / "scripted_examiners.py"
     scripts.write_text(
         "from langchain_core.language_models.fake_chat_models import FakeListChatModel\n"
@@ -172,7 +156,7 @@ def test_examiner_stop_conditions_and_a_stateful_case(url: str, tmp_path: Path) 
 def test_all_23_cases_run_end_to_end_and_the_report_shows_normalized_scores(
     sqlite_url: str,
 ) -> None:
-    _require()
+    require_shared(CASES)
     out = _examine(
         sqlite_url,
         "--examiner",
@@ -182,7 +166,7 @@ def test_all_23_cases_run_end_to_end_and_the_report_shows_normalized_scores(
     )
     assert "examined 23 cases" in out
     report = json.loads(
-        _cli(sqlite_url, "report", "--dataset", "taskweaver-auto_eval", "--format", "json")
+        cli(sqlite_url, "report", "--dataset", "taskweaver-auto_eval", "--format", "json")
     )
     points = report["scorers"]["examiner.points"]
     assert report["runs"] == 23 and points["scored"] == 23

@@ -16,6 +16,8 @@ from agentdocket.cli import main
 from agentdocket.scorers.runner import score_runs
 from agentdocket.store import open_store
 
+from .conftest import cli
+
 
 def _record(tag: str, judgement: str | None, true: list[str], got: list[str], n: int) -> Any:
     return {
@@ -47,12 +49,6 @@ RECORDS = [
 ]
 
 
-def _cli(url: str, *args: str) -> str:
-    result = CliRunner().invoke(main, ["--database", url, *args], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.output
-
-
 @pytest.fixture
 def results(tmp_path: Path) -> Path:
     path = tmp_path / "results.json"
@@ -61,12 +57,12 @@ def results(tmp_path: Path) -> Path:
 
 
 def test_groups_tags_blames_and_report_metrics(url: str, results: Path) -> None:
-    out = _cli(url, "import", "grammar-results", str(results), "--dataset", "g")
+    out = cli(url, "import", "grammar-results", str(results), "--dataset", "g")
     assert "dataset g (9 cases), 9 runs" in out
-    _cli(url, "score", "--dataset", "g", "--scorer", "grammar.groups")
-    again = _cli(url, "score", "--dataset", "g", "--scorer", "grammar.groups")
+    cli(url, "score", "--dataset", "g", "--scorer", "grammar.groups")
+    again = cli(url, "score", "--dataset", "g", "--scorer", "grammar.groups")
     assert "│            0 │              9 │" in again  # nothing new: all kept
-    report = json.loads(_cli(url, "report", "--dataset", "g", "--format", "json"))
+    report = json.loads(cli(url, "report", "--dataset", "g", "--format", "json"))
     metrics = report["scorers"]["grammar.groups"]["metrics"]
     assert metrics == {
         "accuracy": pytest.approx(4 / 9),
@@ -94,7 +90,7 @@ def test_groups_tags_blames_and_report_metrics(url: str, results: Path) -> None:
 
 
 def test_open_domain_trusts_the_judge(sqlite_url: str, results: Path) -> None:
-    _cli(sqlite_url, "import", "grammar-results", str(results), "--dataset", "g")
+    cli(sqlite_url, "import", "grammar-results", str(results), "--dataset", "g")
     base = scorers.get("grammar.groups")
     open_domain = dataclasses.replace(
         base, version="open", config={**base.config, "closed_domain": False}
@@ -132,9 +128,9 @@ def test_compare_two_conditions_over_the_same_groups(url: str, results: Path) ->
     other = results.with_name("long.json")
     other.write_text(json.dumps(longer))
     for path, name in ((results, "short"), (other, "long")):
-        _cli(url, "import", "grammar-results", str(path), "--dataset", name)
-        _cli(url, "score", "--dataset", name, "--scorer", "grammar.groups")
-    out = _cli(url, "grammar", "compare", "--a", "short", "--b", "long", "--format", "json")
+        cli(url, "import", "grammar-results", str(path), "--dataset", name)
+        cli(url, "score", "--dataset", name, "--scorer", "grammar.groups")
+    out = cli(url, "grammar", "compare", "--a", "short", "--b", "long", "--format", "json")
     result = json.loads(out)
     assert (result["groups"], result["mutual_gap"]) == (4, 1)  # B is a gap in both
     assert (result["gap_only_a"], result["gap_only_b"]) == (0, 1)  # A only in the long form
@@ -143,5 +139,5 @@ def test_compare_two_conditions_over_the_same_groups(url: str, results: Path) ->
     assert result["difference"] == pytest.approx(-1 / 9)
     low, high = result["interval"]
     assert low <= result["difference"] <= high
-    text = _cli(url, "grammar", "compare", "--a", "short", "--b", "long")
+    text = cli(url, "grammar", "compare", "--a", "short", "--b", "long")
     assert "4 common groups; mutual gaps 1" in text and "difference -0.111" in text

@@ -5,7 +5,6 @@ the command line: `import ibm-coalitions`, `score`, `report --format json`
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from click.testing import CliRunner
 from agentdocket.cli import main
 from agentdocket.store import open_store
 
-from .conftest import SHARED
+from .conftest import SHARED, cli, require_shared
 
 IBM = SHARED / "datasets" / "ibm-coalitions"
 SINGLE = sorted(p.name for p in (IBM / "single-models").iterdir()) if IBM.is_dir() else []
@@ -24,36 +23,21 @@ FINE_TUNED = sorted(p.name for p in (IBM / "fine-tuned").glob("*/")) if IBM.is_d
 FINE_TUNED = [p for p in FINE_TUNED if (IBM / "fine-tuned" / p).is_dir()]
 
 
-def _require_data() -> None:
-    if not IBM.is_dir():
-        if os.environ.get("CI"):
-            pytest.fail(f"{IBM} is missing: CI must have ../shared beside the checkout")
-        pytest.skip(f"{IBM} is absent (the shared datasets are not beside this checkout)")
-
-
-def _cli(url: str, *args: str) -> str:
-    result = CliRunner().invoke(main, ["--database", url, *args], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.output
-
-
 @pytest.fixture(scope="module")
 def scored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Every IBM test case imported (twice) and scored (twice) into one SQLite store."""
-    _require_data()
+    require_shared(IBM)
     url = f"sqlite:///{tmp_path_factory.mktemp('ibm') / 'agentdocket.db'}"
     folders = [IBM / "single-models" / n for n in SINGLE]
     folders += [IBM / "fine-tuned" / n for n in FINE_TUNED]
     for folder in folders:
-        _cli(url, "import", "ibm-coalitions", str(folder), "--dataset", f"ibm-{folder.name}")
-        again = _cli(
-            url, "import", "ibm-coalitions", str(folder), "--dataset", f"ibm-{folder.name}"
-        )
+        cli(url, "import", "ibm-coalitions", str(folder), "--dataset", f"ibm-{folder.name}")
+        again = cli(url, "import", "ibm-coalitions", str(folder), "--dataset", f"ibm-{folder.name}")
         assert " 0 events added" in again  # importing twice adds nothing
-    _cli(url, "score")
+    cli(url, "score")
     with open_store(url) as store:
         verdicts = store.counts()["verdicts"]
-    _cli(url, "score")  # scoring twice adds nothing
+    cli(url, "score")  # scoring twice adds nothing
     with open_store(url) as store:
         assert store.counts()["verdicts"] == verdicts == 5 * 114 * len(folders)
     yield url
@@ -61,7 +45,7 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def _report(url: str, dataset: str) -> dict[str, Any]:
     report: dict[str, Any] = json.loads(
-        _cli(url, "report", "--dataset", dataset, "--format", "json")
+        cli(url, "report", "--dataset", dataset, "--format", "json")
     )
     return report
 
@@ -142,7 +126,7 @@ def test_fine_tuned_models_reproduce_their_published_results(scored: str, model:
 
 
 def test_a_fine_tuned_folder_without_expected_responses_is_refused(tmp_path: Path) -> None:
-    _require_data()
+    require_shared(IBM)
     lone = tmp_path / "lonely-model"
     lone.mkdir()
     data = (IBM / "fine-tuned" / FINE_TUNED[0] / "api_data_0_11.json").read_bytes()

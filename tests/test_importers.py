@@ -4,27 +4,18 @@ errors (naming the place) for files that are not what they claim, with nothing w
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from agentdocket.cli import main
 from agentdocket.events import ExpectedCall
 from agentdocket.store import open_store
 
-from .conftest import SHARED
+from .conftest import SHARED, require_shared
 
 TOOLALPACA = SHARED / "datasets" / "toolalpaca"
 IBM = SHARED / "datasets" / "ibm-coalitions"
-
-
-def _require(path: Path) -> None:
-    if not path.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"{path} is missing: CI must have ../shared beside the checkout")
-        pytest.skip(f"{path} is absent (the shared datasets are not beside this checkout)")
 
 
 def _invoke(url: str, *args: str) -> tuple[int, str]:
@@ -33,7 +24,7 @@ def _invoke(url: str, *args: str) -> tuple[int, str]:
 
 
 def test_toolalpaca_eval_real_becomes_a_dataset_and_bad_inputs_are_reported(url: str) -> None:
-    _require(TOOLALPACA)
+    require_shared(TOOLALPACA)
     path = str(TOOLALPACA / "eval_real.json")
     code, out = _invoke(url, "import", "toolalpaca", path, "--dataset", "toolalpaca-real")
     assert code == 0, out
@@ -59,7 +50,7 @@ def test_toolalpaca_eval_real_becomes_a_dataset_and_bad_inputs_are_reported(url:
 
 
 def test_toolalpaca_eval_simulated_keeps_its_placeholder_inputs_raw() -> None:
-    _require(TOOLALPACA)
+    require_shared(TOOLALPACA)
     from agentdocket.adapters import toolalpaca
 
     dataset, problems = toolalpaca.load(TOOLALPACA / "eval_simulated.json", "sim")
@@ -70,7 +61,7 @@ def test_toolalpaca_eval_simulated_keeps_its_placeholder_inputs_raw() -> None:
 
 
 def test_a_toolalpaca_file_without_golden_answers_names_the_api(tmp_path: Path) -> None:
-    _require(TOOLALPACA)
+    require_shared(TOOLALPACA)
     apis = json.loads((TOOLALPACA / "eval_simulated.json").read_text())
     del apis[3]["Golden_Answers"]
     bad = tmp_path / "bad.json"
@@ -86,7 +77,7 @@ def test_a_toolalpaca_file_without_golden_answers_names_the_api(tmp_path: Path) 
 def test_a_broken_ibm_result_names_its_service_and_index_and_nothing_is_imported(
     tmp_path: Path,
 ) -> None:
-    _require(IBM)
+    require_shared(IBM)
     services = json.loads(
         (IBM / "single-models" / "mistral_all" / "corrected_result.json").read_text()
     )
@@ -105,7 +96,7 @@ def test_a_broken_ibm_result_names_its_service_and_index_and_nothing_is_imported
 
 
 def test_another_agents_results_cannot_overwrite_a_datasets_cases(tmp_path: Path) -> None:
-    _require(IBM)
+    require_shared(IBM)
     url = f"sqlite:///{tmp_path / 'agentdocket.db'}"
     first = str(IBM / "single-models" / "mistral_all")
     second = str(IBM / "single-models" / "mixtral-all")
@@ -117,7 +108,7 @@ def test_another_agents_results_cannot_overwrite_a_datasets_cases(tmp_path: Path
 
 
 def test_report_formats_and_groups(tmp_path: Path) -> None:
-    _require(IBM)
+    require_shared(IBM)
     url = f"sqlite:///{tmp_path / 'agentdocket.db'}"
     folder = str(IBM / "single-models" / "mistral_all")
     assert _invoke(url, "import", "ibm-coalitions", folder, "--dataset", "ibm")[0] == 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -28,16 +27,13 @@ from agentdocket.scorers.judges.prompts import placeholders
 from agentdocket.scorers.runner import score_runs
 from agentdocket.store import Store, open_store
 
-from .conftest import SHARED
+from .conftest import SHARED, require_shared
 
 SOURCE = SHARED / "seeds" / "000_b3c1d8e83c640636.txt"
 
 
 def test_every_prompt_is_the_documents_text_word_for_word() -> None:
-    if not SOURCE.is_file():
-        if os.environ.get("CI"):
-            pytest.fail(f"{SOURCE} is missing: CI must have ../shared beside the checkout")
-        pytest.skip(f"{SOURCE} is absent")
+    require_shared(SOURCE)
     document = SOURCE.read_text(encoding="utf-8")
     assert len(PROMPTS) == 8
     for name, text in PROMPTS.items():

@@ -23,6 +23,8 @@ from agentdocket.scorers.runner import score_runs
 from agentdocket.scorers.tool_use import suffix_match
 from agentdocket.store import Store, open_store
 
+from .conftest import cli
+
 RULES = ["planner.suffix_match", "tools.slot_fill", "tools.procedural", "interaction.metrics"]
 
 
@@ -38,12 +40,6 @@ def _rules() -> list[Scorer]:
 
 def _verdict_ids(store: Store) -> set[str]:
     return {r["verdict_id"] for r in store.rows("verdicts", "verdict_id")}
-
-
-def _cli(url: str, *args: str) -> str:
-    result = CliRunner().invoke(main, ["--database", url, *args], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 @pytest.fixture
@@ -71,26 +67,26 @@ def planner_v2() -> Iterator[Scorer]:
 def test_rescoring_adds_nothing_and_a_new_version_adds_a_second_set(
     demo_url: str, planner_v2: Scorer
 ) -> None:
-    _cli(demo_url, "score", "--dataset", "concerts-demo", "--scorer", "planner.suffix_match=1")
+    cli(demo_url, "score", "--dataset", "concerts-demo", "--scorer", "planner.suffix_match=1")
     with open_store(demo_url) as store:
         first = _verdict_ids(store)
         events = store.counts()["events"]
     assert len(first) == 30
-    again = _cli(
+    again = cli(
         demo_url, "score", "--dataset", "concerts-demo", "--scorer", "planner.suffix_match=1"
     )
     assert "scored 30 runs" in again
     with open_store(demo_url) as store:
         assert _verdict_ids(store) == first and store.counts()["events"] == events
-    _cli(demo_url, "score", "--dataset", "concerts-demo", "--scorer", "planner.suffix_match")
+    cli(demo_url, "score", "--dataset", "concerts-demo", "--scorer", "planner.suffix_match")
     with open_store(demo_url) as store:
         rows = store.rows("verdicts", "verdict_id")
     assert {r["scorer_version"] for r in rows} == {"1", "2"} and len(rows) == 60
     assert first < {r["verdict_id"] for r in rows}  # the old verdicts are kept
 
-    latest = json.loads(_cli(demo_url, "report", "--dataset", "concerts-demo", "--format", "json"))
+    latest = json.loads(cli(demo_url, "report", "--dataset", "concerts-demo", "--format", "json"))
     older = json.loads(
-        _cli(demo_url, "report", "--dataset", "concerts-demo", "--format", "json", "--version", "1")
+        cli(demo_url, "report", "--dataset", "concerts-demo", "--format", "json", "--version", "1")
     )
     v1, v2 = older["scorers"]["planner.suffix_match"], latest["scorers"]["planner.suffix_match"]
     assert (v1["version"], v2["version"]) == ("1", "2")
@@ -186,7 +182,7 @@ def test_a_late_event_gets_the_run_judged_again(demo_url: str) -> None:
         tally = again.tallies[(scorer.name, scorer.version)]
         assert (tally.added, tally.kept) == (1, 29)
         assert len([r for r in store.rows("verdicts", "ts") if r["trace_id"] == tid]) == 2
-    report = json.loads(_cli(demo_url, "report", "--dataset", "concerts-demo", "--format", "json"))
+    report = json.loads(cli(demo_url, "report", "--dataset", "concerts-demo", "--format", "json"))
     assert report["scorers"]["interaction.metrics"]["scored"] == 30  # the latest verdict only
 
 
@@ -231,10 +227,10 @@ def test_a_plugin_module_registers_a_scorer_for_the_command_line(
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
-        listed = _cli(demo_url, "--plugin", module, "scorers")
+        listed = cli(demo_url, "--plugin", module, "scorers")
         assert "answer.nonempty" in listed
-        _cli(demo_url, "--plugin", module, "score", "--scorer", "answer.nonempty")
-        report = json.loads(_cli(demo_url, "report", "--format", "json"))
+        cli(demo_url, "--plugin", module, "score", "--scorer", "answer.nonempty")
+        report = json.loads(cli(demo_url, "report", "--format", "json"))
         assert report["scorers"]["answer.nonempty"]["passed"] == 30
     finally:
         scorers.unregister("answer.nonempty", "1")
