@@ -31,6 +31,7 @@ from agentdocket.events import Event, Trace, Verdict
 from agentdocket.events.model import check_trace_id, now, utc
 from agentdocket.scorers.base import Scorer, get, shared_outcomes
 from agentdocket.scorers.embeddings import EmbeddingsUnavailable
+from agentdocket.scorers.groups import group_batches, group_digests, group_of
 from agentdocket.scorers.judges.client import JudgeSession, JudgeUnavailable, judging
 from agentdocket.store import Store, open_store
 from agentdocket.store.scoring import CaseCache, judge_replies
@@ -145,7 +146,7 @@ def score_batch(store: Store, chosen: Sequence[Scorer], traces: Sequence[Trace])
             stored = store.verdict_keys(scorer.name, scorer.version, ids)
             digests = {t.trace_id: scorer.input_hash(t) for t in traces}
             if scorer.scope == "group":
-                digests = _group_digests(traces, digests)
+                digests = group_digests(traces, digests)
             todo: list[tuple[Trace, str]] = []
             for trace in traces:
                 digest = digests[trace.trace_id]
@@ -171,24 +172,6 @@ def score_batch(store: Store, chosen: Sequence[Scorer], traces: Sequence[Trace])
     return result
 
 
-def _group_of(trace: Trace) -> str:
-    group = trace.case.group if trace.case is not None else None
-    return group if group is not None else f"(run {trace.trace_id})"
-
-
-def _group_digests(traces: Sequence[Trace], digests: dict[str, str]) -> dict[str, str]:
-    """Each run's hash extended with its group's: a change anywhere in a group re-judges all
-    of its runs (their tags depend on each other)."""
-    groups: dict[str, list[str]] = {}
-    for t in traces:
-        groups.setdefault(_group_of(t), []).append(digests[t.trace_id])
-    whole = {g: hashlib.sha256("".join(sorted(d)).encode()).hexdigest() for g, d in groups.items()}
-    return {
-        t.trace_id: hashlib.sha256((digests[t.trace_id] + whole[_group_of(t)]).encode()).hexdigest()
-        for t in traces
-    }
-
-
 def _group_outcomes(
     scorer: Scorer,
     todo: list[tuple[Trace, str]],
@@ -200,8 +183,8 @@ def _group_outcomes(
     the whole batch's verdicts of that scorer (a run alone is not its group)."""
     if not todo:
         return
-    wanted = {_group_of(t) for t, _ in todo}
-    seen = [t for t in traces if _group_of(t) in wanted]
+    wanted = {group_of(t) for t, _ in todo}
+    seen = [t for t in traces if group_of(t) in wanted]
     try:
         found = dict(zip((t.trace_id for t in seen), scorer.outcomes(seen), strict=True))
     except (EmbeddingsUnavailable, JudgeUnavailable):
@@ -272,7 +255,7 @@ def score_runs(
     for scorer in chosen:
         result.tallies[(scorer.name, scorer.version)] = Tally(scorer.name, scorer.version)
     if any(s.scope == "group" for s in chosen):
-        batches = _group_batches(store.trace_groups(ids), ids, batch_size)
+        batches = group_batches(store.trace_groups(ids), ids, batch_size)
         ids = [tid for batch in batches for tid in batch]
     else:
         batches = [ids[i : i + batch_size] for i in range(0, len(ids), batch_size)]
@@ -290,19 +273,6 @@ def score_runs(
         _in_workers(store.url, chosen, batches, workers, result, progress, len(ids))
     result.seconds = time.perf_counter() - started
     return result
-
-
-def _group_batches(groups: dict[str, str], ids: list[str], size: int) -> list[list[str]]:
-    """Batches of about ``size`` runs that never split a group (runs without one alone)."""
-    members: dict[str, list[str]] = {}
-    for tid in ids:
-        members.setdefault(groups.get(tid) or f"(run {tid})", []).append(tid)
-    batches: list[list[str]] = [[]]
-    for group in sorted(members):
-        if batches[-1] and len(batches[-1]) + len(members[group]) > size:
-            batches.append([])
-        batches[-1].extend(members[group])
-    return [b for b in batches if b]
 
 
 def _prefetched(
