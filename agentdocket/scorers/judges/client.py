@@ -182,35 +182,37 @@ class JudgeSession:
                 results = list(
                     pool.map(lambda i: self._call(model, asks[i].prompt, temperature), fresh)
                 )
-            replies: dict[str, tuple[str | None, str | None]] = {}
-            for i, (reply, error, seconds, usage) in zip(fresh, results, strict=True):
-                replies[keys[i]] = (reply, error)
-                call = (reply, error, seconds, usage)
-                self._record(asks[i], name, temperature, attempt, keys[i], *call)
+            calls = {keys[i]: result for i, result in zip(fresh, results, strict=True)}
             still = []
             for i in pending:
                 answer = answers[i]
                 answer.attempts += 1
                 answer.keys.append(keys[i])
+                reply: str | None
+                error: str | None
                 if keys[i] in cached:
                     answer.cached += 1
                     reply, error = cached[keys[i]][0], None
                     answer.recorded_in.append(cached[keys[i]][1])
                 else:
-                    reply, error = replies[keys[i]]
+                    reply, error = calls[keys[i]][:2]
                     answer.cached += int(first[keys[i]] != i)
                     answer.recorded_in.append(asks[first[keys[i]]].trace_id)
                 answer.reply = reply
                 if error is not None:
                     answer.failure, answer.error = "judge:error", error
-                    continue
-                assert reply is not None
-                try:
-                    answer.parsed = asks[i].parse(reply)
-                    answer.failure = None
-                except Unparseable as exc:
-                    answer.failure, answer.error = "judge:unparseable", str(exc)
-                    still.append(i)
+                elif reply is not None:
+                    try:
+                        answer.parsed = asks[i].parse(reply)
+                        answer.failure = None
+                    except Unparseable as exc:
+                        answer.parsed = None
+                        answer.failure, answer.error = "judge:unparseable", str(exc)
+                        still.append(i)
+                if first.get(keys[i]) == i:  # the call made now: recorded with what it parsed to
+                    _, _, seconds, usage = calls[keys[i]]
+                    call = (reply, error, seconds, usage, answer.parsed)
+                    self._record(asks[i], name, temperature, attempt, keys[i], *call)
             pending = still
         return answers
 
@@ -251,13 +253,8 @@ class JudgeSession:
         error: str | None,
         seconds: float,
         usage: Mapping[str, int],
+        parsed: Any,
     ) -> None:
-        parsed: Any = None
-        if reply is not None:
-            try:
-                parsed = ask.parse(reply)
-            except Unparseable:
-                parsed = None
         payload = LlmCalled(
             model=name,
             role=ask.role,
