@@ -96,17 +96,14 @@ def examine(
             result = score_runs(store, [scorer], trace_ids=ids)
         except JudgeUnavailable as exc:
             raise click.ClickException(str(exc)) from None
-        verdicts = {
-            r["trace_id"]: r
-            for r in store.rows("verdicts", "ts")
-            if r["scorer"] == "examiner.points" and r["trace_id"] in ids
-        }
+        latest = store.report_verdicts({scorer.name: scorer.version}, dataset)
+        scores = {v.trace_id: v.score for v in latest if v.trace_id in ids}
     table = Table(title=f"examined {len(done)} cases", title_justify="left")
     for col in ("case", "rounds", "ended by", "eval_code", "score", "trace"):
         table.add_column(col)
     for e in done:
-        v = verdicts.get(e.trace_id or "")
-        score = "-" if v is None or v["score"] is None else f"{v['score']:.2f}"
+        value = scores.get(e.trace_id or "")
+        score = "-" if value is None else f"{value:.2f}"
         table.add_row(
             e.case_id,
             str(e.rounds),

@@ -69,14 +69,11 @@ def score(
     from agentdocket.scorers.runner import score_runs
 
     try:
-        if names:
-            chosen = [
-                scorers.get(full, *n.split("=", 1)[1:])
-                for n in names
-                for full in (scorers.matching(n.split("=", 1)[0]) or [n.split("=", 1)[0]])
-            ]
-        else:
-            chosen = scorers.latest(judges=judge is not None)
+        chosen = [] if names else scorers.latest(judges=judge is not None)
+        for given in names:
+            name, sep, version = given.partition("=")
+            for full in scorers.matching(name) or [name]:  # a prefix names those under it
+                chosen.append(scorers.get(full, version if sep else None))
     except KeyError as exc:
         raise click.BadParameter(str(exc.args[0]), param_hint="--scorer") from None
     if judge is not None:  # the judge model is part of the configuration, so of the input hash
