@@ -127,3 +127,27 @@ def cli(url: str, *args: str) -> str:
     result = CliRunner().invoke(main, ["--database", url, *args], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return result.output
+
+
+def database_text(url: str) -> str:
+    """Every row of every table of the database at ``url``, as one text."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            parts = []
+            for table in sa.inspect(conn).get_table_names():
+                rows = conn.execute(sa.text(f'SELECT * FROM "{table}"')).all()
+                parts.append(f"{table}: {rows!r}")
+            return "\n".join(parts)
+    finally:
+        engine.dispose()
+
+
+def assert_absent(url: str, *secrets: str) -> None:
+    """None of ``secrets`` is anywhere in the database (and the database holds events)."""
+    text = database_text(url)
+    assert "events: []" not in text, "nothing was stored"
+    for secret in secrets:
+        assert secret not in text, f"{secret!r} reached the database"

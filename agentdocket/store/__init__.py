@@ -8,12 +8,15 @@ from __future__ import annotations
 from agentdocket.store.base import AppendResult, Store
 from agentdocket.store.config import ENV_VAR, ConfigError, database_url, display_url, parse_url
 from agentdocket.store.errors import DatasetConflict, StoreError
+from agentdocket.store.redaction import RedactionConfigError, Redactor
 
 __all__ = [
     "ENV_VAR",
     "AppendResult",
     "ConfigError",
     "DatasetConflict",
+    "RedactionConfigError",
+    "Redactor",
     "Store",
     "StoreError",
     "database_url",
@@ -22,12 +25,16 @@ __all__ = [
 ]
 
 
-def open_store(url: str | None = None, *, migrate: bool = True) -> Store:
+def open_store(
+    url: str | None = None, *, migrate: bool = True, redactor: Redactor | None = None
+) -> Store:
     """Open the store at ``url`` (default: ``AGENTDOCKET_DATABASE_URL`` or ./agentdocket.db).
 
     With ``migrate`` (the default) an SQLite file, or a PostgreSQL database that has no
     agentdocket schema yet, is brought to the current schema. A PostgreSQL database at an older
     revision is left alone: upgrading a shared server is an explicit ``agentdocket migrate``.
+    ``redactor`` (default: the rules ``AGENTDOCKET_REDACT`` chooses) is applied to every event
+    and case before it is written.
     """
     from agentdocket.store import migrate as migrations
 
@@ -51,7 +58,7 @@ def open_store(url: str | None = None, *, migrate: bool = True) -> Store:
     if dialect == "postgresql":
         from agentdocket.store.postgres import PostgresStore
 
-        return PostgresStore(url)
+        return PostgresStore(url, redactor)
     from agentdocket.store.sqlite import SqliteStore
 
-    return SqliteStore(url)
+    return SqliteStore(url, redactor)

@@ -30,6 +30,7 @@ from agentdocket.store.projections import (
     Projection,
     project,
 )
+from agentdocket.store.redaction import Redactor
 from agentdocket.store.scoring import ScoringStore
 
 EVENT_COLUMNS = (
@@ -82,8 +83,10 @@ class Store(ScoringStore, ABC):
     least: str
     greatest: str
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, redactor: Redactor | None = None) -> None:
         self.url = url
+        # Applied to every event and case before it is written (AGENTDOCKET_REDACT by default).
+        self.redactor = redactor if redactor is not None else Redactor.from_env()
         self.runs_upsert = _upsert_runs_clause(self.least, self.greatest)
 
     # --- connection and value conversion, per database (more in DatasetStore) ---------------
@@ -130,6 +133,8 @@ class Store(ScoringStore, ABC):
 
     def _append_on(self, conn: Any, events: list[Event]) -> int:
         unique = list({e.event_id: e for e in events}.values())
+        if self.redactor.active:
+            unique = self.redactor.events(unique)
         inserted, projection = self._insert_events(conn, unique)
         self._apply(conn, projection)
         return inserted

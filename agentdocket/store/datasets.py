@@ -9,11 +9,14 @@ from typing import Any
 
 from agentdocket.events import Case, Dataset
 from agentdocket.store.errors import DatasetConflict, StoreError
+from agentdocket.store.redaction import Redactor
 
 
 class DatasetStore(ABC):
     """Registering datasets and reading cases. Declares the database primitives that
     :class:`~agentdocket.store.base.Store` and its backends implement."""
+
+    redactor: Redactor
 
     @abstractmethod
     def _write(self) -> Any:
@@ -57,6 +60,7 @@ class DatasetStore(ABC):
             return self._register_on(conn, dataset)
 
     def _register_on(self, conn: Any, dataset: Dataset) -> bool:
+        dataset = self.redactor.dataset(dataset)
         counts = Counter(c.case_id for c in dataset.cases)
         dupes = sorted(case_id for case_id, n in counts.items() if n > 1)
         if dupes:

@@ -19,6 +19,7 @@ from agentdocket.store.base import EVENT_COLUMNS, JSON_COLUMNS, TIME_COLUMNS, St
 from agentdocket.store.config import display_url, parse_url, psycopg_conninfo
 from agentdocket.store.errors import StoreError
 from agentdocket.store.projections import Projection, project
+from agentdocket.store.redaction import Redactor
 
 EVENT_TYPES = ["uuid", "text", "text", "text", "int8", "timestamptz", "text", "int2", "jsonb"]
 TYPES = {
@@ -55,8 +56,8 @@ class PostgresStore(Store):
     least = "least"
     greatest = "greatest"
 
-    def __init__(self, url: str) -> None:
-        super().__init__(url)
+    def __init__(self, url: str, redactor: Redactor | None = None) -> None:
+        super().__init__(url, redactor)
         self._conninfo = psycopg_conninfo(parse_url(url))
         try:
             self._conn = psycopg.connect(self._conninfo, autocommit=True)

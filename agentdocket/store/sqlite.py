@@ -17,6 +17,7 @@ from agentdocket.events import Event, format_ts
 from agentdocket.store.base import EVENT_COLUMNS, JSON_COLUMNS, TIME_COLUMNS, Store, dumps
 from agentdocket.store.config import parse_url, sqlite_path
 from agentdocket.store.projections import Projection, project
+from agentdocket.store.redaction import Redactor
 
 BOOL_COLUMNS = frozenset({"passed"})
 CHUNK = 500  # bound parameters per IN (...) lookup
@@ -35,8 +36,8 @@ class SqliteStore(Store):
     least = "min"
     greatest = "max"
 
-    def __init__(self, url: str) -> None:
-        super().__init__(url)
+    def __init__(self, url: str, redactor: Redactor | None = None) -> None:
+        super().__init__(url, redactor)
         self.path = sqlite_path(parse_url(url))
         self._conn = sqlite3.connect(
             self.path, isolation_level=None, timeout=60, check_same_thread=False

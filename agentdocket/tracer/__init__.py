@@ -27,6 +27,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from typing_extensions import Unpack
 
+from agentdocket.store.redaction import Redactor
 from agentdocket.tracer.api import Run, RunOptions, Tracer, current_run
 from agentdocket.tracer.exporter import (
     CountingBatchSpanProcessor,
@@ -105,12 +106,15 @@ def configure(
     provider: TracerProvider | None = None,
     set_global: bool = True,
     max_rows: int = 20,
+    redactor: Redactor | None = None,
 ) -> Configured:
     """Record spans into agentdocket's store in one call.
 
     The exporter goes behind a ``BatchSpanProcessor`` (queue ``max_queue_size``; drops are
     counted) on ``provider``; else on the global provider when it is an SDK provider; else on a
     new provider, made global when ``set_global``. ``tracer.run(...)`` then records through it.
+    ``redactor`` (default: the rules ``AGENTDOCKET_REDACT`` chooses) is applied to every event
+    before it is stored or spooled.
     """
     global _default, _configured
     with _lock:
@@ -123,6 +127,7 @@ def configure(
             database_url,
             spool_dir=spool_dir,
             spool_max_bytes=spool_max_bytes,
+            redactor=redactor,
             keep_unrecognized=keep_unrecognized,
         )
         processor = CountingBatchSpanProcessor(

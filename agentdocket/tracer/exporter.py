@@ -31,6 +31,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from agentdocket.events import Event, TelemetryDropped, format_ts
 from agentdocket.store import Store, database_url, display_url, open_store
 from agentdocket.store.config import parse_url
+from agentdocket.store.redaction import Redactor
 from agentdocket.tracer.mapping import spans_to_events
 from agentdocket.tracer.spool import DEFAULT_MAX_BYTES, Spool
 
@@ -89,6 +90,8 @@ class StoreSpanExporter(SpanExporter):
     are dropped and counted, and the count is stored as a ``telemetry.dropped`` event once the
     database is back. ``keep_unrecognized`` keeps spans that are neither ours nor OpenInference
     nor GenAI as generic ``step`` events (off by default: a host's HTTP spans are not steps).
+    ``redactor`` (default: ``AGENTDOCKET_REDACT``'s rules) is applied before anything is stored
+    or spooled.
     """
 
     def __init__(
@@ -102,13 +105,15 @@ class StoreSpanExporter(SpanExporter):
         retry_max_s: float = 30.0,
         replay_on_start: bool = True,
         store_factory: Callable[[str], Store] | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.url = _with_connect_timeout(database_url(url))
         directory = Path(spool_dir) if spool_dir else default_spool_dir(self.url)
-        self.spool = Spool(directory, spool_max_bytes)
+        self.redactor = redactor if redactor is not None else Redactor.from_env()
+        self.spool = Spool(directory, spool_max_bytes, self.redactor)
         self.keep_unrecognized = keep_unrecognized
         self.stats = ExportStats()
-        self._open = store_factory or (lambda url: open_store(url))
+        self._open = store_factory or (lambda url: open_store(url, redactor=self.redactor))
         self._store: Store | None = None
         self._lock = threading.RLock()
         self._retry_initial = retry_initial_s

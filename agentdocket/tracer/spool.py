@@ -28,6 +28,7 @@ from pathlib import Path
 import orjson
 
 from agentdocket.events import Event, event_from_json, event_to_json
+from agentdocket.store.redaction import Redactor
 
 log = logging.getLogger("agentdocket.tracer")
 
@@ -41,9 +42,16 @@ REPLAY_CHUNK = 5_000  # events handed to the store per append when replaying
 class Spool:
     """The spool directory, and this process's file in it."""
 
-    def __init__(self, directory: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        redactor: Redactor | None = None,
+    ) -> None:
         self.directory = Path(directory)
         self.max_bytes = max_bytes
+        # Secrets never reach the disk either (AGENTDOCKET_REDACT's rules by default).
+        self.redactor = redactor if redactor is not None else Redactor.from_env()
         self._lock = threading.Lock()
         self._new_file()
 
@@ -60,6 +68,8 @@ class Spool:
     def append(self, events: list[Event]) -> bool:
         """Write a batch durably. False (nothing written) when the spool would pass its maximum
         size; raises ``OSError`` when the file cannot be written."""
+        if self.redactor.active:
+            events = self.redactor.events(events)
         body = orjson.dumps([event_to_json(e) for e in events])
         record = HEADER.pack(MAGIC, len(body), zlib.crc32(body)) + body
         with self._lock:
