@@ -228,7 +228,7 @@ def test_a_verdict_is_tagged_and_its_input_hash_is_stable(
     assert first is not None and again is not None
     assert (first.scorer, first.scorer_version, first.subject_trace_id) == (
         "tools.slot_fill",
-        "1",
+        "2",
         trace.trace_id,
     )
     assert first.input_hash == again.input_hash

@@ -152,7 +152,12 @@ def test_an_instrumented_run_lands_as_the_expected_events(recorder: Recorder) ->
     assert (llm["model"], llm["role"], llm["temperature"]) == ("m-resp", "response_former", 0.2)
     assert (llm["input_tokens"], llm["output_tokens"]) == (12, 4)
     assert llm["output_messages"][0]["content"] == "There are 2."
-    assert by_kind["plan"][0].payload["steps"][1] == {"tool": "answer", "text": "say it"}
+    assert by_kind["plan"][0].payload["steps"][1] == {
+        "tool": "answer",
+        "text": "say it",
+        "arguments": None,
+        "call_id": None,
+    }
     assert by_kind["response"][0].payload["text"] == "There are 2 singers from France."
     assert run is not None
     assert (run["agent"], run["agent_version"], run["strategy"]) == ("qa", "1.2", "sequential")

@@ -41,6 +41,10 @@ class PlanStep:
 
     tool: str | None = field("tool the step uses", None)
     text: str | None = field("the step in words", None)
+    arguments: dict[str, Any] | None = field(
+        "arguments the step intends to pass (a model's tool call)", None
+    )
+    call_id: str | None = field("id of the tool call the step requests, when it has one", None)
 
     def __post_init__(self) -> None:
         if self.tool is None and self.text is None:

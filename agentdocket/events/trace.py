@@ -94,7 +94,12 @@ class Trace:
     def plan(self) -> list[PlanStep]:
         """All planned steps in order (an iterative agent plans one step at a time)."""
         return [
-            PlanStep(tool=step.get("tool"), text=step.get("text"))
+            PlanStep(
+                tool=step.get("tool"),
+                text=step.get("text"),
+                arguments=step.get("arguments"),
+                call_id=step.get("call_id"),
+            )
             for e in self.events
             if e.kind == "plan"
             for step in e.payload["steps"]
@@ -105,15 +110,27 @@ class Trace:
         returned: dict[str, Mapping[str, Any]] = {}
         for e in self.of_kind(ToolReturned.KIND):
             returned.setdefault(e.payload["call_id"], e.payload)
+        # Some instrumentations record a one-argument tool's input as the bare value
+        # (OpenInference's LangChain instrumentation does); the model's tool call with the same
+        # id, recorded as a plan step, still has the named arguments.
+        requested: dict[str, Any] = {
+            step["call_id"]: step["arguments"]
+            for e in self.of_kind("plan")
+            for step in e.payload["steps"]
+            if step.get("call_id") is not None and isinstance(step.get("arguments"), dict)
+        }
         calls = []
         for e in self.of_kind(ToolCalled.KIND):
             called = e.payload
             ret = returned.get(called["call_id"])
+            arguments = called.get("arguments", {})
+            if not isinstance(arguments, dict):
+                arguments = requested.get(called["call_id"], arguments)
             calls.append(
                 ToolCall(
                     call_id=called["call_id"],
                     tool=called["tool"],
-                    arguments=called.get("arguments", {}),
+                    arguments=arguments,
                     span_id=e.span_id,
                     result=ret.get("result") if ret else None,
                     error=ret.get("error") if ret else None,

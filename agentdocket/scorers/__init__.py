@@ -62,12 +62,12 @@ register(
 register(
     Scorer(
         "tools.slot_fill",
-        "1",
+        "2",  # 2 reads plan steps: a call recorded with a bare value takes its model's arguments
         "every expected call matched by a distinct executed call with equal arguments "
         "(the case's rules), in any order",
         slot_fill,
         config=MINILM,
-        inputs=("tool.called", "case"),
+        inputs=("plan", "tool.called", "case"),
         metrics={"matched_fraction": ("matched_fraction", "mean")},
     )
 )

@@ -49,6 +49,7 @@ DOCUMENT_SCORE: Final = "document.score"
 DOCUMENT_CONTENT: Final = "document.content"
 DOCUMENT_METADATA: Final = "document.metadata"
 AGENT_NAME: Final = "agent.name"
+SERVICE_NAME: Final = "service.name"  # a resource attribute; the receiver passes it on
 
 OI_AGENT: Final = "AGENT"
 OI_CHAIN: Final = "CHAIN"
@@ -99,6 +100,8 @@ STRATEGY: Final = "agentdocket.run.strategy"
 MODEL_PREFIX: Final = "agentdocket.run.model."  # + role
 RUN_ATTRIBUTES: Final = "agentdocket.run.attributes"  # JSON object
 RUN_STATUS: Final = "agentdocket.run.status"
+AGENT: Final = "agentdocket.agent"  # in a foreign run's metadata
+AGENT_VERSION: Final = "agentdocket.agent_version"  # in a foreign run's metadata
 DATASET: Final = "agentdocket.dataset"
 DATASET_VERSION: Final = "agentdocket.dataset_version"
 CASE_ID: Final = "agentdocket.case_id"

@@ -38,7 +38,14 @@ def read_messages(
     if isinstance(structured, list):
         for m in structured:
             if isinstance(m, dict):
-                out.append({"role": str(m.get("role", "user")), "content": _parts_text(m)})
+                message: dict[str, Any] = {
+                    "role": str(m.get("role", "user")),
+                    "content": _parts_text(m),
+                }
+                calls = _parts_tool_calls(m)
+                if calls:
+                    message["tool_calls"] = calls
+                out.append(message)
         return out
     for m in A.indexed(attrs, f"gen_ai.{old_prefix}"):
         out.append({"role": str(m.get("role", "user")), "content": str(m.get("content", ""))})
@@ -84,3 +91,74 @@ def _parts_text(message: Mapping[str, Any]) -> str:
 
 def _drop_none(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in m.items() if v is not None} for m in messages]
+
+
+def _parts_tool_calls(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """GenAI's ``{"type": "tool_call", "id", "name", "arguments"}`` parts."""
+    parts = message.get("parts")
+    if not isinstance(parts, list):
+        return []
+    calls = []
+    for p in parts:
+        if isinstance(p, dict) and p.get("type") == "tool_call" and p.get("name"):
+            call = {"name": str(p["name"]), "arguments": jsonable(A.loads(p.get("arguments")))}
+            if p.get("id") is not None:
+                call["id"] = str(p["id"])
+            calls.append(call)
+    return calls
+
+
+def message_fields(value: Any) -> Mapping[str, Any] | None:
+    """A chat message's fields from its serialised forms: LangChain's ``dumpd`` constructor
+    (``{"lc": 1, "id": [..., "AIMessage"], "kwargs": {...}}``), OpenInference's
+    ``{"type": ..., "data": {...}}``, or a plain ``{"type"/"role": ..., "content": ...}``."""
+    if not isinstance(value, Mapping):
+        return None
+    if value.get("lc") == 1 and isinstance(value.get("kwargs"), Mapping):
+        return value["kwargs"]  # type: ignore[no-any-return]
+    if isinstance(value.get("data"), Mapping) and "content" in value["data"]:
+        return value["data"]  # type: ignore[no-any-return]
+    if "content" in value and ("type" in value or "role" in value):
+        return value
+    return None
+
+
+def content_text(content: Any) -> str:
+    """A message's content as text: a string, or the text of its content blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            b if isinstance(b, str) else str(b.get("text", ""))
+            for b in content
+            if isinstance(b, str) or (isinstance(b, Mapping) and b.get("type") == "text")
+        ]
+        return "".join(texts)
+    return "" if content is None else A.dumps(content)
+
+
+def answer_text(value: Any) -> str:
+    """The answer an agent's output holds: the text itself, the ``output`` (or ``answer``)
+    member, the last of its ``messages``, a message's content; else the value as JSON."""
+    if isinstance(value, str):
+        return value
+    fields = message_fields(value)
+    if fields is not None:
+        return content_text(fields.get("content"))
+    if isinstance(value, Mapping):
+        for key in ("output", "answer", "response", "result", "text", "content", "messages"):
+            if key in value:
+                return answer_text(value[key])
+        if len(value) == 1:
+            return answer_text(next(iter(value.values())))
+    if isinstance(value, list) and value:
+        return answer_text(value[-1])
+    return "" if value is None else A.dumps(value)
+
+
+def tool_message(value: Any) -> Mapping[str, Any] | None:
+    """The fields of a serialised LangChain ``ToolMessage`` (a tool's result), else None."""
+    fields = message_fields(value)
+    if fields is None or not ("tool_call_id" in fields or fields.get("type") == "tool"):
+        return None
+    return fields

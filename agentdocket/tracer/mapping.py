@@ -18,11 +18,13 @@ from opentelemetry.trace import SpanContext, Status, StatusCode
 from agentdocket.events import Event, PayloadError, validate_payload
 from agentdocket.tracer import attributes as A
 from agentdocket.tracer.decode import (
+    answer_text,
     attribute_json,
     jsonable,
     opt_int,
     opt_str,
     read_messages,
+    tool_message,
 )
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -155,7 +157,8 @@ class _Mapper:
     def foreign_handler(self, keep_unrecognized: bool) -> Any:
         oi = self.attrs.get(A.OI_SPAN_KIND)
         op = self.attrs.get(A.GEN_AI_OPERATION)
-        if oi == A.OI_AGENT or op == A.OP_INVOKE_AGENT:
+        if oi in (A.OI_AGENT, A.OI_CHAIN) or op == A.OP_INVOKE_AGENT:
+            # A trace's root agent or chain is the run (LangChain's root is often a chain).
             return _Mapper.run if self.parent is None else _Mapper.generic
         if oi == A.OI_TOOL or op == A.OP_EXECUTE_TOOL:
             return _Mapper.tool
@@ -175,24 +178,39 @@ class _Mapper:
         }
         extra = A.loads(self.attrs.get(A.RUN_ATTRIBUTES))
         question = self.attrs.get(A.INPUT_VALUE)
+        if not self.ours:
+            question = answer_text(self.value(A.INPUT_VALUE, A.INPUT_MIME))
+        # Foreign runs name their case in span attributes or in OpenInference's metadata (where
+        # LangChain's ``config={"metadata": {...}}`` lands).
+        meta = A.loads(self.attrs.get(A.METADATA))
+        meta = meta if isinstance(meta, dict) and not self.ours else {}
+
+        def setting(key: str, *more: str) -> str | None:
+            return opt_str(self.get(key, *more) or meta.get(key))
+
         started = {
-            "agent": str(self.get(A.GEN_AI_AGENT_NAME, A.AGENT_NAME) or self.span.name),
-            "agent_version": opt_str(self.get(A.GEN_AI_AGENT_VERSION)),
-            "strategy": opt_str(self.get(A.STRATEGY)),
+            "agent": str(
+                self.get(A.GEN_AI_AGENT_NAME, A.AGENT_NAME)
+                or meta.get(A.AGENT)
+                or self.attrs.get(A.SERVICE_NAME)
+                or self.span.name
+            ),
+            "agent_version": setting(A.GEN_AI_AGENT_VERSION, A.AGENT_VERSION),
+            "strategy": setting(A.STRATEGY),
             "models": models,
             "question": opt_str(question),
-            "dataset": opt_str(self.get(A.DATASET)),
-            "dataset_version": opt_str(self.get(A.DATASET_VERSION)),
-            "case_id": opt_str(self.get(A.CASE_ID)),
+            "dataset": setting(A.DATASET),
+            "dataset_version": setting(A.DATASET_VERSION),
+            "case_id": setting(A.CASE_ID),
             "attributes": extra if isinstance(extra, dict) else {},
         }
         status = self.attrs.get(A.RUN_STATUS)
         if status not in ("ok", "error", "cancelled"):
             status = "error" if self.error is not None else "ok"
         events = [self.event("run.started", started, seq=0 if self.ours else None)]
-        output = self.attrs.get(A.OUTPUT_VALUE)
-        if not self.ours and output is not None:
-            events.append(self.event("response", {"text": str(output)}, at_end=True))
+        if not self.ours and self.attrs.get(A.OUTPUT_VALUE) is not None:
+            output = answer_text(self.value(A.OUTPUT_VALUE, A.OUTPUT_MIME))
+            events.append(self.event("response", {"text": output}, at_end=True))
         events.append(
             self.event(
                 "run.finished",
@@ -204,7 +222,6 @@ class _Mapper:
         return events
 
     def tool(self) -> list[Event]:
-        call_id = str(self.get(A.GEN_AI_TOOL_CALL_ID, A.TOOL_CALL_ID) or self.span_id)
         name = str(self.get(A.TOOL_NAME, A.GEN_AI_TOOL_NAME) or self.span.name)
         raw_args = self.get(A.INPUT_VALUE, A.GEN_AI_TOOL_CALL_ARGUMENTS)
         args = A.loads(raw_args)
@@ -214,6 +231,13 @@ class _Mapper:
             result = self.value(A.OUTPUT_VALUE, A.OUTPUT_MIME)
         else:
             result = A.loads(self.attrs.get(A.GEN_AI_TOOL_CALL_RESULT))
+        call_id = self.get(A.GEN_AI_TOOL_CALL_ID, A.TOOL_CALL_ID)
+        if not self.ours:  # LangChain's tool result is a ToolMessage naming its call
+            message = tool_message(result)
+            if message is not None:
+                call_id = call_id or message.get("tool_call_id")
+                result = message.get("content", result)
+        call_id = str(call_id or self.span_id)
         called = {"call_id": call_id, "tool": name, "arguments": args}
         returned = {
             "call_id": call_id,
@@ -293,7 +317,22 @@ class _Mapper:
             "error": self.error,
             "attributes": extra,
         }
-        return [self.event("llm.called", payload)]
+        outputs: list[dict[str, Any]] = payload["output_messages"]  # type: ignore[assignment]
+        events = [self.event("llm.called", payload)]
+        if not self.ours:  # a foreign model's tool calls are the agent's plan
+            steps = [
+                {
+                    "tool": str(call["name"]),
+                    "arguments": args if isinstance(args := call.get("arguments"), dict) else None,
+                    "call_id": opt_str(call.get("id")),
+                }
+                for m in outputs
+                for call in m.get("tool_calls", ())
+                if isinstance(call, dict) and call.get("name")
+            ]
+            if steps:
+                events.append(self.event("plan", {"steps": steps}, at_end=True))
+        return events
 
     def plan(self) -> list[Event]:
         steps = self.value(A.OUTPUT_VALUE, A.OUTPUT_MIME)
