@@ -13,6 +13,7 @@ from agentdocket.commands import grammar as grammar_commands
 from agentdocket.commands import runs as runs_commands
 from agentdocket.commands import scoring, transfer
 from agentdocket.commands.common import console, err, open_from
+from agentdocket.commands.serve import serve
 from agentdocket.events import PAYLOAD_TYPES, json_schema
 from agentdocket.store import ConfigError, StoreError, database_url, display_url
 
@@ -168,3 +169,4 @@ for command in scoring.COMMANDS:
     main.add_command(command)
 main.add_command(examine_commands.examine)
 main.add_command(grammar_commands.grammar)
+main.add_command(serve)

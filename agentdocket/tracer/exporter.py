@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
 from opentelemetry.sdk.trace import ReadableSpan
@@ -38,6 +38,9 @@ from agentdocket.tracer.spool import DEFAULT_MAX_BYTES, Spool
 log = logging.getLogger("agentdocket.tracer")
 
 SPOOL_ENV = "AGENTDOCKET_SPOOL_DIR"
+# What became of a batch: in the database, in the spool, lost (spool full or unwritable), or
+# nothing to deliver and the database unreachable.
+Delivered = Literal["stored", "spooled", "dropped", "unavailable"]
 CONNECT_TIMEOUT_S = 5
 
 
@@ -169,7 +172,7 @@ class StoreSpanExporter(SpanExporter):
         try:
             with self._lock:
                 self._retry_at = 0.0
-                return self._deliver([], 0)
+                return self._deliver([], 0) == "stored"
         finally:
             detach(token)
 
@@ -186,8 +189,26 @@ class StoreSpanExporter(SpanExporter):
         self._collect_queue_drops()
         self._deliver(events, len(spans))
 
-    def _deliver(self, events: list[Event], n_spans: int) -> bool:
-        """Store ``events`` (after the spool), or spool them; True when all reached the store."""
+    def deliver(self, events: list[Event], n_spans: int = 0) -> Delivered:
+        """Store ``events`` now, else spool them: what became of them. For callers that hold
+        their events until told they are safe (the OTLP receiver answers 200 only for "stored"
+        or "spooled"). With ``n_spans`` 0, events that could not be kept are not counted as
+        dropped: the caller still has them. Never raises."""
+        token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+        try:
+            with self._lock:
+                self.stats.spans += n_spans
+                self.stats.events += len(events)
+                return self._deliver(events, n_spans)
+        except Exception:
+            self.stats.failures += 1
+            log.exception("agentdocket: delivering %d events failed", len(events))
+            return "dropped"
+        finally:
+            detach(token)
+
+    def _deliver(self, events: list[Event], n_spans: int) -> Delivered:
+        """Store ``events`` (after the spool), or spool them."""
         if time.monotonic() >= self._retry_at:
             try:
                 store = self._connect()
@@ -198,23 +219,24 @@ class StoreSpanExporter(SpanExporter):
                     self.stats.delivered += len(events)
                 self._report_drops(store)
                 self._backoff = self._retry_initial
-                return True
+                return "stored"
             except Exception as exc:
                 self._failed(exc)
-        if events:
-            self._spool(events, n_spans)
-        return False
+        if not events:
+            return "unavailable"
+        return "spooled" if self._spool(events, n_spans) else "dropped"
 
-    def _spool(self, events: list[Event], n_spans: int) -> None:
+    def _spool(self, events: list[Event], n_spans: int) -> bool:
         try:
             if self.spool.append(events):
                 self.stats.spooled += len(events)
-                return
+                return True
             reason = "spool_full"
         except OSError:
             log.exception("agentdocket: could not write the spool %s", self.spool.path)
             reason = "spool_error"
         self._dropped(reason, n_spans)
+        return False
 
     def _connect(self) -> Store:
         if self._store is None:

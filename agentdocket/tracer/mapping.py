@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from opentelemetry.trace import SpanContext, Status, StatusCode
 
-from agentdocket.events import Event, PayloadError, validate_payload
+from agentdocket.events import Event, validate_payload
 from agentdocket.tracer import attributes as A
 from agentdocket.tracer.decode import (
     answer_text,
@@ -76,8 +76,12 @@ def span_to_events(span: SpanLike, *, keep_unrecognized: bool = False) -> list[E
             return []
     try:
         return handler(m)
-    except (PayloadError, ValueError, TypeError, KeyError) as exc:
-        return m.generic(problem=f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # foreign data of any shape: kept, with the problem noted
+        problem = f"{type(exc).__name__}: {exc}"
+    try:
+        return m.generic(problem=problem)
+    except Exception:  # attributes no payload can hold: the step without them
+        return m.generic(problem=problem, keep_attributes=False)
 
 
 def _plain_attributes(span: SpanLike) -> dict[str, Any]:
@@ -178,7 +182,7 @@ class _Mapper:
         }
         extra = A.loads(self.attrs.get(A.RUN_ATTRIBUTES))
         question = self.attrs.get(A.INPUT_VALUE)
-        if not self.ours:
+        if not self.ours and question is not None:
             question = answer_text(self.value(A.INPUT_VALUE, A.INPUT_MIME))
         # Foreign runs name their case in span attributes or in OpenInference's metadata (where
         # LangChain's ``config={"metadata": {...}}`` lands).
@@ -352,8 +356,10 @@ class _Mapper:
     def response(self) -> list[Event]:
         return [self.event("response", {"text": str(self.attrs.get(A.OUTPUT_VALUE, ""))})]
 
-    def generic(self, problem: str | None = None) -> list[Event]:
-        attributes = {k: attribute_json(v) for k, v in self.attrs.items()}
+    def generic(self, problem: str | None = None, keep_attributes: bool = True) -> list[Event]:
+        attributes = (
+            {k: attribute_json(v) for k, v in self.attrs.items()} if keep_attributes else {}
+        )
         if problem is not None:
             attributes[MAPPING_ERROR] = problem
         payload = {

@@ -1,0 +1,325 @@
+"""OTLP trace requests (``ExportTraceServiceRequest``, protobuf or JSON) as spans the tracer's
+mapping reads.
+
+Decoding is strict about what the mapping relies on: trace and span ids of the right length and
+not all zero, names that are strings, times that are integers. Anything else fails the whole
+request with an :class:`OtlpDecodeError` naming the place (``resourceSpans[0].scopeSpans[1]
+.spans[3].traceId``), so that nothing of a rejected request is stored. Attribute values are
+taken as they come (arrays and key-value lists included); the resource's ``service.name`` is
+passed on to each span that does not set it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from opentelemetry.trace import SpanContext, Status, StatusCode
+
+SERVICE_NAME = "service.name"
+_STATUS = {0: StatusCode.UNSET, 1: StatusCode.OK, 2: StatusCode.ERROR}
+_STATUS_NAMES = {
+    "STATUS_CODE_UNSET": 0,
+    "STATUS_CODE_OK": 1,
+    "STATUS_CODE_ERROR": 2,
+}
+_MAX_DEPTH = 32  # nesting of array / key-value list attribute values
+
+
+class OtlpDecodeError(ValueError):
+    """The request is not a valid OTLP trace export; the message names the place."""
+
+
+@dataclass(slots=True)
+class ReceivedSpan:
+    """A span as received: what :func:`agentdocket.tracer.mapping.span_to_events` reads."""
+
+    name: str
+    context: SpanContext
+    parent: SpanContext | None
+    attributes: dict[str, Any]
+    start_time: int
+    end_time: int
+    status: Status
+
+
+def _context(trace_id: bytes, span_id: bytes) -> SpanContext:
+    return SpanContext(
+        trace_id=int.from_bytes(trace_id, "big"),
+        span_id=int.from_bytes(span_id, "big"),
+        is_remote=True,
+    )
+
+
+def _check_ids(trace_id: bytes, span_id: bytes, parent: bytes, where: str) -> None:
+    if len(trace_id) != 16 or not any(trace_id):
+        raise OtlpDecodeError(f"{where}.traceId: expected 16 bytes, not all zero")
+    if len(span_id) != 8 or not any(span_id):
+        raise OtlpDecodeError(f"{where}.spanId: expected 8 bytes, not all zero")
+    if parent and (len(parent) != 8 or not any(parent)):
+        raise OtlpDecodeError(f"{where}.parentSpanId: expected 8 bytes, not all zero, or empty")
+
+
+def _span(
+    *,
+    name: Any,
+    trace_id: bytes,
+    span_id: bytes,
+    parent: bytes,
+    attributes: dict[str, Any],
+    start: Any,
+    end: Any,
+    code: int,
+    message: Any,
+    service: Any,
+    where: str,
+) -> ReceivedSpan:
+    _check_ids(trace_id, span_id, parent, where)
+    if not isinstance(name, str):
+        raise OtlpDecodeError(f"{where}.name: expected a string")
+    for field, value in (("startTimeUnixNano", start), ("endTimeUnixNano", end)):
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**64:
+            raise OtlpDecodeError(f"{where}.{field}: expected an unsigned 64-bit integer")
+    if code not in _STATUS:
+        raise OtlpDecodeError(f"{where}.status.code: {code!r} is not 0, 1 or 2")
+    if message is not None and not isinstance(message, str):
+        raise OtlpDecodeError(f"{where}.status.message: expected a string")
+    if service is not None and SERVICE_NAME not in attributes:
+        attributes[SERVICE_NAME] = service
+    context = _context(trace_id, span_id)
+    return ReceivedSpan(
+        name=name,
+        context=context,
+        parent=_context(trace_id, parent) if parent else None,
+        attributes=attributes,
+        start_time=start,
+        end_time=max(end, start),
+        status=Status(_STATUS[code], message or None) if code == 2 else Status(_STATUS[code]),
+    )
+
+
+# --- protobuf -----------------------------------------------------------------------------------
+
+
+def decode_protobuf(body: bytes) -> list[ReceivedSpan]:
+    """The spans of a binary ``ExportTraceServiceRequest``."""
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise OtlpDecodeError(f"body: not an ExportTraceServiceRequest ({exc})") from None
+    spans = []
+    for ri, rs in enumerate(request.resource_spans):
+        resource = _pb_attributes(rs.resource.attributes, f"resourceSpans[{ri}].resource")
+        service = resource.get(SERVICE_NAME)
+        for si, ss in enumerate(rs.scope_spans):
+            for pi, sp in enumerate(ss.spans):
+                where = f"resourceSpans[{ri}].scopeSpans[{si}].spans[{pi}]"
+                spans.append(
+                    _span(
+                        name=sp.name,
+                        trace_id=sp.trace_id,
+                        span_id=sp.span_id,
+                        parent=sp.parent_span_id,
+                        attributes=_pb_attributes(sp.attributes, where),
+                        start=sp.start_time_unix_nano,
+                        end=sp.end_time_unix_nano,
+                        code=sp.status.code,
+                        message=sp.status.message,
+                        service=service,
+                        where=where,
+                    )
+                )
+    return spans
+
+
+def _pb_attributes(items: Any, where: str) -> dict[str, Any]:
+    return {kv.key: _pb_value(kv.value, f"{where}.attributes[{kv.key!r}]", 0) for kv in items}
+
+
+def _pb_value(value: Any, where: str, depth: int) -> Any:
+    if depth > _MAX_DEPTH:
+        raise OtlpDecodeError(f"{where}: nested deeper than {_MAX_DEPTH} levels")
+    which = value.WhichOneof("value")
+    if which is None:
+        return None
+    if which == "array_value":
+        return [_pb_value(v, where, depth + 1) for v in value.array_value.values]
+    if which == "kvlist_value":
+        return {kv.key: _pb_value(kv.value, where, depth + 1) for kv in value.kvlist_value.values}
+    if which == "bytes_value":
+        return base64.b64encode(value.bytes_value).decode()
+    return getattr(value, which)
+
+
+# --- JSON ---------------------------------------------------------------------------------------
+
+
+def decode_json(body: bytes) -> list[ReceivedSpan]:
+    """The spans of an OTLP/JSON ``ExportTraceServiceRequest`` (ids as hex; 64-bit integers as
+    numbers or decimal strings; lowerCamelCase member names, or the protobuf field names)."""
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise OtlpDecodeError(f"body: not JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise OtlpDecodeError("body: expected a JSON object")
+    spans = []
+    for ri, rs in _items(doc, "resourceSpans", "resource_spans", "body"):
+        rwhere = f"resourceSpans[{ri}]"
+        resource = _member(rs, "resource", "resource", rwhere, dict) or {}
+        attrs = _json_attributes(resource, f"{rwhere}.resource")
+        service = attrs.get(SERVICE_NAME)
+        for si, ss in _items(rs, "scopeSpans", "scope_spans", rwhere):
+            swhere = f"{rwhere}.scopeSpans[{si}]"
+            for pi, sp in _items(ss, "spans", "spans", swhere):
+                where = f"{swhere}.spans[{pi}]"
+                status = _member(sp, "status", "status", where, dict) or {}
+                spans.append(
+                    _span(
+                        name=_member(sp, "name", "name", where, str) or "",
+                        trace_id=_hex(sp, "traceId", "trace_id", 16, where),
+                        span_id=_hex(sp, "spanId", "span_id", 8, where),
+                        parent=_hex(sp, "parentSpanId", "parent_span_id", 8, where, True),
+                        attributes=_json_attributes(sp, where),
+                        start=_uint(sp, "startTimeUnixNano", "start_time_unix_nano", where),
+                        end=_uint(sp, "endTimeUnixNano", "end_time_unix_nano", where),
+                        code=_status_code(status, f"{where}.status"),
+                        message=_member(status, "message", "message", f"{where}.status", str),
+                        service=service,
+                        where=where,
+                    )
+                )
+    return spans
+
+
+def _member(obj: Mapping[str, Any], camel: str, snake: str, where: str, kind: type) -> Any:
+    value = obj.get(camel, obj.get(snake))
+    if value is not None and not isinstance(value, kind):
+        raise OtlpDecodeError(f"{where}.{camel}: expected {_kind_name(kind)}")
+    return value
+
+
+def _kind_name(kind: type) -> str:
+    names: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
+    return names.get(kind, kind.__name__)
+
+
+def _items(obj: Any, camel: str, snake: str, where: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    values = _member(obj, camel, snake, where, list) or []
+    for i, item in enumerate(values):
+        if not isinstance(item, dict):
+            raise OtlpDecodeError(f"{where}.{camel}[{i}]: expected an object")
+        yield i, item
+
+
+def _hex(
+    obj: Mapping[str, Any], camel: str, snake: str, size: int, where: str, optional: bool = False
+) -> bytes:
+    value = _member(obj, camel, snake, where, str)
+    if not value:
+        if optional:
+            return b""
+        raise OtlpDecodeError(f"{where}.{camel}: missing")
+    try:
+        raw = bytes.fromhex(value)
+    except ValueError:
+        raw = b""
+    if len(raw) != size:
+        # Some producers send protobuf-JSON's base64 for bytes; accept it when it fits.
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raw = b""
+        if len(raw) != size:
+            raise OtlpDecodeError(f"{where}.{camel}: expected {2 * size} hex digits")
+    return raw
+
+
+def _uint(obj: Mapping[str, Any], camel: str, snake: str, where: str) -> int:
+    value = obj.get(camel, obj.get(snake, 0))
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise OtlpDecodeError(f"{where}.{camel}: expected an unsigned 64-bit integer")
+
+
+def _status_code(status: Mapping[str, Any], where: str) -> int:
+    code = status.get("code", 0)
+    if isinstance(code, str):
+        if code not in _STATUS_NAMES:
+            raise OtlpDecodeError(f"{where}.code: unknown status {code!r}")
+        return _STATUS_NAMES[code]
+    if not isinstance(code, int) or isinstance(code, bool):
+        raise OtlpDecodeError(f"{where}.code: expected an integer")
+    return code
+
+
+def _json_attributes(obj: Mapping[str, Any], where: str, depth: int = 0) -> dict[str, Any]:
+    out = {}
+    for i, kv in _items(obj, "attributes", "attributes", where):
+        key = kv.get("key")
+        if not isinstance(key, str):
+            raise OtlpDecodeError(f"{where}.attributes[{i}].key: expected a string")
+        out[key] = _json_value(kv.get("value"), f"{where}.attributes[{key!r}]", depth)
+    return out
+
+
+_SCALARS = {
+    "stringValue": str,
+    "string_value": str,
+    "boolValue": bool,
+    "bool_value": bool,
+    "doubleValue": float,
+    "double_value": float,
+}
+
+
+def _json_value(value: Any, where: str, depth: int) -> Any:
+    if depth > _MAX_DEPTH:
+        raise OtlpDecodeError(f"{where}: nested deeper than {_MAX_DEPTH} levels")
+    if value is None or value == {}:
+        return None
+    if not isinstance(value, dict) or len(value) != 1:
+        raise OtlpDecodeError(f"{where}: expected an AnyValue object with one member")
+    [(kind, v)] = value.items()
+    if kind in _SCALARS:
+        want = _SCALARS[kind]
+        if want is float and isinstance(v, int | str) and not isinstance(v, bool):
+            try:
+                return float(v)  # JSON numbers without a point; "NaN" / "Infinity"
+            except ValueError:
+                pass
+        if not isinstance(v, want) or (want is not bool and isinstance(v, bool)):
+            raise OtlpDecodeError(f"{where}.{kind}: expected {want.__name__}")
+        return v
+    if kind in ("intValue", "int_value"):
+        if isinstance(v, str) and v.lstrip("-").isdigit():
+            v = int(v)
+        if not isinstance(v, int) or isinstance(v, bool) or not -(2**63) <= v < 2**63:
+            raise OtlpDecodeError(f"{where}.{kind}: expected a 64-bit integer")
+        return v
+    if kind in ("arrayValue", "array_value", "kvlistValue", "kvlist_value"):
+        if not isinstance(v, dict):
+            raise OtlpDecodeError(f"{where}.{kind}: expected an object")
+        values = v.get("values", [])
+        if not isinstance(values, list):
+            raise OtlpDecodeError(f"{where}.{kind}.values: expected an array")
+        if kind.startswith("array"):
+            return [_json_value(x, where, depth + 1) for x in values]
+        return _json_attributes({"attributes": values}, where, depth + 1)
+    if kind in ("bytesValue", "bytes_value"):
+        if not isinstance(v, str):
+            raise OtlpDecodeError(f"{where}.{kind}: expected base64 text")
+        return v
+    raise OtlpDecodeError(f"{where}: unknown AnyValue member {kind!r}")

@@ -1,0 +1,241 @@
+"""``agentdocket serve``: an OTLP/HTTP trace receiver (Starlette under uvicorn).
+
+``POST /v1/traces`` takes an ``ExportTraceServiceRequest`` as protobuf
+(``application/x-protobuf``) or JSON (``application/json``), plain, gzip or deflate. Its spans
+go through the tracer's mapping (OpenInference, GenAI in its current and deprecated names, and
+ours; any other span is kept as a generic ``step``), are redacted, and are handed to the store,
+or to the spool when the database is away. The answer is 200 only once the batch is committed
+to the database or fsync'd to the spool; anything that may still be lost gets 503 with
+``Retry-After``, and the client (the OTel SDK's exporter retries 503) sends it again. A retried
+batch adds nothing: event ids derive from span ids.
+
+Errors: 401 (missing or wrong bearer token), 413 (body, or body once decompressed, over the
+limit), 415 (content type or encoding not supported), 400 (undecodable; the message names the
+place), 503 (too many requests in flight, or nowhere to keep the batch). ``GET /healthz`` tells
+whether the database is reachable and whether anything waits in the spool.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from agentdocket.adapters.otlp import OtlpDecodeError, ReceivedSpan, decode_json, decode_protobuf
+from agentdocket.tracer.exporter import StoreSpanExporter
+from agentdocket.tracer.mapping import spans_to_events
+
+log = logging.getLogger("agentdocket.receiver")
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+DEFAULT_MAX_BODY = 16 * 1024 * 1024
+DEFAULT_MAX_PENDING = 8
+RETRY_AFTER_S = 1
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _Reject(Exception):
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = headers or {}
+
+
+def _status_body(code: int, message: str, protobuf: bool) -> tuple[bytes, str]:
+    """A ``google.rpc.Status`` (as OTLP asks for errors): field 1 code, field 2 message."""
+    if not protobuf:
+        return orjson.dumps({"code": code, "message": message}), JSON
+    text = message.encode()
+    return b"\x08" + _varint(code) + b"\x12" + _varint(len(text)) + text, PROTOBUF
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+# gRPC codes for the Status body, by HTTP status.
+_RPC_CODE = {400: 3, 401: 16, 413: 8, 415: 3, 503: 14}
+
+
+@dataclass
+class ReceiverStats:
+    requests: int = 0
+    spans: int = 0
+    events: int = 0
+    rejected: dict[int, int] | None = None
+
+
+class Receiver:
+    """The application and its state: the sink (a :class:`StoreSpanExporter`: store, spool,
+    back-off), the token, the limits, and how many requests are in flight."""
+
+    def __init__(
+        self,
+        sink: StoreSpanExporter,
+        *,
+        token: str | None = None,
+        max_body: int = DEFAULT_MAX_BODY,
+        max_pending: int = DEFAULT_MAX_PENDING,
+    ) -> None:
+        self.sink = sink
+        self.token = token
+        self.max_body = max_body
+        self.max_pending = max_pending
+        self.pending = 0
+        self.stats = ReceiverStats(rejected={})
+        self.app = Starlette(
+            routes=[
+                Route("/v1/traces", self.traces, methods=["POST"]),
+                Route("/healthz", self.healthz, methods=["GET"]),
+            ]
+        )
+
+    # --- endpoints ------------------------------------------------------------------------------
+
+    async def traces(self, request: Request) -> Response:
+        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        protobuf = media in (PROTOBUF, "application/protobuf")
+        try:
+            self._authorize(request)
+            decode = self._decoder(request)
+            if self.pending >= self.max_pending:
+                raise _Reject(
+                    503,
+                    f"{self.pending} requests in flight; retry later",
+                    {"Retry-After": str(RETRY_AFTER_S)},
+                )
+            self.pending += 1
+            try:
+                body = await self._body(request)
+                return await run_in_threadpool(self._ingest, body, decode, protobuf)
+            finally:
+                self.pending -= 1
+        except _Reject as reject:
+            assert self.stats.rejected is not None
+            self.stats.rejected[reject.status] = self.stats.rejected.get(reject.status, 0) + 1
+            content, media = _status_body(_RPC_CODE.get(reject.status, 2), reject.message, protobuf)
+            return Response(content, reject.status, reject.headers, media_type=media)
+
+    async def healthz(self, request: Request) -> Response:
+        delivered = await run_in_threadpool(self.sink.deliver, [])
+        body = {
+            "status": "ok",
+            "database": "reachable" if delivered == "stored" else "unreachable",
+            "spooled": self.sink.spool.pending(),
+            "in_flight": self.pending,
+            "spans": self.stats.spans,
+        }
+        return Response(orjson.dumps(body), 200, media_type=JSON)
+
+    # --- steps ----------------------------------------------------------------------------------
+
+    def _authorize(self, request: Request) -> None:
+        if self.token is None:
+            return
+        given = request.headers.get("authorization", "")
+        scheme, _, credential = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            credential.strip().encode(), self.token.encode()
+        ):
+            raise _Reject(
+                401,
+                "missing or wrong bearer token (Authorization: Bearer <token>)",
+                {"WWW-Authenticate": 'Bearer realm="agentdocket"'},
+            )
+
+    def _decoder(self, request: Request) -> Callable[[bytes], list[ReceivedSpan]]:
+        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media in (PROTOBUF, "application/protobuf"):
+            decode = decode_protobuf
+        elif media == JSON:
+            decode = decode_json
+        else:
+            raise _Reject(415, f"content type {media or '(none)'!r}: send {PROTOBUF} or {JSON}")
+        encoding = request.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("identity", "", "gzip", "deflate"):
+            raise _Reject(415, f"content encoding {encoding!r}: send gzip, deflate or none")
+        return decode
+
+    async def _body(self, request: Request) -> bytes:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            raise _Reject(413, f"body of {declared} bytes is over the limit of {self.max_body}")
+        chunks = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.max_body:
+                raise _Reject(413, f"body is over the limit of {self.max_body} bytes")
+            chunks.append(chunk)
+        body = b"".join(chunks)
+        encoding = request.headers.get("content-encoding", "identity").strip().lower()
+        if encoding in ("gzip", "deflate"):
+            body = self._inflate(body, encoding)
+        return body
+
+    def _inflate(self, body: bytes, encoding: str) -> bytes:
+        # wbits: 16+ for a gzip wrapper, 32+ to accept zlib or raw-less deflate headers.
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS if encoding == "gzip" else 32 + 15)
+        try:
+            out = inflater.decompress(body, self.max_body + 1)
+            if len(out) > self.max_body or inflater.unconsumed_tail:
+                raise _Reject(413, f"body is over the limit of {self.max_body} bytes once inflated")
+            if not inflater.eof:
+                raise _Reject(400, f"body: truncated {encoding} stream")
+        except zlib.error as exc:
+            raise _Reject(400, f"body: not valid {encoding} ({exc})") from None
+        return out
+
+    def _ingest(
+        self, body: bytes, decode: Callable[[bytes], list[ReceivedSpan]], protobuf: bool
+    ) -> Response:
+        try:
+            spans = decode(body)
+        except OtlpDecodeError as exc:
+            raise _Reject(400, str(exc)) from None
+        events = spans_to_events(spans, keep_unrecognized=True)
+        outcome = self.sink.deliver(events) if events else "stored"
+        if outcome not in ("stored", "spooled"):
+            raise _Reject(
+                503,
+                "the database is away and the spool cannot take the batch; retry later",
+                {"Retry-After": str(5 * RETRY_AFTER_S)},
+            )
+        self.stats.requests += 1
+        self.stats.spans += len(spans)
+        self.stats.events += len(events)
+        # An empty ExportTraceServiceResponse: full success.
+        return Response(b"" if protobuf else b"{}", 200, media_type=PROTOBUF if protobuf else JSON)
+
+
+def create_app(sink: StoreSpanExporter, **options: Any) -> Starlette:
+    return Receiver(sink, **options).app

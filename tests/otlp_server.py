@@ -1,0 +1,77 @@
+"""``agentdocket serve`` as a real process on a free loopback port, for the receiver's tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """One ``agentdocket serve`` process; :meth:`restart` kills it and starts another on the
+    same port."""
+
+    def __init__(self, url: str, spool: Path, *args: str, port: int | None = None) -> None:
+        self.url = url
+        self.spool = spool
+        self.args = args
+        self.port = port or free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}/v1/traces"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = spool.parent / f"serve-{self.port}.log"
+
+    def start(self) -> Server:
+        command = [
+            sys.executable,
+            "-c",
+            "from agentdocket.cli import main; main()",
+            "--database",
+            self.url,
+            "serve",
+            "--port",
+            str(self.port),
+            "--spool-dir",
+            str(self.spool),
+            *self.args,
+        ]
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(command, stdout=log, stderr=log, env=dict(os.environ))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"serve exited: {self.log.read_text()}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError(f"serve did not come up: {self.log.read_text()}")
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def restart(self) -> None:
+        self.kill()
+        self.start()
