@@ -12,6 +12,8 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.tools import tool
 
+from agentdocket.events import Case, Dataset, ExpectedCall
+
 
 @tool
 def get_weather(city: str) -> str:
@@ -62,3 +64,24 @@ def weather_agent(
                 messages.append(tools[call["name"]].invoke(call))
 
     return RunnableLambda(loop).with_config(run_name="weather-agent")
+
+
+def weather_dataset() -> Dataset:
+    return Dataset(
+        "weather",
+        "1",
+        (
+            Case(
+                case_id="paris",
+                question="Weather in Paris?",
+                expected_plan=["get_weather"],
+                expected_calls=[ExpectedCall("get_weather", {"city": "Paris"})],
+            ),
+            Case(
+                case_id="rome",
+                question="Weather in Rome?",
+                expected_plan=["get_weather"],
+                expected_calls=[ExpectedCall("get_weather", {"city": "Rome"})],
+            ),
+        ),
+    )

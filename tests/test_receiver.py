@@ -23,7 +23,6 @@ from starlette.testclient import TestClient
 
 from agentdocket.adapters.receiver import Receiver
 from agentdocket.cli import main
-from agentdocket.events import Case, Dataset, ExpectedCall
 from agentdocket.store import open_store
 from agentdocket.tracer.exporter import StoreSpanExporter
 from tests.conftest import assert_absent, cli
@@ -140,34 +139,13 @@ def test_genai_spans_from_the_sdk_exporter_arrive_as_events(server: Server, url:
 # --- OpenInference-instrumented LangChain, scored -----------------------------------------------
 
 
-def _weather_dataset() -> Dataset:
-    return Dataset(
-        "weather",
-        "1",
-        (
-            Case(
-                case_id="paris",
-                question="Weather in Paris?",
-                expected_plan=["get_weather"],
-                expected_calls=[ExpectedCall("get_weather", {"city": "Paris"})],
-            ),
-            Case(
-                case_id="rome",
-                question="Weather in Rome?",
-                expected_plan=["get_weather"],
-                expected_calls=[ExpectedCall("get_weather", {"city": "Rome"})],
-            ),
-        ),
-    )
-
-
 def test_openinference_langchain_runs_are_scored(server: Server, url: str) -> None:
     from openinference.instrumentation.langchain import LangChainInstrumentor
 
-    from tests.langchain_agent import weather_agent
+    from tests.langchain_agent import weather_agent, weather_dataset
 
     with open_store(url) as store:
-        store.register_dataset(_weather_dataset())
+        store.register_dataset(weather_dataset())
     provider = _provider(server.endpoint)
     instrumentor = LangChainInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
