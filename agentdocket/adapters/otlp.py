@@ -143,7 +143,20 @@ def decode_protobuf(body: bytes) -> list[ReceivedSpan]:
 
 
 def _pb_attributes(items: Any, where: str) -> dict[str, Any]:
-    return {kv.key: _pb_value(kv.value, f"{where}.attributes[{kv.key!r}]", 0) for kv in items}
+    out = {}
+    for kv in items:
+        value = kv.value
+        which = value.WhichOneof("value")
+        if which == "string_value":  # the common case, inline
+            out[kv.key] = value.string_value
+        elif which in _PB_SCALARS:
+            out[kv.key] = getattr(value, which)
+        else:
+            out[kv.key] = _pb_value(value, f"{where}.attributes[{kv.key!r}]", 0)
+    return out
+
+
+_PB_SCALARS = frozenset({"bool_value", "int_value", "double_value"})
 
 
 def _pb_value(value: Any, where: str, depth: int) -> Any:

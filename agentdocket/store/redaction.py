@@ -84,6 +84,21 @@ BUILTIN_PATTERNS: dict[str, dict[str, str]] = {
 }
 
 
+# Substrings (lowercase) every match of a built-in pattern contains: the cheap first test.
+BUILTIN_LITERALS: dict[str, tuple[str, ...]] = {
+    "openai_key": ("sk-",),
+    "aws_access_key": ("akia", "asia"),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "slack_token": ("xox",),
+    "google_api_key": ("aiza",),
+    "jwt": ("eyj",),
+    "bearer": ("bearer",),
+    "private_key_block": ("-----begin",),
+    "email": ("@",),
+}
+_BUILTIN_TEXT = {name: p for patterns in BUILTIN_PATTERNS.values() for name, p in patterns.items()}
+
+
 class RedactionConfigError(ValueError):
     """The redaction settings are wrong; the message names the file and the setting."""
 
@@ -110,16 +125,23 @@ class Redactor:
                 raise RedactionConfigError(f"pattern {name!r} ({pattern!r}): {exc}") from None
         object.__setattr__(self, "_patterns", compiled)
         object.__setattr__(self, "_key", _key_regex(self.keys) if self.keys else None)
-        # One search over a payload's JSON text decides whether it needs the walk: any pattern,
-        # or a member name (``"name":``) that is a secret's name.
-        probes = [p for _, p in self.patterns]
-        if self.keys:
-            inner = _key_regex(self.keys).pattern[len("(?i)^") : -1]
-            probes.append(rf'(?i)"{inner}"\s*:')
+        # The probe deciding whether a payload needs the walk: substrings any hit must contain
+        # (searched in the lowercased JSON text, in C), and the patterns that have none.
+        # A secret member's name ends with the last word of a rule's name, then the quote.
+        literals = {name.lower().split("_")[-1] + '"' for name in self.keys}
+        unfiltered = []
+        for name, pattern in self.patterns:
+            if name in BUILTIN_LITERALS and pattern == _BUILTIN_TEXT.get(name):
+                literals.update(BUILTIN_LITERALS[name])
+            else:
+                unfiltered.append(pattern)
+        # A literal containing a shorter one adds nothing: the shorter one is found first.
+        minimal = {x for x in literals if not any(y != x and y in x for y in literals)}
+        object.__setattr__(self, "_literals", tuple(sorted(minimal, key=len)))
         # Inline flags are only allowed at the start of a pattern; scope each one.
         scoped = [
             f"(?{p[2 : p.index(')')]}:{p[p.index(')') + 1 :]})" if p.startswith("(?i)") else p
-            for p in probes
+            for p in unfiltered
         ]
         object.__setattr__(
             self, "_probe", re.compile("|".join(f"(?:{p})" for p in scoped)) if scoped else None
@@ -198,14 +220,14 @@ class Redactor:
         return bool(self.keys or self.patterns)
 
     def needs(self, value: Any) -> bool:
-        """Whether ``value`` (any JSON) holds something a rule redacts."""
+        """Whether ``value`` (any JSON) may hold something a rule redacts: a cheap test that
+        is never wrong when it says no (:meth:`event` checks a yes by applying the rules)."""
+        text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+        lower = text.lower()
+        if any(literal in lower for literal in self._literals):  # type: ignore[attr-defined]
+            return True
         probe: re.Pattern[str] | None = self._probe  # type: ignore[attr-defined]
-        if probe is None:
-            return False
-        if isinstance(value, str):
-            return probe.search(value) is not None
-        text = orjson.dumps(value, default=str).decode()
-        return probe.search(text) is not None
+        return probe is not None and probe.search(text) is not None
 
     def value(self, value: Any) -> Any:
         """``value`` (any JSON) with every rule applied."""
@@ -234,7 +256,8 @@ class Redactor:
         """The event with its payload redacted (the same object when nothing matched)."""
         if not self.needs(event.payload):
             return event
-        return replace(event, payload=self.value(event.payload))
+        redacted = self.value(event.payload)
+        return event if redacted == event.payload else replace(event, payload=redacted)
 
     def events(self, events: Sequence[Event]) -> list[Event]:
         if not self.active:
@@ -251,7 +274,8 @@ class Redactor:
         doc = _case_json(case)
         if not self.needs(doc):
             return case
-        return Case.from_json(self.value(doc))
+        redacted = self.value(doc)
+        return case if redacted == doc else Case.from_json(redacted)
 
 
 def _case_json(case: Case) -> dict[str, Any]:

@@ -18,7 +18,8 @@ def read_messages(
     out: list[dict[str, Any]] = []
     for m in A.indexed(attrs, oi_prefix):
         calls = []
-        for c in A.indexed({k: v for k, v in m.items()}, A.MESSAGE_TOOL_CALLS):
+        has_calls = any(k.startswith(A.MESSAGE_TOOL_CALLS) for k in m)
+        for c in A.indexed(m, A.MESSAGE_TOOL_CALLS) if has_calls else ():
             args = A.loads(c.get(A.TOOL_CALL_FUNCTION_ARGUMENTS))
             call = {"name": str(c.get(A.TOOL_CALL_FUNCTION_NAME)), "arguments": args}
             if c.get(A.TOOL_CALL_ID) is not None:
