@@ -170,3 +170,28 @@ for command in scoring.COMMANDS:
 main.add_command(examine_commands.examine)
 main.add_command(grammar_commands.grammar)
 main.add_command(serve)
+
+
+@main.command(name="grafana-role")
+@click.option("--name", default="agentdocket_grafana", show_default=True, help="Role name.")
+@click.option(
+    "--password",
+    envvar="AGENTDOCKET_GRAFANA_PASSWORD",
+    prompt=True,
+    hide_input=True,
+    confirmation_prompt=True,
+    help="Its password (or $AGENTDOCKET_GRAFANA_PASSWORD; asked when absent).",
+)
+@click.pass_context
+def grafana_role(ctx: click.Context, name: str, password: str) -> None:
+    """Create a read-only PostgreSQL role for Grafana: SELECT on the dashboard_* views only.
+
+    Run it again after `agentdocket migrate` adds views; it also resets the password.
+    """
+    from agentdocket.store.grafana import grant_dashboard_role
+
+    try:
+        views = grant_dashboard_role(database_url(ctx.obj.get("url")), name, password)
+    except (ConfigError, StoreError) as exc:
+        raise click.ClickException(str(exc)) from None
+    console.print(f"role {name}: SELECT on {len(views)} views ({', '.join(views)})")

@@ -10,6 +10,17 @@ from agentdocket.store.migrate import current_revision, downgrade, head_revision
 
 TABLES = {"events", "runs", "verdicts", "judge_calls", "datasets", "cases"}
 VIEWS = {"steps", "verdicts_latest"}
+DASHBOARD_VIEWS = {  # PostgreSQL only (migration 0004)
+    "dashboard_runs",
+    "dashboard_verdicts",
+    "dashboard_run_tools",
+    "dashboard_tool_use",
+    "dashboard_similarity",
+    "dashboard_reference",
+    "dashboard_peer_review",
+    "dashboard_peer_decisions",
+    "dashboard_grammar",
+}
 
 
 def _objects(url: str) -> tuple[set[str], set[str]]:
@@ -25,6 +36,9 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
     assert current_revision(bare_url) is None
     upgrade(bare_url)
     assert current_revision(bare_url) == head_revision()
+    postgres = parse_url(bare_url).get_backend_name() == "postgresql"
+    assert _objects(bare_url) == (TABLES, VIEWS | (DASHBOARD_VIEWS if postgres else set()))
+    downgrade(bare_url, "0003")
     assert _objects(bare_url) == (TABLES, VIEWS)
     downgrade(bare_url, "base")
     assert current_revision(bare_url) is None

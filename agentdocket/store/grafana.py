@@ -1,0 +1,65 @@
+"""A read-only PostgreSQL role for Grafana: it can read the ``dashboard_*`` views and nothing
+else (a view reads its tables with its owner's rights, so the role needs no grant on them)."""
+
+from __future__ import annotations
+
+import psycopg
+from psycopg import sql
+
+from agentdocket.store.config import display_url, parse_url, psycopg_conninfo
+from agentdocket.store.errors import StoreError
+
+
+def grant_dashboard_role(url: str, name: str, password: str) -> list[str]:
+    """Create the login role ``name`` (or reset its password), allowed to SELECT the
+    ``dashboard_*`` views only, read-only by default. Returns the views granted. Run it again
+    after a migration that adds views."""
+    parsed = parse_url(url)
+    if parsed.get_backend_name() != "postgresql":
+        raise StoreError(f"{display_url(url)}: the dashboards read PostgreSQL; this is not one")
+    try:
+        conn = psycopg.connect(psycopg_conninfo(parsed), autocommit=False)
+    except psycopg.OperationalError as exc:
+        raise StoreError(f"cannot connect to {display_url(url)}: {exc}".strip()) from None
+    role = sql.Identifier(name)
+    try:
+        with conn.transaction():
+            views = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT viewname FROM pg_views WHERE schemaname = 'public' "
+                    "AND viewname LIKE 'dashboard\\_%' ORDER BY viewname"
+                ).fetchall()
+            ]
+            if not views:
+                raise StoreError(
+                    f"{display_url(url)} has no dashboard views: run `agentdocket migrate`"
+                )
+            exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [name]).fetchone()
+            verb = "ALTER" if exists else "CREATE"
+            conn.execute(
+                sql.SQL(
+                    verb + " ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD {}"
+                ).format(role, sql.Literal(password))
+            )
+            database = sql.Identifier(conn.info.dbname)
+            conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(database, role))
+            conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(role))
+            conn.execute(sql.SQL("REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {}").format(role))
+            for view in views:
+                conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(view), role))
+            conn.execute(
+                sql.SQL(
+                    "ALTER ROLE {} IN DATABASE {} SET default_transaction_read_only = on"
+                ).format(role, database)
+            )
+            conn.execute(
+                sql.SQL("ALTER ROLE {} IN DATABASE {} SET statement_timeout = '60s'").format(
+                    role, database
+                )
+            )
+    except psycopg.Error as exc:
+        raise StoreError(f"creating the role {name!r} failed: {exc}".strip()) from None
+    finally:
+        conn.close()
+    return views

@@ -1,0 +1,284 @@
+"""Dashboard benchmark: every panel's query (and every template variable's) at scale.
+
+    python bench/dashboards.py [--runs 1000000] [--rounds 3] [--days 30] [--range-days 7]
+
+On a fresh PostgreSQL database at the current schema, it synthesises ``--runs`` runs spread
+over ``--days`` days, with 10 events each (started, plan, 3 tool calls with their returns,
+response, finished: 10M events for 1M runs) and their verdicts: planner, slot filling,
+procedural and similarity on every run, a second planner version on half of them, reference
+judgements on 30%, peer review (3 sub-tasks) on 10%, GRAMMAR on one dataset's 10%. The rows are
+written with set-based SQL straight into the tables (the store's append path is measured by
+bench/ingest.py); the projections are written consistently with the events. Then each panel's
+SQL, expanded as Grafana expands it for the default range (the last ``--range-days`` days) with
+every variable at "All", is timed: the median of ``--rounds``. Target: every panel < 200 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from agentdocket.store import open_store  # noqa: E402
+from agentdocket.store.config import parse_url, psycopg_conninfo  # noqa: E402
+from bench.common import fresh_database, postgres_url  # noqa: E402
+
+TARGET_MS = 200.0
+
+
+def load_build() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("dashboards_build", ROOT / "dashboards/build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["dashboards_build"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+KINDS = (
+    "ARRAY['run.started','plan','tool.called','tool.returned','tool.called','tool.returned',"
+    "'tool.called','tool.returned','response','run.finished']"
+)
+
+SYNTHESIS = [
+    # Runs: 5 agents x 3 versions x 3 strategies x 4 models x 10 datasets, 5% errors.
+    """
+    INSERT INTO runs (trace_id, agent, agent_version, strategy, models, question, dataset,
+        dataset_version, case_id, attributes, status, error, started_at, ended_at, first_ts,
+        last_ts, n_events, n_steps, n_errors, n_plans, n_tool_calls, n_sql, n_retrievals,
+        n_llm_calls, n_messages, n_responses, n_other_steps)
+    SELECT md5('run' || i), 'agent-' || (i % 5), 'v' || (i % 3),
+        (ARRAY['sequential', 'iterative', 'no-interaction'])[1 + i % 3],
+        jsonb_build_object('planner', 'model-' || (i % 4)), 'question ' || (i % 1000),
+        'dataset-' || (i % 10), '1', 'case-' || (i % 1000), '{}'::jsonb,
+        CASE WHEN i % 20 = 0 THEN 'error' ELSE 'ok' END,
+        CASE WHEN i % 20 = 0 THEN 'boom' END,
+        t, t + make_interval(secs => (200 + (i * 7919) % 9000) / 1000.0), t,
+        t + make_interval(secs => (200 + (i * 7919) % 9000) / 1000.0),
+        10, 8, CASE WHEN i % 20 = 0 THEN 1 ELSE 0 END, 1, 3, 0, 0, 0, 0, 1, 0
+    FROM (SELECT i, {END}::timestamptz - make_interval(secs => (i * 2654435761::bigint)
+                 % ({DAYS} * 86400)) AS t
+          FROM generate_series(1, {RUNS}) i) s
+    """,
+    # Events: 10 per run.
+    f"""
+    INSERT INTO events (event_id, trace_id, span_id, parent_span_id, seq, ts, kind,
+        schema_version, payload)
+    SELECT md5(r.trace_id || '/' || k)::uuid, r.trace_id, substr(md5(r.trace_id || k), 1, 16),
+        NULL, k, r.started_at + make_interval(secs => k / 10.0), ({KINDS})[k + 1], 1,
+        CASE WHEN k = 0 THEN jsonb_build_object('agent', r.agent, 'question', r.question,
+                                                'dataset', r.dataset, 'case_id', r.case_id)
+             WHEN k = 1 THEN jsonb_build_object('steps', jsonb_build_array(
+                 jsonb_build_object('tool', 'tool-' || (abs(hashtext(r.trace_id)) % 8))))
+             WHEN k IN (2, 4, 6) THEN jsonb_build_object('call_id', 'c' || k,
+                 'tool', 'tool-' || ((abs(hashtext(r.trace_id)) + k) % 8),
+                 'arguments', jsonb_build_object('query', 'SELECT ' || k))
+             WHEN k IN (3, 5, 7) THEN jsonb_build_object('call_id', 'c' || (k - 1),
+                 'result', jsonb_build_array(jsonb_build_array(k)), 'duration_ms', k * 1.5)
+             WHEN k = 8 THEN jsonb_build_object('text', 'The answer is ' || k)
+             ELSE jsonb_build_object('status', r.status) END
+    FROM runs r CROSS JOIN generate_series(0, 9) k
+    """,
+    # Rule-based verdicts on every run, and planner 1.1 on half of them.
+    """
+    INSERT INTO verdicts (verdict_id, trace_id, subject_span_id, scorer, scorer_version,
+        input_hash, passed, score, label, failure_type, rationale, details, judge_trace_id, ts)
+    SELECT md5(r.trace_id || s.scorer || s.version), r.trace_id, NULL, s.scorer, s.version,
+        md5(r.trace_id), p, CASE WHEN p THEN 1.0 ELSE 0.0 END, NULL,
+        CASE WHEN NOT p THEN s.failure END, NULL,
+        CASE s.scorer
+            WHEN 'planner.suffix_match' THEN jsonb_build_object('extra_steps', h % 3)
+            WHEN 'tools.slot_fill' THEN jsonb_build_object('matched_fraction', (h % 4) / 3.0)
+            ELSE '{}'::jsonb END,
+        NULL, r.ended_at + interval '1 hour'
+    FROM (SELECT r.*, abs(hashtext(r.trace_id)) AS h FROM runs r) r
+    CROSS JOIN (VALUES ('planner.suffix_match', '1', 'planner:mismatch'),
+                       ('tools.slot_fill', '2', 'slot_fill:wrong_argument'),
+                       ('tools.procedural', '1', 'procedural:failed'),
+                       ('planner.suffix_match', '1.1', 'planner:extra_steps')) s(scorer, version,
+                                                                                failure)
+    CROSS JOIN LATERAL (SELECT (r.h + length(s.scorer) * 7) % 10 < 7 AS p) v
+    WHERE s.version <> '1.1' OR r.h % 2 = 0
+    """,
+    # Response similarity on every run.
+    """
+    INSERT INTO verdicts (verdict_id, trace_id, subject_span_id, scorer, scorer_version,
+        input_hash, passed, score, label, failure_type, rationale, details, judge_trace_id, ts)
+    SELECT md5(r.trace_id || 'similarity'), r.trace_id, NULL, 'response.similarity', '1',
+        md5(r.trace_id), NULL, c, NULL, NULL, NULL,
+        jsonb_build_object('cosine', c, 'rougeL_precision', c * 0.9, 'rougeL_recall', c * 0.8,
+                           'rougeL_fmeasure', c * 0.85),
+        NULL, r.ended_at + interval '1 hour'
+    FROM (SELECT r.*, (abs(hashtext(r.trace_id)) % 1000) / 1000.0 AS c FROM runs r) r
+    """,
+    # Reference judgements on 30%: conclusive (Match / Not Match) and interpretive (1-5).
+    """
+    INSERT INTO verdicts (verdict_id, trace_id, subject_span_id, scorer, scorer_version,
+        input_hash, passed, score, label, failure_type, rationale, details, judge_trace_id, ts)
+    SELECT md5(r.trace_id || 'reference'), r.trace_id, NULL, 'answer.reference', '1',
+        md5(r.trace_id), CASE WHEN conclusive THEN h % 3 <> 0 END,
+        CASE WHEN conclusive THEN NULL ELSE 1 + h % 5 END,
+        CASE WHEN conclusive THEN CASE WHEN h % 3 <> 0 THEN 'Match' ELSE 'Not Match' END END,
+        NULL, NULL,
+        jsonb_build_object('question_type',
+                           CASE WHEN conclusive THEN 'conclusive' ELSE 'interpretive' END,
+                           'model', 'judge-' || (h % 2), 'score', 1 + h % 5),
+        NULL, r.ended_at + interval '2 hours'
+    FROM (SELECT r.*, abs(hashtext(r.trace_id)) AS h,
+                 abs(hashtext(r.trace_id)) % 2 = 0 AS conclusive FROM runs r) r
+    WHERE h % 10 < 3
+    """,
+    # Peer review on 10%, three sub-tasks, three reviewers and three meta-reviewers each.
+    """
+    INSERT INTO verdicts (verdict_id, trace_id, subject_span_id, scorer, scorer_version,
+        input_hash, passed, score, label, failure_type, rationale, details, judge_trace_id, ts)
+    SELECT md5(r.trace_id || t.subtask), r.trace_id, NULL, 'review.peer.' || t.subtask, '1',
+        md5(r.trace_id), perfect, NULL, CASE WHEN perfect THEN 'Perfect' ELSE 'Imperfect' END,
+        NULL, NULL,
+        jsonb_build_object('subtask', t.subtask,
+            'reviewer_decisions', jsonb_build_array('Perfect',
+                CASE WHEN perfect THEN 'Perfect' ELSE 'Imperfect' END, 'Perfect'),
+            'meta_reviewer_decisions', jsonb_build_array(
+                CASE WHEN perfect THEN 'Perfect' ELSE 'Imperfect' END,
+                CASE WHEN perfect THEN 'Perfect' ELSE 'Imperfect' END, 'Imperfect'),
+            'reviewer_models', jsonb_build_array('judge-a', 'judge-b', 'judge-a'),
+            'meta_reviewer_models', jsonb_build_array('judge-b', 'judge-a', 'judge-b'),
+            'reviewers_unanimous', perfect, 'meta_reviewers_unanimous', false),
+        NULL, r.ended_at + interval '3 hours'
+    FROM (SELECT r.*, abs(hashtext(r.trace_id)) AS h FROM runs r) r
+    CROSS JOIN (VALUES ('interaction_planning'), ('tool_employment'),
+                       ('information_synthesis')) t(subtask)
+    CROSS JOIN LATERAL (SELECT (r.h + length(t.subtask)) % 3 <> 0 AS perfect) p
+    WHERE r.h % 10 = 3
+    """,
+    # GRAMMAR on dataset-9's runs: groups of 5, tags, blames.
+    """
+    INSERT INTO verdicts (verdict_id, trace_id, subject_span_id, scorer, scorer_version,
+        input_hash, passed, score, label, failure_type, rationale, details, judge_trace_id, ts)
+    SELECT md5(r.trace_id || 'grammar'), r.trace_id, NULL, 'grammar.groups', '1',
+        md5(r.trace_id), correct, NULL, tag, NULL, NULL,
+        jsonb_build_object('group', 'g' || g, 'tag', tag, 'correct', correct,
+                           'retrieval_correct', correct OR h % 2 = 0,
+                           'refined_correct', CASE WHEN tag <> 'Gap' THEN correct END,
+                           'blame', CASE WHEN tag = 'Non-robust' AND NOT correct
+                                         THEN CASE WHEN h % 2 = 0 THEN 'retrieval'
+                                                   ELSE 'language_model' END END,
+                           'group_representative', CASE WHEN n = 1 THEN 1 END,
+                           'group_size', 5),
+        NULL, r.ended_at + interval '4 hours'
+    FROM (SELECT r.*, abs(hashtext(r.trace_id)) AS h,
+                 row_number() OVER (ORDER BY r.trace_id) AS rn FROM runs r
+          WHERE r.dataset = 'dataset-9') r
+    CROSS JOIN LATERAL (SELECT (r.rn - 1) / 5 AS g, 1 + (r.rn - 1) % 5 AS n) gg
+    CROSS JOIN LATERAL (SELECT CASE g % 3 WHEN 0 THEN 'Gap' WHEN 1 THEN 'Robust'
+                                         ELSE 'Non-robust' END AS tag) t
+    CROSS JOIN LATERAL (SELECT CASE tag WHEN 'Gap' THEN false WHEN 'Robust' THEN true
+                                       ELSE n % 2 = 0 END AS correct) c
+    """,
+]
+
+
+def synthesise(url: str, runs: int, days: int, end: datetime) -> dict[str, int]:
+    conn = psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True)
+    conn.execute("SET synchronous_commit = off")
+    conn.execute("SET maintenance_work_mem = '512MB'")
+    for i, statement in enumerate(SYNTHESIS):
+        start = time.perf_counter()
+        sql = (
+            statement.replace("{RUNS}", str(runs))
+            .replace("{DAYS}", str(days))
+            .replace("{END}", f"'{end.isoformat()}'")
+        )
+        with conn.transaction():
+            conn.execute(sql.encode())
+        print(
+            f"  synthesis step {i + 1}/{len(SYNTHESIS)}: {time.perf_counter() - start:.1f} s",
+            flush=True,
+        )
+    conn.execute("VACUUM ANALYZE")
+    counts = {
+        t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0])  # type: ignore[index]
+        for t in ("runs", "events", "verdicts")
+    }
+    conn.close()
+    return counts
+
+
+def timed(conn: psycopg.Connection[Any], sql: str, rounds: int) -> tuple[float, int]:
+    times, n = [], 0
+    for _ in range(rounds):
+        start = time.perf_counter()
+        n = len(conn.execute(sql.encode()).fetchall())
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times), n
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=1_000_000)
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--range-days", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--url", help="PostgreSQL server URL (default: the local cluster)")
+    args = parser.parse_args()
+    build = load_build()
+    end = datetime.now(UTC).replace(microsecond=0)
+    window = (
+        (end - timedelta(days=args.range_days)).isoformat().replace("+00:00", "Z"),
+        end.isoformat().replace("+00:00", "Z"),
+    )
+    with fresh_database(postgres_url(args.url)) as url:
+        open_store(url).close()  # the schema
+        print(f"synthesising {args.runs:,} runs over {args.days} days ...", flush=True)
+        counts = synthesise(url, args.runs, args.days, end)
+        print(
+            f"  {counts['runs']:,} runs, {counts['events']:,} events, "
+            f"{counts['verdicts']:,} verdicts",
+            flush=True,
+        )
+        conn = psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True)
+        results: list[tuple[str, str, float, int]] = []
+        values: dict[str, list[str]] = {}
+        for name in ("agent", "dataset", "version"):
+            sql = build.expand(build.VARIABLE_SQL[name], {}, *window)
+            ms, _ = timed(conn, sql, args.rounds)
+            values[name] = sorted(str(r[0]) for r in conn.execute(sql.encode()).fetchall())
+            results.append(("variables", name, ms, len(values[name])))
+        values["scorer"] = ["planner.suffix_match"]
+        sql = build.expand(build.VARIABLE_SQL["version_a"], values, *window)
+        ms, _ = timed(conn, sql, args.rounds)
+        results.append(("variables", "version_a / version_b", ms, 2))
+        values["version_a"], values["version_b"] = ["1"], ["1.1"]
+        for spec in build.PANELS:
+            sql = build.expand(spec.sql, values, *window)
+            ms, n = timed(conn, sql, args.rounds)
+            results.append((spec.dashboard.removeprefix("agentdocket-"), spec.title, ms, n))
+            print(f"  {results[-1][0]:16} {spec.title[:52]:52} {ms:8.1f} ms", flush=True)
+        conn.close()
+    print(
+        f"\nquery times, median of {args.rounds}, last {args.range_days} of {args.days} days, "
+        f"every variable at All ({counts['events']:,} events):"
+    )
+    slow = 0
+    for dashboard, title, ms, n in results:
+        flag = "" if ms < TARGET_MS else "  over target"
+        slow += ms >= TARGET_MS
+        print(f"  {dashboard:16} {title[:52]:52} {ms:8.1f} ms {n:6} rows{flag}")
+    print(f"{len(results) - slow} of {len(results)} queries under {TARGET_MS:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
