@@ -69,7 +69,7 @@ SYNTHESIS = [
         10, 8, CASE WHEN i % 20 = 0 THEN 1 ELSE 0 END, 1, 3, 0, 0, 0, 0, 1, 0
     FROM (SELECT i, {END}::timestamptz - make_interval(secs => (i * 2654435761::bigint)
                  % ({DAYS} * 86400)) AS t
-          FROM generate_series(1, {RUNS}) i) s
+          FROM generate_series(1::bigint, {RUNS}) i) s
     """,
     # Events: 10 per run.
     f"""
@@ -80,9 +80,9 @@ SYNTHESIS = [
         CASE WHEN k = 0 THEN jsonb_build_object('agent', r.agent, 'question', r.question,
                                                 'dataset', r.dataset, 'case_id', r.case_id)
              WHEN k = 1 THEN jsonb_build_object('steps', jsonb_build_array(
-                 jsonb_build_object('tool', 'tool-' || (abs(hashtext(r.trace_id)) % 8))))
+                 jsonb_build_object('tool', 'tool-' || (abs(hashtext(r.trace_id)::bigint) % 8))))
              WHEN k IN (2, 4, 6) THEN jsonb_build_object('call_id', 'c' || k,
-                 'tool', 'tool-' || ((abs(hashtext(r.trace_id)) + k) % 8),
+                 'tool', 'tool-' || ((abs(hashtext(r.trace_id)::bigint) + k) % 8),
                  'arguments', jsonb_build_object('query', 'SELECT ' || k))
              WHEN k IN (3, 5, 7) THEN jsonb_build_object('call_id', 'c' || (k - 1),
                  'result', jsonb_build_array(jsonb_build_array(k)), 'duration_ms', k * 1.5)
@@ -102,13 +102,13 @@ SYNTHESIS = [
             WHEN 'tools.slot_fill' THEN jsonb_build_object('matched_fraction', (h % 4) / 3.0)
             ELSE '{}'::jsonb END,
         NULL, r.ended_at + interval '1 hour'
-    FROM (SELECT r.*, abs(hashtext(r.trace_id)) AS h FROM runs r) r
+    FROM (SELECT r.*, abs(hashtext(r.trace_id)::bigint) AS h FROM runs r) r
     CROSS JOIN (VALUES ('planner.suffix_match', '1', 'planner:mismatch'),
                        ('tools.slot_fill', '2', 'slot_fill:wrong_argument'),
                        ('tools.procedural', '1', 'procedural:failed'),
                        ('planner.suffix_match', '1.1', 'planner:extra_steps')) s(scorer, version,
                                                                                 failure)
-    CROSS JOIN LATERAL (SELECT (r.h + length(s.scorer) * 7) % 10 < 7 AS p) v
+    CROSS JOIN LATERAL (SELECT (r.h + length(s.scorer) * 7 + length(s.version) * 3) % 10 < 7 AS p) v
     WHERE s.version <> '1.1' OR r.h % 2 = 0
     """,
     # Response similarity on every run.
@@ -120,7 +120,7 @@ SYNTHESIS = [
         jsonb_build_object('cosine', c, 'rougeL_precision', c * 0.9, 'rougeL_recall', c * 0.8,
                            'rougeL_fmeasure', c * 0.85),
         NULL, r.ended_at + interval '1 hour'
-    FROM (SELECT r.*, (abs(hashtext(r.trace_id)) % 1000) / 1000.0 AS c FROM runs r) r
+    FROM (SELECT r.*, (abs(hashtext(r.trace_id)::bigint) % 1000) / 1000.0 AS c FROM runs r) r
     """,
     # Reference judgements on 30%: conclusive (Match / Not Match) and interpretive (1-5).
     """
@@ -135,8 +135,8 @@ SYNTHESIS = [
                            CASE WHEN conclusive THEN 'conclusive' ELSE 'interpretive' END,
                            'model', 'judge-' || (h % 2), 'score', 1 + h % 5),
         NULL, r.ended_at + interval '2 hours'
-    FROM (SELECT r.*, abs(hashtext(r.trace_id)) AS h,
-                 abs(hashtext(r.trace_id)) % 2 = 0 AS conclusive FROM runs r) r
+    FROM (SELECT r.*, abs(hashtext(r.trace_id)::bigint) AS h,
+                 abs(hashtext(r.trace_id)::bigint) % 2 = 0 AS conclusive FROM runs r) r
     WHERE h % 10 < 3
     """,
     # Peer review on 10%, three sub-tasks, three reviewers and three meta-reviewers each.
@@ -156,7 +156,7 @@ SYNTHESIS = [
             'meta_reviewer_models', jsonb_build_array('judge-b', 'judge-a', 'judge-b'),
             'reviewers_unanimous', perfect, 'meta_reviewers_unanimous', false),
         NULL, r.ended_at + interval '3 hours'
-    FROM (SELECT r.*, abs(hashtext(r.trace_id)) AS h FROM runs r) r
+    FROM (SELECT r.*, abs(hashtext(r.trace_id)::bigint) AS h FROM runs r) r
     CROSS JOIN (VALUES ('interaction_planning'), ('tool_employment'),
                        ('information_synthesis')) t(subtask)
     CROSS JOIN LATERAL (SELECT (r.h + length(t.subtask)) % 3 <> 0 AS perfect) p
@@ -177,7 +177,7 @@ SYNTHESIS = [
                            'group_representative', CASE WHEN n = 1 THEN 1 END,
                            'group_size', 5),
         NULL, r.ended_at + interval '4 hours'
-    FROM (SELECT r.*, abs(hashtext(r.trace_id)) AS h,
+    FROM (SELECT r.*, abs(hashtext(r.trace_id)::bigint) AS h,
                  row_number() OVER (ORDER BY r.trace_id) AS rn FROM runs r
           WHERE r.dataset = 'dataset-9') r
     CROSS JOIN LATERAL (SELECT (r.rn - 1) / 5 AS g, 1 + (r.rn - 1) % 5 AS n) gg
