@@ -16,13 +16,11 @@ every variable at "All", is timed: the median of ``--rounds``. Target: every pan
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
 import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import psycopg
@@ -33,17 +31,9 @@ sys.path.insert(0, str(ROOT))
 from agentdocket.store import open_store  # noqa: E402
 from agentdocket.store.config import parse_url, psycopg_conninfo  # noqa: E402
 from bench.common import fresh_database, postgres_url  # noqa: E402
+from dashboards import build  # noqa: E402
 
 TARGET_MS = 200.0
-
-
-def load_build() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("dashboards_build", ROOT / "dashboards/build.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["dashboards_build"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 KINDS = (
@@ -234,7 +224,6 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--url", help="PostgreSQL server URL (default: the local cluster)")
     args = parser.parse_args()
-    build = load_build()
     end = datetime.now(UTC).replace(microsecond=0)
     window = (
         (end - timedelta(days=args.range_days)).isoformat().replace("+00:00", "Z"),

@@ -29,6 +29,7 @@ from agentdocket.scorers.base import Outcome
 from agentdocket.scorers.runner import score_runs
 from agentdocket.store import open_store
 from agentdocket.store.config import parse_url, psycopg_conninfo
+from dashboards import build
 from tests.conftest import ROOT, SHARED, _drop, _fresh_pg, cli, require_shared
 from tests.test_grammar_eval import RECORDS
 
@@ -45,7 +46,6 @@ def _load(path: Path, name: str) -> ModuleType:
     return module
 
 
-build = _load(DASHBOARDS / "build.py", "dashboards_build")
 VIEW_NAMES = set(
     _load(ROOT / "agentdocket/migrations/versions/0004_dashboard_views.py", "views_0004").VIEWS
 )
