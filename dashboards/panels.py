@@ -381,8 +381,8 @@ TITLES = {
 VARIABLE_SQL = {
     "agent": "SELECT DISTINCT agent FROM dashboard_runs WHERE $__timeFilter(time)",
     "dataset": "SELECT DISTINCT dataset FROM dashboard_runs WHERE $__timeFilter(time)",
-    "version": "SELECT DISTINCT scorer_version FROM dashboard_verdicts WHERE $__timeFilter(time)",
-    "scorer": "SELECT DISTINCT scorer FROM dashboard_verdicts",
-    "version_a": "SELECT DISTINCT scorer_version FROM dashboard_verdicts WHERE scorer = '$scorer'",
-    "version_b": "SELECT DISTINCT scorer_version FROM dashboard_verdicts WHERE scorer = '$scorer'",
+    "version": "SELECT DISTINCT scorer_version FROM dashboard_scorer_versions",
+    "scorer": "SELECT DISTINCT scorer FROM dashboard_scorer_versions",
+    "version_a": "SELECT scorer_version FROM dashboard_scorer_versions WHERE scorer = '$scorer'",
+    "version_b": "SELECT scorer_version FROM dashboard_scorer_versions WHERE scorer = '$scorer'",
 }

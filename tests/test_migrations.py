@@ -13,6 +13,7 @@ VIEWS = {"steps", "verdicts_latest"}
 DASHBOARD_VIEWS = {  # PostgreSQL only (migration 0004)
     "dashboard_runs",
     "dashboard_verdicts",
+    "dashboard_scorer_versions",
     "dashboard_run_tools",
     "dashboard_tool_use",
     "dashboard_similarity",

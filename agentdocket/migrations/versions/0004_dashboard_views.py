@@ -9,6 +9,7 @@ variable's "All" covers every run). SQLite gets none: the dashboards need Postgr
 - ``dashboard_runs``: one row per run: status, latency, step counts.
 - ``dashboard_verdicts``: the latest run-level verdict of each scorer version, with its run's
   dimensions (``pass`` is 1, 0, or null for scorers that do not decide).
+- ``dashboard_scorer_versions``: the (scorer, version) pairs that have verdicts.
 - ``dashboard_run_tools``: the tools each run called.
 - ``dashboard_tool_use``: planner, slot-filling and procedural verdicts with extra plan steps
   and the matched fraction of expected calls.
@@ -59,6 +60,20 @@ VIEWS = {
             WHERE n.trace_id = v.trace_id AND n.scorer = v.scorer
               AND n.scorer_version = v.scorer_version AND n.subject_span_id IS NULL
               AND (n.ts > v.ts OR (n.ts = v.ts AND n.verdict_id > v.verdict_id)))
+    """,
+    # The scorer versions present, for the template variables: a skip scan of the
+    # (scorer, scorer_version) index, one probe per pair instead of a pass over every verdict.
+    "dashboard_scorer_versions": """
+        WITH RECURSIVE pairs AS (
+            (SELECT scorer, scorer_version FROM verdicts
+             ORDER BY scorer, scorer_version LIMIT 1)
+            UNION ALL
+            SELECT n.scorer, n.scorer_version FROM pairs p CROSS JOIN LATERAL (
+                SELECT v.scorer, v.scorer_version FROM verdicts v
+                WHERE (v.scorer, v.scorer_version) > (p.scorer, p.scorer_version)
+                ORDER BY v.scorer, v.scorer_version LIMIT 1) n
+        )
+        SELECT scorer, scorer_version FROM pairs
     """,
     "dashboard_run_tools": """
         SELECT DISTINCT e.trace_id, e.payload->>'tool' AS tool
