@@ -33,7 +33,13 @@ from langchain_core.tracers.schemas import Run
 
 from agentdocket.events import Event
 from agentdocket.store.redaction import Redactor
-from agentdocket.tracer.decode import answer_text, content_text, jsonable, message_fields
+from agentdocket.tracer.decode import (
+    answer_text,
+    content_text,
+    jsonable,
+    message_fields,
+    plan_steps,
+)
 from agentdocket.tracer.exporter import StoreSpanExporter
 
 log = logging.getLogger("agentdocket.langchain")
@@ -122,7 +128,7 @@ def _output_messages(run: Run) -> list[dict[str, Any]]:
     return out
 
 
-def _tokens(run: Run, messages: list[Any]) -> tuple[int | None, int | None]:
+def _tokens(run: Run) -> tuple[int | None, int | None]:
     for g in _generations(run):
         message = g.get("message") if isinstance(g, Mapping) else getattr(g, "message", None)
         fields = (
@@ -228,7 +234,8 @@ class _Builder:
     def llm(self, run: Run) -> None:
         model, temperature = _model(run)
         outputs = _output_messages(run)
-        tokens_in, tokens_out = _tokens(run, outputs)
+        tokens_in, tokens_out = _tokens(run)
+        provider = _metadata(run).get("ls_provider")
         payload: dict[str, Any] = {
             "model": model,
             "input_messages": _input_messages(run),
@@ -238,19 +245,10 @@ class _Builder:
             "output_tokens": tokens_out if isinstance(tokens_out, int) else None,
             "duration_ms": _ms(run),
             "error": run.error,
-            "attributes": {"provider": _metadata(run).get("ls_provider")}
-            if _metadata(run).get("ls_provider")
-            else {},
+            "attributes": {"provider": provider} if provider else {},
         }
         self.add(run, "llm.called", payload, end=True)
-        steps = [
-            {"tool": c["name"], "arguments": c.get("arguments"), "call_id": c.get("id")}
-            for m in outputs
-            for c in m["tool_calls"]
-        ]
-        for step in steps:
-            if not isinstance(step["arguments"], dict):
-                step["arguments"] = None
+        steps = plan_steps(outputs)
         if steps:
             self.add(run, "plan", {"steps": steps}, end=True)
 

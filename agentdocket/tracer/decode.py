@@ -109,6 +109,21 @@ def _parts_tool_calls(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     return calls
 
 
+def plan_steps(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The plan a model's reply states: a step per tool call it requests (the tool, the
+    arguments when they are an object, the call id), in order."""
+    return [
+        {
+            "tool": str(call["name"]),
+            "arguments": args if isinstance(args := call.get("arguments"), dict) else None,
+            "call_id": opt_str(call.get("id")),
+        }
+        for m in messages
+        for call in m.get("tool_calls") or ()
+        if isinstance(call, Mapping) and call.get("name")
+    ]
+
+
 def message_fields(value: Any) -> Mapping[str, Any] | None:
     """A chat message's fields from its serialised forms: LangChain's ``dumpd`` constructor
     (``{"lc": 1, "id": [..., "AIMessage"], "kwargs": {...}}``), OpenInference's

@@ -23,6 +23,7 @@ from agentdocket.tracer.decode import (
     jsonable,
     opt_int,
     opt_str,
+    plan_steps,
     read_messages,
     tool_message,
 )
@@ -324,16 +325,7 @@ class _Mapper:
         outputs: list[dict[str, Any]] = payload["output_messages"]  # type: ignore[assignment]
         events = [self.event("llm.called", payload)]
         if not self.ours:  # a foreign model's tool calls are the agent's plan
-            steps = [
-                {
-                    "tool": str(call["name"]),
-                    "arguments": args if isinstance(args := call.get("arguments"), dict) else None,
-                    "call_id": opt_str(call.get("id")),
-                }
-                for m in outputs
-                for call in m.get("tool_calls", ())
-                if isinstance(call, dict) and call.get("name")
-            ]
+            steps = plan_steps(outputs)
             if steps:
                 events.append(self.event("plan", {"steps": steps}, at_end=True))
         return events
