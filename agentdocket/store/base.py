@@ -133,8 +133,7 @@ class Store(ScoringStore, ABC):
 
     def _append_on(self, conn: Any, events: list[Event]) -> int:
         unique = list({e.event_id: e for e in events}.values())
-        if self.redactor.active:
-            unique = self.redactor.events(unique)
+        unique = self.redactor.events(unique)
         inserted, projection = self._insert_events(conn, unique)
         self._apply(conn, projection)
         return inserted

@@ -266,17 +266,16 @@ class Redactor:
 
     def dataset(self, dataset: Dataset) -> Dataset:
         """The dataset with every case redacted (the same object when nothing matched)."""
-        if not self.active or not any(self.needs(_case_json(c)) for c in dataset.cases):
+        if not self.active:
             return dataset
-        return replace(dataset, cases=tuple(self.case(c) for c in dataset.cases))
+        cases = tuple(self.case(c) for c in dataset.cases)
+        if all(new is old for new, old in zip(cases, dataset.cases, strict=True)):
+            return dataset
+        return replace(dataset, cases=cases)
 
     def case(self, case: Case) -> Case:
-        doc = _case_json(case)
+        doc = case.to_json()
         if not self.needs(doc):
             return case
         redacted = self.value(doc)
         return case if redacted == doc else Case.from_json(redacted)
-
-
-def _case_json(case: Case) -> dict[str, Any]:
-    return case.to_json()

@@ -68,8 +68,7 @@ class Spool:
     def append(self, events: list[Event]) -> bool:
         """Write a batch durably. False (nothing written) when the spool would pass its maximum
         size; raises ``OSError`` when the file cannot be written."""
-        if self.redactor.active:
-            events = self.redactor.events(events)
+        events = self.redactor.events(events)
         body = orjson.dumps([event_to_json(e) for e in events])
         record = HEADER.pack(MAGIC, len(body), zlib.crc32(body)) + body
         with self._lock:
