@@ -22,7 +22,7 @@ import ipaddress
 import logging
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -39,6 +39,7 @@ from agentdocket.tracer.mapping import spans_to_events
 log = logging.getLogger("agentdocket.receiver")
 
 PROTOBUF = "application/x-protobuf"
+PROTOBUF_TYPES = (PROTOBUF, "application/protobuf")
 JSON = "application/json"
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
 DEFAULT_MAX_PENDING = 8
@@ -91,7 +92,7 @@ class ReceiverStats:
     requests: int = 0
     spans: int = 0
     events: int = 0
-    rejected: dict[int, int] | None = None
+    rejected: dict[int, int] = field(default_factory=dict)  # by HTTP status
 
 
 class Receiver:
@@ -111,7 +112,7 @@ class Receiver:
         self.max_body = max_body
         self.max_pending = max_pending
         self.pending = 0
-        self.stats = ReceiverStats(rejected={})
+        self.stats = ReceiverStats()
         self.app = Starlette(
             routes=[
                 Route("/v1/traces", self.traces, methods=["POST"]),
@@ -123,10 +124,11 @@ class Receiver:
 
     async def traces(self, request: Request) -> Response:
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        protobuf = media in (PROTOBUF, "application/protobuf")
+        encoding = request.headers.get("content-encoding", "identity").strip().lower()
+        protobuf = media in PROTOBUF_TYPES
         try:
             self._authorize(request)
-            decode = self._decoder(request)
+            decode = self._decoder(media, encoding)
             if self.pending >= self.max_pending:
                 raise _Reject(
                     503,
@@ -135,12 +137,11 @@ class Receiver:
                 )
             self.pending += 1
             try:
-                body = await self._body(request)
+                body = await self._body(request, encoding)
                 return await run_in_threadpool(self._ingest, body, decode, protobuf)
             finally:
                 self.pending -= 1
         except _Reject as reject:
-            assert self.stats.rejected is not None
             self.stats.rejected[reject.status] = self.stats.rejected.get(reject.status, 0) + 1
             content, media = _status_body(_RPC_CODE.get(reject.status, 2), reject.message, protobuf)
             return Response(content, reject.status, reject.headers, media_type=media)
@@ -172,20 +173,18 @@ class Receiver:
                 {"WWW-Authenticate": 'Bearer realm="agentdocket"'},
             )
 
-    def _decoder(self, request: Request) -> Callable[[bytes], list[ReceivedSpan]]:
-        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if media in (PROTOBUF, "application/protobuf"):
+    def _decoder(self, media: str, encoding: str) -> Callable[[bytes], list[ReceivedSpan]]:
+        if media in PROTOBUF_TYPES:
             decode = decode_protobuf
         elif media == JSON:
             decode = decode_json
         else:
             raise _Reject(415, f"content type {media or '(none)'!r}: send {PROTOBUF} or {JSON}")
-        encoding = request.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("identity", "", "gzip", "deflate"):
             raise _Reject(415, f"content encoding {encoding!r}: send gzip, deflate or none")
         return decode
 
-    async def _body(self, request: Request) -> bytes:
+    async def _body(self, request: Request, encoding: str) -> bytes:
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
             raise _Reject(413, f"body of {declared} bytes is over the limit of {self.max_body}")
@@ -197,7 +196,6 @@ class Receiver:
                 raise _Reject(413, f"body is over the limit of {self.max_body} bytes")
             chunks.append(chunk)
         body = b"".join(chunks)
-        encoding = request.headers.get("content-encoding", "identity").strip().lower()
         if encoding in ("gzip", "deflate"):
             body = self._inflate(body, encoding)
         return body
