@@ -18,7 +18,8 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -137,17 +138,14 @@ class StoreSpanExporter(SpanExporter):
     # --- the SpanExporter interface -------------------------------------------------------------
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
         try:
-            with self._lock:
+            with self._working():
                 self._export(spans)
             return SpanExportResult.SUCCESS
         except Exception:  # never into the host
             self.stats.failures += 1
             log.exception("agentdocket: exporting %d spans failed", len(spans))
             return SpanExportResult.FAILURE
-        finally:
-            detach(token)
 
     def shutdown(self) -> None:
         with self._lock:
@@ -168,13 +166,9 @@ class StoreSpanExporter(SpanExporter):
 
     def flush_spool(self) -> bool:
         """Try now to deliver what is spooled (ignoring the back-off); True when nothing waits."""
-        token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
-        try:
-            with self._lock:
-                self._retry_at = 0.0
-                return self._deliver([], 0) == "stored"
-        finally:
-            detach(token)
+        with self._working():
+            self._retry_at = 0.0
+            return self._deliver([], 0) == "stored"
 
     def _startup(self) -> None:
         try:
@@ -194,9 +188,8 @@ class StoreSpanExporter(SpanExporter):
         their events until told they are safe (the OTLP receiver answers 200 only for "stored"
         or "spooled"). With ``n_spans`` 0, events that could not be kept are not counted as
         dropped: the caller still has them. Never raises."""
-        token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
         try:
-            with self._lock:
+            with self._working():
                 self.stats.spans += n_spans
                 self.stats.events += len(events)
                 return self._deliver(events, n_spans)
@@ -204,6 +197,15 @@ class StoreSpanExporter(SpanExporter):
             self.stats.failures += 1
             log.exception("agentdocket: delivering %d events failed", len(events))
             return "dropped"
+
+    @contextmanager
+    def _working(self) -> Iterator[None]:
+        """The exporter's own work: under its lock, with OpenTelemetry instrumentation
+        suppressed, so that its database calls are never traced."""
+        token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+        try:
+            with self._lock:
+                yield
         finally:
             detach(token)
 
