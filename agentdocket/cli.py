@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from agentdocket.commands import dashboards as dashboard_commands
 from agentdocket.commands import examine as examine_commands
 from agentdocket.commands import grammar as grammar_commands
 from agentdocket.commands import runs as runs_commands
@@ -73,9 +74,12 @@ def rebuild(ctx: click.Context) -> None:
     """Rebuild the projections (runs, verdicts) from the event log."""
     with open_from(ctx) as store:
         counts = store.rebuild()
+        refreshed = store.refresh_dashboards()
     console.print(
         f"replayed {counts['events']} events: {counts['runs']} runs, {counts['verdicts']} verdicts"
     )
+    if refreshed is not None:
+        console.print(f"dashboards: {refreshed}")
 
 
 @main.command()
@@ -170,6 +174,7 @@ for command in scoring.COMMANDS:
 main.add_command(examine_commands.examine)
 main.add_command(grammar_commands.grammar)
 main.add_command(serve)
+main.add_command(dashboard_commands.refresh_dashboards)
 
 
 @main.command(name="grafana-role")

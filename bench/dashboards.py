@@ -11,6 +11,11 @@ written with set-based SQL straight into the tables (the store's append path is 
 bench/ingest.py); the projections are written consistently with the events. Then each panel's
 SQL, expanded as Grafana expands it for the default range (the last ``--range-days`` days) with
 every variable at "All", is timed: the median of ``--rounds``. Target: every panel < 200 ms.
+
+The synthesis marks every hour stale (the rollup triggers fire on the inserts), so a full
+refresh of the rollups is timed first; then the panels, on fresh rollups and again with the
+newest hour stale, as it is while agents are recording (that hour is read live). The panels
+run as Grafana runs them, connected as the role ``agentdocket grafana-role`` creates.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import argparse
 import statistics
 import sys
 import time
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -30,10 +36,12 @@ sys.path.insert(0, str(ROOT))
 
 from agentdocket.store import open_store  # noqa: E402
 from agentdocket.store.config import parse_url, psycopg_conninfo  # noqa: E402
+from agentdocket.store.grafana import grant_dashboard_role  # noqa: E402
 from bench.common import fresh_database, postgres_url  # noqa: E402
 from dashboards import build  # noqa: E402
 
 TARGET_MS = 200.0
+ROLE = "agentdocket_bench_grafana"
 
 
 KINDS = (
@@ -205,6 +213,12 @@ def synthesise(url: str, runs: int, days: int, end: datetime) -> dict[str, int]:
     return counts
 
 
+def refreshed(url: str) -> str:
+    with open_store(url, migrate=False) as store:
+        done = store.refresh_dashboards()
+    return str(done)
+
+
 def timed(conn: psycopg.Connection[Any], sql: str, rounds: int) -> tuple[float, int]:
     times, n = [], 0
     for _ in range(rounds):
@@ -229,44 +243,76 @@ def main() -> None:
         (end - timedelta(days=args.range_days)).isoformat().replace("+00:00", "Z"),
         end.isoformat().replace("+00:00", "Z"),
     )
-    with fresh_database(postgres_url(args.url)) as url:
-        open_store(url).close()  # the schema
-        print(f"synthesising {args.runs:,} runs over {args.days} days ...", flush=True)
-        counts = synthesise(url, args.runs, args.days, end)
-        print(
-            f"  {counts['runs']:,} runs, {counts['events']:,} events, "
-            f"{counts['verdicts']:,} verdicts",
-            flush=True,
-        )
-        conn = psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True)
-        results: list[tuple[str, str, float, int]] = []
-        values: dict[str, list[str]] = {}
-        for name in ("agent", "dataset", "version"):
-            sql = build.expand(build.VARIABLE_SQL[name], {}, *window)
-            ms, _ = timed(conn, sql, args.rounds)
-            values[name] = sorted(str(r[0]) for r in conn.execute(sql.encode()).fetchall())
-            results.append(("variables", name, ms, len(values[name])))
-        values["scorer"] = ["planner.suffix_match"]
-        sql = build.expand(build.VARIABLE_SQL["version_a"], values, *window)
-        ms, _ = timed(conn, sql, args.rounds)
-        results.append(("variables", "version_a / version_b", ms, 2))
-        values["version_a"], values["version_b"] = ["1"], ["1.1"]
-        for spec in build.PANELS:
-            sql = build.expand(spec.sql, values, *window)
-            ms, n = timed(conn, sql, args.rounds)
-            results.append((spec.dashboard.removeprefix("agentdocket-"), spec.title, ms, n))
-            print(f"  {results[-1][0]:16} {spec.title[:52]:52} {ms:8.1f} ms", flush=True)
-        conn.close()
+    server = postgres_url(args.url)
+    try:
+        with fresh_database(server) as url:
+            open_store(url).close()  # the schema
+            print(f"synthesising {args.runs:,} runs over {args.days} days ...", flush=True)
+            counts = synthesise(url, args.runs, args.days, end)
+            print(
+                f"  {counts['runs']:,} runs, {counts['events']:,} events, "
+                f"{counts['verdicts']:,} verdicts",
+                flush=True,
+            )
+            print(f"  full refresh of the rollups: {refreshed(url)}", flush=True)
+            with psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True) as owner:
+                owner.execute(  # what autovacuum would soon do
+                    "ANALYZE rollup_stale, rollup_runs, rollup_latency, rollup_verdicts, "
+                    "rollup_measures, rollup_transitions"
+                )
+            # The panels run as Grafana runs them: as the role `agentdocket grafana-role` makes.
+            password = uuid.uuid4().hex
+            grant_dashboard_role(url, ROLE, password)
+            as_role = parse_url(url).set(username=ROLE, password=password)
+            conn = psycopg.connect(psycopg_conninfo(as_role), autocommit=True)
+            fresh = panel_times(conn, window, args.rounds)
+            with psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True) as owner:
+                owner.execute(
+                    "INSERT INTO rollup_stale (hour, what) SELECT agentdocket_hour(%s), w "
+                    "FROM (VALUES ('runs'), ('verdicts')) k(w)",
+                    [end],
+                )
+            live = panel_times(conn, window, args.rounds)
+            conn.close()
+            print(f"  refresh of the newest hour: {refreshed(url)}", flush=True)
+    finally:
+        with psycopg.connect(psycopg_conninfo(parse_url(server)), autocommit=True) as admin:
+            admin.execute(f"DROP ROLE IF EXISTS {ROLE}")
     print(
-        f"\nquery times, median of {args.rounds}, last {args.range_days} of {args.days} days, "
-        f"every variable at All ({counts['events']:,} events):"
+        f"\nquery times in ms, median of {args.rounds}, last {args.range_days} of {args.days} "
+        f"days, every variable at All ({counts['events']:,} events); fresh rollups, and with "
+        "the newest hour read live:"
     )
     slow = 0
-    for dashboard, title, ms, n in results:
-        flag = "" if ms < TARGET_MS else "  over target"
-        slow += ms >= TARGET_MS
-        print(f"  {dashboard:16} {title[:52]:52} {ms:8.1f} ms {n:6} rows{flag}")
-    print(f"{len(results) - slow} of {len(results)} queries under {TARGET_MS:.0f} ms")
+    for (dashboard, title, ms, n), (_, _, live_ms, _) in zip(fresh, live, strict=True):
+        over = max(ms, live_ms) >= TARGET_MS
+        slow += over
+        flag = "  over target" if over else ""
+        print(f"  {dashboard:16} {title[:52]:52} {ms:8.1f} {live_ms:8.1f} {n:6} rows{flag}")
+    print(f"{len(fresh) - slow} of {len(fresh)} queries under {TARGET_MS:.0f} ms in both")
+
+
+def panel_times(
+    conn: psycopg.Connection[Any], window: tuple[str, str], rounds: int
+) -> list[tuple[str, str, float, int]]:
+    results: list[tuple[str, str, float, int]] = []
+    values: dict[str, list[str]] = {}
+    for name in ("agent", "dataset", "version"):
+        sql = build.expand(build.VARIABLE_SQL[name], {}, *window)
+        ms, _ = timed(conn, sql, rounds)
+        values[name] = sorted(str(r[0]) for r in conn.execute(sql.encode()).fetchall())
+        results.append(("variables", name, ms, len(values[name])))
+    values["scorer"] = ["planner.suffix_match"]
+    sql = build.expand(build.VARIABLE_SQL["version_a"], values, *window)
+    ms, _ = timed(conn, sql, rounds)
+    results.append(("variables", "version_a / version_b", ms, 2))
+    values["version_a"], values["version_b"] = ["1"], ["1.1"]
+    for spec in build.PANELS:
+        sql = build.expand(spec.sql, values, *window)
+        ms, n = timed(conn, sql, rounds)
+        results.append((spec.dashboard.removeprefix("agentdocket-"), spec.title, ms, n))
+        print(f"  {results[-1][0]:16} {spec.title[:52]:52} {ms:8.1f} ms", flush=True)
+    return results
 
 
 if __name__ == "__main__":

@@ -165,6 +165,7 @@ def expand(
         rf'floor(extract(epoch from \1)/{interval_s})*{interval_s} AS "time"',
         text,
     )
+    text = text.replace("$__timeFrom()", f"'{time_from}'").replace("$__timeTo()", f"'{time_to}'")
     text = re.sub(
         r"\$__timeFilter\((\w+(?:\.\w+)?)\)",
         rf"\1 BETWEEN '{time_from}' AND '{time_to}'",

@@ -1,6 +1,11 @@
-"""The dashboards' panels: each panel's SQL over the ``dashboard_*`` views (migration 0004)
-and the columns it returns, and the template variables' queries. dashboards/build.py turns
-them into Grafana JSON; the tests and bench/dashboards.py run every query.
+"""The dashboards' panels: each panel's SQL over the ``dashboard_*`` views (migrations 0004
+and 0005) and the columns it returns, and the template variables' queries.
+dashboards/build.py turns them into Grafana JSON; the tests and bench/dashboards.py run every
+query.
+
+The panels read the hourly ``dashboard_*_stats`` / ``_latency`` / ``_measures`` /
+``_transitions`` views, whose cost grows with hours and dimensions, not with runs; only the
+list of runs whose verdict changed reads row-level views.
 
 Every panel filters on Grafana's time range and the ``agent`` and ``dataset`` variables, and
 verdict panels on ``version`` too; the scorer-versions dashboard compares ``version_a`` with
@@ -12,9 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# The filters every panel applies (on a view with time, agent, dataset columns).
-RUNS = "$__timeFilter(time) AND agent IN ($agent) AND dataset IN ($dataset)"
+# The filters every panel applies, on a view with time, agent and dataset columns. The
+# dashboard_*_stats views are hourly: an hour counts when it overlaps the time range.
+HOURS = "time > CAST($__timeFrom() AS timestamptz) - interval '1 hour' AND time <= $__timeTo()"
+RUNS = HOURS + " AND agent IN ($agent) AND dataset IN ($dataset)"
 VERDICTS = RUNS + " AND scorer_version IN ($version)"
+TOOL_SCORERS = "scorer IN ('planner.suffix_match', 'tools.slot_fill', 'tools.procedural')"
+PEER = "scorer LIKE 'review.peer.%'"
+SUBTASK = "substr(scorer, length('review.peer.') + 1)"
 
 
 @dataclass(frozen=True)
@@ -45,8 +55,51 @@ def panel(dashboard: str, title: str, kind: str, sql: str, columns: str, **kw: A
     PANELS.append(spec)
 
 
-def bucket(column: str, width: float) -> str:
-    return f"round(CAST(floor({column} / {width}) * {width} AS numeric), 2)"
+def ratio(part: str, whole: str) -> str:
+    """sum(part) / sum(whole), as a double (null when whole sums to 0)."""
+    return f"CAST(sum({part}) AS double precision) / nullif(sum({whole}), 0)"
+
+
+def total(column: str) -> str:
+    return f"CAST(sum({column}) AS bigint)"
+
+
+def quantiles(where: str, keys: str, names: dict[str, float], *, time_group: bool = False) -> str:
+    """The latency quantiles of dashboard_run_latency per ``keys`` (a comma-separated list, or
+    "" for one row): buckets summed per key first, then ``dashboard_quantile`` per key."""
+    group = ["$__timeGroupAlias(time, $__interval)"] if time_group else []
+    group += [k.strip() for k in keys.split(",") if k.strip()]
+    outer = ["time"] if time_group else []
+    outer += [k.strip() for k in keys.split(",") if k.strip()]
+    columns = ", ".join(
+        [*outer]
+        + [
+            f"dashboard_quantile({p}, array_agg(bucket), array_agg(runs)) AS {name}"
+            for name, p in names.items()
+        ]
+    )
+    inner = ", ".join([*group, "bucket", f"{total('runs')} AS runs"])
+    positions = ", ".join(str(i) for i in range(1, len(group) + 2))
+    sql = (
+        f"SELECT {columns} FROM (SELECT {inner} FROM dashboard_run_latency WHERE {where} "
+        f"GROUP BY {positions}) b"
+    )
+    if outer:
+        sql += f" GROUP BY {', '.join(outer)}"
+    return sql
+
+
+def measures(scorer: str, names: str) -> str:
+    """A filter on dashboard_verdict_measures: ``scorer`` (a condition) and the measures."""
+    quoted = ", ".join(f"'{n}'" for n in names.split())
+    return f"{VERDICTS} AND {scorer} AND measure IN ({quoted})"
+
+
+def mean(measure: str) -> str:
+    return (
+        f"sum(total) FILTER (WHERE measure = '{measure}') / "
+        f"nullif(sum(n) FILTER (WHERE measure = '{measure}'), 0)"
+    )
 
 
 # --- Overview ---------------------------------------------------------------------------------
@@ -56,7 +109,7 @@ panel(
     OVERVIEW,
     "Runs",
     "stat",
-    f"SELECT count(*) AS runs FROM dashboard_runs WHERE {RUNS}",
+    f"SELECT {total('runs')} AS runs FROM dashboard_run_stats WHERE {RUNS}",
     "runs",
     width=6,
     height=5,
@@ -65,7 +118,7 @@ panel(
     OVERVIEW,
     "Error rate",
     "stat",
-    f"SELECT avg(is_error) AS error_rate FROM dashboard_runs WHERE {RUNS}",
+    f"SELECT {ratio('errors', 'runs')} AS error_rate FROM dashboard_run_stats WHERE {RUNS}",
     "error_rate",
     unit="percentunit",
     width=6,
@@ -75,18 +128,18 @@ panel(
     OVERVIEW,
     "Median latency",
     "stat",
-    f"SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS p50_latency_ms "
-    f"FROM dashboard_runs WHERE {RUNS}",
+    quantiles(RUNS, "", {"p50_latency_ms": 0.5}),
     "p50_latency_ms",
     unit="ms",
     width=6,
     height=5,
+    description="Estimated from latency buckets 9% wide (8 per doubling).",
 )
 panel(
     OVERVIEW,
     "Steps per run",
     "stat",
-    f"SELECT avg(n_steps) AS steps_per_run FROM dashboard_runs WHERE {RUNS}",
+    f"SELECT {ratio('steps', 'runs')} AS steps_per_run FROM dashboard_run_stats WHERE {RUNS}",
     "steps_per_run",
     width=6,
     height=5,
@@ -95,16 +148,16 @@ panel(
     OVERVIEW,
     "Runs over time, by agent",
     "timeseries",
-    f"SELECT $__timeGroupAlias(time, $__interval), agent AS metric, count(*) AS runs "
-    f"FROM dashboard_runs WHERE {RUNS} GROUP BY 1, 2 ORDER BY 1",
+    f"SELECT $__timeGroupAlias(time, $__interval), agent AS metric, {total('runs')} AS runs "
+    f"FROM dashboard_run_stats WHERE {RUNS} GROUP BY 1, 2 ORDER BY 1",
     "time metric runs",
 )
 panel(
     OVERVIEW,
     "Error rate over time",
     "timeseries",
-    f"SELECT $__timeGroupAlias(time, $__interval), avg(is_error) AS error_rate "
-    f"FROM dashboard_runs WHERE {RUNS} GROUP BY 1 ORDER BY 1",
+    f"SELECT $__timeGroupAlias(time, $__interval), {ratio('errors', 'runs')} AS error_rate "
+    f"FROM dashboard_run_stats WHERE {RUNS} GROUP BY 1 ORDER BY 1",
     "time error_rate",
     unit="percentunit",
 )
@@ -112,31 +165,31 @@ panel(
     OVERVIEW,
     "Latency over time (p50, p95)",
     "timeseries",
-    f"SELECT $__timeGroupAlias(time, $__interval), "
-    f"percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS p50, "
-    f"percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms) AS p95 "
-    f"FROM dashboard_runs WHERE {RUNS} GROUP BY 1 ORDER BY 1",
+    quantiles(RUNS, "", {"p50": 0.5, "p95": 0.95}, time_group=True) + " ORDER BY 1",
     "time p50 p95",
     unit="ms",
+    description="Estimated from latency buckets 9% wide (8 per doubling).",
 )
 panel(
     OVERVIEW,
     "Steps per run over time",
     "timeseries",
-    f"SELECT $__timeGroupAlias(time, $__interval), avg(n_steps) AS steps, "
-    f"avg(n_tool_calls) AS tool_calls, avg(n_llm_calls) AS llm_calls "
-    f"FROM dashboard_runs WHERE {RUNS} GROUP BY 1 ORDER BY 1",
+    f"SELECT $__timeGroupAlias(time, $__interval), {ratio('steps', 'runs')} AS steps, "
+    f"{ratio('tool_calls', 'runs')} AS tool_calls, {ratio('llm_calls', 'runs')} AS llm_calls "
+    f"FROM dashboard_run_stats WHERE {RUNS} GROUP BY 1 ORDER BY 1",
     "time steps tool_calls llm_calls",
 )
+DIMENSIONS = "agent, agent_version, strategy, model"
 panel(
     OVERVIEW,
     "By agent, version, strategy and model",
     "table",
-    f"SELECT agent, agent_version, strategy, model, count(*) AS runs, "
-    f"avg(is_error) AS error_rate, "
-    f"percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS p50_latency_ms, "
-    f"avg(n_steps) AS steps_per_run FROM dashboard_runs WHERE {RUNS} "
-    f"GROUP BY 1, 2, 3, 4 ORDER BY runs DESC",
+    f"SELECT s.agent, s.agent_version, s.strategy, s.model, s.runs, s.error_rate, "
+    f"l.p50_latency_ms, s.steps_per_run FROM (SELECT {DIMENSIONS}, {total('runs')} AS runs, "
+    f"{ratio('errors', 'runs')} AS error_rate, {ratio('steps', 'runs')} AS steps_per_run "
+    f"FROM dashboard_run_stats WHERE {RUNS} GROUP BY 1, 2, 3, 4) s "
+    f"LEFT JOIN ({quantiles(RUNS, DIMENSIONS, {'p50_latency_ms': 0.5})}) l "
+    f"USING ({DIMENSIONS}) ORDER BY s.runs DESC",
     "agent agent_version strategy model runs error_rate p50_latency_ms steps_per_run",
     width=24,
 )
@@ -144,12 +197,13 @@ panel(
 # --- Tool use ---------------------------------------------------------------------------------
 
 T = "agentdocket-tool-use"
+PLANNER = "scorer = 'planner.suffix_match'"
 panel(
     T,
     "Pass rate by scorer",
     "stat",
-    f"SELECT scorer, avg(pass) AS pass_rate FROM dashboard_tool_use WHERE {VERDICTS} "
-    f"GROUP BY 1 ORDER BY 1",
+    f"SELECT scorer, {ratio('passed', 'decided')} AS pass_rate FROM dashboard_verdict_stats "
+    f"WHERE {VERDICTS} AND {TOOL_SCORERS} GROUP BY 1 ORDER BY 1",
     "scorer pass_rate",
     unit="percentunit",
     width=24,
@@ -159,8 +213,9 @@ panel(
     T,
     "Pass rate over time",
     "timeseries",
-    f"SELECT $__timeGroupAlias(time, $__interval), scorer AS metric, avg(pass) AS pass_rate "
-    f"FROM dashboard_tool_use WHERE {VERDICTS} GROUP BY 1, 2 ORDER BY 1",
+    f"SELECT $__timeGroupAlias(time, $__interval), scorer AS metric, "
+    f"{ratio('passed', 'decided')} AS pass_rate FROM dashboard_verdict_stats "
+    f"WHERE {VERDICTS} AND {TOOL_SCORERS} GROUP BY 1, 2 ORDER BY 1",
     "time metric pass_rate",
     unit="percentunit",
 )
@@ -168,19 +223,18 @@ panel(
     T,
     "Pass rate by tool",
     "table",
-    "SELECT t.tool, u.scorer, avg(u.pass) AS pass_rate, count(*) AS runs "
-    "FROM dashboard_tool_use u JOIN dashboard_run_tools t ON t.trace_id = u.trace_id "
-    "WHERE $__timeFilter(u.time) AND u.agent IN ($agent) AND u.dataset IN ($dataset) "
-    "AND u.scorer_version IN ($version) "
-    "GROUP BY 1, 2 ORDER BY 1, 2",
+    f"SELECT label AS tool, scorer, {ratio('total', 'n')} AS pass_rate, {total('n')} AS runs "
+    f"FROM dashboard_verdict_measures WHERE {measures(TOOL_SCORERS, 'tool')} "
+    f"GROUP BY 1, 2 ORDER BY 1, 2",
     "tool scorer pass_rate runs",
+    description="Each run counts once for every tool it called.",
 )
 panel(
     T,
     "Top failure types",
     "table",
-    f"SELECT failure_type, scorer, count(*) AS verdicts FROM dashboard_tool_use "
-    f"WHERE {VERDICTS} AND failure_type IS NOT NULL GROUP BY 1, 2 "
+    f"SELECT failure_type, scorer, {total('verdicts')} AS verdicts FROM dashboard_verdict_stats "
+    f"WHERE {VERDICTS} AND {TOOL_SCORERS} AND failure_type IS NOT NULL GROUP BY 1, 2 "
     f"ORDER BY verdicts DESC LIMIT 20",
     "failure_type scorer verdicts",
 )
@@ -188,50 +242,46 @@ panel(
     T,
     "Extra plan steps (passing plans)",
     "barchart",
-    f"SELECT CAST(extra_steps AS text) AS extra_steps, count(*) AS runs "
-    f"FROM dashboard_tool_use WHERE {VERDICTS} AND scorer = 'planner.suffix_match' "
-    f"AND extra_steps IS NOT NULL GROUP BY extra_steps ORDER BY extra_steps",
+    f"SELECT label AS extra_steps, {total('n')} AS runs FROM dashboard_verdict_measures "
+    f"WHERE {measures(PLANNER, 'extra_steps')} "
+    f"GROUP BY label ORDER BY min(total / n)",
     "extra_steps runs",
 )
 
 # --- Responses --------------------------------------------------------------------------------
 
 R = "agentdocket-responses"
+SIMILARITY = "scorer = 'response.similarity'"
+REFERENCE = "scorer = 'answer.reference'"
 panel(
     R,
     "Mean cosine and ROUGE-L",
     "stat",
-    f"SELECT avg(cosine) AS cosine, avg(rouge_l_precision) AS rouge_l_precision, "
-    f"avg(rouge_l_recall) AS rouge_l_recall, avg(rouge_l_f) AS rouge_l_f "
-    f"FROM dashboard_similarity WHERE {VERDICTS}",
+    f"SELECT {mean('cosine')} AS cosine, {mean('rouge_l_precision')} AS rouge_l_precision, "
+    f"{mean('rouge_l_recall')} AS rouge_l_recall, {mean('rouge_l_f')} AS rouge_l_f "
+    f"FROM dashboard_verdict_measures "
+    f"WHERE {measures(SIMILARITY, 'cosine rouge_l_precision rouge_l_recall rouge_l_f')}",
     "cosine rouge_l_precision rouge_l_recall rouge_l_f",
     width=24,
     height=5,
 )
-panel(
-    R,
-    "Cosine similarity distribution",
-    "barchart",
-    f"SELECT CAST({bucket('cosine', 0.05)} AS text) AS cosine, count(*) AS responses "
-    f"FROM dashboard_similarity WHERE {VERDICTS} AND cosine IS NOT NULL "
-    f"GROUP BY {bucket('cosine', 0.05)} ORDER BY {bucket('cosine', 0.05)}",
-    "cosine responses",
-)
-panel(
-    R,
-    "ROUGE-L F distribution",
-    "barchart",
-    f"SELECT CAST({bucket('rouge_l_f', 0.05)} AS text) AS rouge_l_f, count(*) AS responses "
-    f"FROM dashboard_similarity WHERE {VERDICTS} AND rouge_l_f IS NOT NULL "
-    f"GROUP BY {bucket('rouge_l_f', 0.05)} ORDER BY {bucket('rouge_l_f', 0.05)}",
-    "rouge_l_f responses",
-)
+for measure, title in (("cosine", "Cosine similarity"), ("rouge_l_f", "ROUGE-L F")):
+    panel(
+        R,
+        f"{title} distribution",
+        "barchart",
+        f"SELECT label AS {measure}, {total('n')} AS responses FROM dashboard_verdict_measures "
+        f"WHERE {measures(SIMILARITY, measure)} GROUP BY label "
+        f"ORDER BY CAST(label AS numeric)",
+        f"{measure} responses",
+        description="Buckets 0.05 wide, by their lower bound.",
+    )
 panel(
     R,
     "Reference match rate (conclusive)",
     "stat",
-    f"SELECT avg(matched) AS match_rate, count(matched) AS judged FROM dashboard_reference "
-    f"WHERE {VERDICTS} AND matched IS NOT NULL",
+    f"SELECT {ratio('total', 'n')} AS match_rate, {total('n')} AS judged "
+    f"FROM dashboard_verdict_measures WHERE {measures(REFERENCE, 'matched')}",
     "match_rate judged",
     unit="percentunit",
 )
@@ -239,9 +289,9 @@ panel(
     R,
     "Interpretive scores (1-5)",
     "barchart",
-    f"SELECT CAST(interpretive_score AS text) AS score, count(*) AS answers "
-    f"FROM dashboard_reference WHERE {VERDICTS} AND interpretive_score IS NOT NULL "
-    f"GROUP BY interpretive_score ORDER BY interpretive_score",
+    f"SELECT label AS score, {total('n')} AS answers FROM dashboard_verdict_measures "
+    f"WHERE {measures(REFERENCE, 'interpretive_score')} GROUP BY label "
+    f"ORDER BY CAST(label AS numeric)",
     "score answers",
 )
 
@@ -252,8 +302,9 @@ panel(
     P,
     "Perfect rate per sub-task",
     "barchart",
-    f"SELECT subtask, avg(pass) AS perfect_rate, count(*) AS runs FROM dashboard_peer_review "
-    f"WHERE {VERDICTS} GROUP BY 1 ORDER BY 1",
+    f"SELECT {SUBTASK} AS subtask, {ratio('passed', 'decided')} AS perfect_rate, "
+    f"{total('verdicts')} AS runs FROM dashboard_verdict_stats WHERE {VERDICTS} AND {PEER} "
+    f"GROUP BY 1 ORDER BY 1",
     "subtask perfect_rate runs",
     unit="percentunit",
 )
@@ -261,18 +312,23 @@ panel(
     P,
     "Agreement per sub-task: reviewers vs meta-reviewers",
     "table",
-    f"SELECT subtask, avg(reviewers_unanimous) AS reviewers_agreement, "
-    f"avg(meta_reviewers_unanimous) AS meta_reviewers_agreement, count(*) AS runs "
-    f"FROM dashboard_peer_review WHERE {VERDICTS} GROUP BY 1 ORDER BY 1",
+    f"SELECT {SUBTASK} AS subtask, {mean('reviewers_unanimous')} AS reviewers_agreement, "
+    f"{mean('meta_reviewers_unanimous')} AS meta_reviewers_agreement, "
+    f"CAST(sum(n) FILTER (WHERE measure = 'reviewers_unanimous') AS bigint) AS runs "
+    f"FROM dashboard_verdict_measures "
+    f"WHERE {measures(PEER, 'reviewers_unanimous meta_reviewers_unanimous')} "
+    f"GROUP BY 1 ORDER BY 1",
     "subtask reviewers_agreement meta_reviewers_agreement runs",
 )
 panel(
     P,
     "Decisions by judge model",
     "table",
-    f"SELECT judge_model, role, subtask, count(*) AS decisions, "
-    f"avg(CASE WHEN decision = 'Perfect' THEN 1.0 ELSE 0.0 END) AS perfect_share "
-    f"FROM dashboard_peer_decisions WHERE {VERDICTS} GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+    f"SELECT label AS judge_model, replace(measure, '_decision', '') AS role, "
+    f"{SUBTASK} AS subtask, {total('n')} AS decisions, {ratio('total', 'n')} AS perfect_share "
+    f"FROM dashboard_verdict_measures "
+    f"WHERE {measures(PEER, 'reviewer_decision meta_reviewer_decision')} "
+    f"GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
     "judge_model role subtask decisions perfect_share",
     width=24,
 )
@@ -280,8 +336,9 @@ panel(
     P,
     "Perfect rate over time",
     "timeseries",
-    f"SELECT $__timeGroupAlias(time, $__interval), subtask AS metric, avg(pass) AS perfect_rate "
-    f"FROM dashboard_peer_review WHERE {VERDICTS} GROUP BY 1, 2 ORDER BY 1",
+    f"SELECT $__timeGroupAlias(time, $__interval), {SUBTASK} AS metric, "
+    f"{ratio('passed', 'decided')} AS perfect_rate FROM dashboard_verdict_stats "
+    f"WHERE {VERDICTS} AND {PEER} GROUP BY 1, 2 ORDER BY 1",
     "time metric perfect_rate",
     unit="percentunit",
     width=24,
@@ -290,12 +347,13 @@ panel(
 # --- GRAMMAR ----------------------------------------------------------------------------------
 
 G = "agentdocket-grammar"
+GRAMMAR = "scorer = 'grammar.groups'"
 panel(
     G,
     "Group tags",
     "piechart",
-    f"SELECT tag, count(*) AS groups FROM dashboard_grammar WHERE {VERDICTS} "
-    f"AND representative = 1 GROUP BY 1 ORDER BY 1",
+    f"SELECT label AS tag, {total('n')} AS groups FROM dashboard_verdict_measures "
+    f"WHERE {measures(GRAMMAR, 'tag')} GROUP BY 1 ORDER BY 1",
     "tag groups",
     width=8,
 )
@@ -303,11 +361,13 @@ panel(
     G,
     "Accuracy vs refined accuracy",
     "table",
-    f"SELECT dataset, avg(correct) AS accuracy, avg(refined_correct) AS refined_accuracy, "
-    f"avg(retrieval_correct) AS retrieval_accuracy, "
-    f"CAST(sum(CASE WHEN representative = 1 AND tag <> 'Gap' THEN 1 ELSE 0 END) "
-    f"AS double precision) / nullif(sum(representative), 0) AS knowledge_accuracy, "
-    f"count(*) AS runs FROM dashboard_grammar WHERE {VERDICTS} GROUP BY 1 ORDER BY 1",
+    f"SELECT dataset, {mean('correct')} AS accuracy, {mean('refined_correct')} AS "
+    f"refined_accuracy, {mean('retrieval_correct')} AS retrieval_accuracy, "
+    f"{mean('knowledge')} AS knowledge_accuracy, "
+    f"CAST(sum(n) FILTER (WHERE measure = 'correct') AS bigint) AS runs "
+    f"FROM dashboard_verdict_measures "
+    f"WHERE {measures(GRAMMAR, 'correct refined_correct retrieval_correct knowledge')} "
+    f"GROUP BY 1 ORDER BY 1",
     "dataset accuracy refined_accuracy retrieval_accuracy knowledge_accuracy runs",
     width=16,
 )
@@ -315,8 +375,8 @@ panel(
     G,
     "Blame split (incorrect runs of non-robust groups)",
     "piechart",
-    f"SELECT blame, count(*) AS runs FROM dashboard_grammar WHERE {VERDICTS} "
-    f"AND blame IS NOT NULL GROUP BY 1 ORDER BY 1",
+    f"SELECT label AS blame, {total('n')} AS runs FROM dashboard_verdict_measures "
+    f"WHERE {measures(GRAMMAR, 'blame')} GROUP BY 1 ORDER BY 1",
     "blame runs",
     width=8,
 )
@@ -324,13 +384,6 @@ panel(
 # --- Scorer versions --------------------------------------------------------------------------
 
 V = "agentdocket-scorer-versions"
-A_B = (
-    "FROM dashboard_verdicts a JOIN dashboard_verdicts b "
-    "ON b.trace_id = a.trace_id AND b.scorer = a.scorer "
-    "WHERE a.scorer = '$scorer' AND a.scorer_version = '$version_a' "
-    "AND b.scorer_version = '$version_b' AND $__timeFilter(a.time) "
-    "AND a.agent IN ($agent) AND a.dataset IN ($dataset)"
-)
 OUTCOME = (
     "coalesce({t}.label, CASE WHEN {t}.passed THEN 'pass' WHEN NOT {t}.passed THEN 'fail' "
     "ELSE 'scored' END)"
@@ -339,8 +392,9 @@ panel(
     V,
     "Per version: pass rate and mean score",
     "table",
-    f"SELECT scorer_version, count(*) AS runs, avg(pass) AS pass_rate, avg(score) AS mean_score "
-    f"FROM dashboard_verdicts WHERE scorer = '$scorer' AND {RUNS} GROUP BY 1 ORDER BY 1",
+    f"SELECT scorer_version, {total('verdicts')} AS runs, {ratio('passed', 'decided')} AS "
+    f"pass_rate, {ratio('score_sum', 'scored')} AS mean_score FROM dashboard_verdict_stats "
+    f"WHERE scorer = '$scorer' AND {RUNS} GROUP BY 1 ORDER BY 1",
     "scorer_version runs pass_rate mean_score",
     width=24,
 )
@@ -348,8 +402,10 @@ panel(
     V,
     "How verdicts moved from version A to version B",
     "table",
-    f"SELECT {OUTCOME.format(t='a')} AS version_a, {OUTCOME.format(t='b')} AS version_b, "
-    f"count(*) AS runs {A_B} GROUP BY 1, 2 ORDER BY runs DESC",
+    f"SELECT outcome_a AS version_a, outcome_b AS version_b, {total('runs')} AS runs "
+    f"FROM dashboard_verdict_transitions WHERE scorer = '$scorer' "
+    f"AND version_a = '$version_a' AND version_b = '$version_b' AND {RUNS} "
+    f"GROUP BY 1, 2 ORDER BY runs DESC",
     "version_a version_b runs",
 )
 panel(
@@ -358,7 +414,12 @@ panel(
     "table",
     f"SELECT a.trace_id, a.case_id, {OUTCOME.format(t='a')} AS version_a, "
     f"{OUTCOME.format(t='b')} AS version_b, a.failure_type AS failure_a, "
-    f"b.failure_type AS failure_b {A_B} "
+    f"b.failure_type AS failure_b "
+    "FROM dashboard_verdicts a JOIN dashboard_verdicts b "
+    "ON b.trace_id = a.trace_id AND b.scorer = a.scorer "
+    "WHERE a.scorer = '$scorer' AND a.scorer_version = '$version_a' "
+    "AND b.scorer_version = '$version_b' AND $__timeFilter(a.time) "
+    "AND a.agent IN ($agent) AND a.dataset IN ($dataset) "
     f"AND (a.passed IS DISTINCT FROM b.passed OR a.label IS DISTINCT FROM b.label "
     f"OR a.score IS DISTINCT FROM b.score) ORDER BY a.time DESC LIMIT 200",
     "trace_id case_id version_a version_b failure_a failure_b",
@@ -379,8 +440,8 @@ TITLES = {
 
 
 VARIABLE_SQL = {
-    "agent": "SELECT DISTINCT agent FROM dashboard_runs WHERE $__timeFilter(time)",
-    "dataset": "SELECT DISTINCT dataset FROM dashboard_runs WHERE $__timeFilter(time)",
+    "agent": f"SELECT DISTINCT agent FROM dashboard_run_stats WHERE {HOURS}",
+    "dataset": f"SELECT DISTINCT dataset FROM dashboard_run_stats WHERE {HOURS}",
     "version": "SELECT DISTINCT scorer_version FROM dashboard_scorer_versions",
     "scorer": "SELECT DISTINCT scorer FROM dashboard_scorer_versions",
     "version_a": "SELECT scorer_version FROM dashboard_scorer_versions WHERE scorer = '$scorer'",

@@ -10,9 +10,9 @@ import importlib.util
 import json
 import re
 import sys
-import time
 import uuid
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -30,6 +30,7 @@ from agentdocket.scorers.runner import score_runs
 from agentdocket.store import open_store
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from dashboards import build
+from dashboards.panels import OUTCOME
 from tests.conftest import ROOT, SHARED, _drop, _fresh_pg, cli, require_shared
 from tests.test_grammar_eval import RECORDS
 
@@ -48,7 +49,7 @@ def _load(path: Path, name: str) -> ModuleType:
 
 VIEW_NAMES = set(
     _load(ROOT / "agentdocket/migrations/versions/0004_dashboard_views.py", "views_0004").VIEWS
-)
+) | set(_load(ROOT / "agentdocket/migrations/versions/0005_dashboard_rollups.py", "r_0005").STATS)
 FILES = {
     uid: DASHBOARDS / "json" / f"{uid.removeprefix('agentdocket-')}.json" for uid in build.TITLES
 }
@@ -186,9 +187,8 @@ def _rows(conn: psycopg.Connection[Any], text: str) -> tuple[list[str], list[tup
     return [d.name for d in cur.description or []], list(cur.fetchall())
 
 
-@pytest.mark.postgres
-def test_every_panel_query_returns_its_columns_on_seeded_data(seeded: str) -> None:
-    conn = psycopg.connect(psycopg_conninfo(parse_url(seeded)), autocommit=True)
+def _variables(conn: psycopg.Connection[Any]) -> dict[str, list[str]]:
+    """The template variables' values as Grafana would offer them; two planner versions."""
     values: dict[str, list[str]] = {}
     for name in ("agent", "dataset", "version"):
         _, rows = _rows(conn, build.expand(build.VARIABLE_SQL[name], {}))
@@ -199,15 +199,120 @@ def test_every_panel_query_returns_its_columns_on_seeded_data(seeded: str) -> No
     versions = sorted(str(r[0]) for r in rows)
     assert versions == ["1", "1.1"]
     values["version_a"], values["version_b"] = [versions[0]], [versions[1]]
-    timings = {}
+    return values
+
+
+def _panels(conn: psycopg.Connection[Any]) -> dict[str, list[tuple[Any, ...]]]:
+    """Every panel's rows (floats rounded: sums may add up in another order), checking that
+    each returns its columns and at least one row."""
+    values = _variables(conn)
+    out = {}
     for spec in build.PANELS:
-        start = time.perf_counter()
         columns, rows = _rows(conn, build.expand(spec.sql, values))
-        timings[spec.title] = time.perf_counter() - start
         assert columns == list(spec.columns), spec.title
         assert rows, f"{spec.dashboard} / {spec.title}: no rows on the seeded data"
+        assert any(v is not None for r in rows for v in r), spec.title
+        out[spec.title] = [
+            tuple(round(v, 9) if isinstance(v, float) else v for v in r) for r in rows
+        ]
+    assert len(out) == len(build.PANELS) >= 25
+    return out
+
+
+@pytest.mark.postgres
+def test_every_panel_query_returns_its_columns_on_seeded_data(seeded: str) -> None:
+    """The same rows from the rollups and, with every hour marked stale, from the live path."""
+    conn = psycopg.connect(psycopg_conninfo(parse_url(seeded)), autocommit=True)
+    with open_store(seeded) as store:
+        store.refresh_dashboards()
+    assert conn.execute("SELECT count(*) FROM rollup_stale").fetchone() == (0,)
+    rolled = _panels(conn)
+    conn.execute(
+        "INSERT INTO rollup_stale (hour, what) SELECT DISTINCT agentdocket_hour(time), w "
+        "FROM dashboard_runs CROSS JOIN (VALUES ('runs'), ('verdicts')) k(w)"
+    )
+    assert _panels(conn) == rolled
+    with open_store(seeded) as store:
+        done = store.refresh_dashboards()
+    assert done is not None and done.run_hours > 0 and done.verdict_hours > 0
+    assert _panels(conn) == rolled
     conn.close()
-    assert len(timings) == len(build.PANELS) >= 25
+
+
+def _one(conn: psycopg.Connection[Any], text: str) -> list[tuple[Any, ...]]:
+    return sorted(
+        tuple(round(float(v), 9) if isinstance(v, float | Decimal) else v for v in r)
+        for r in conn.execute(text.encode()).fetchall()  # type: ignore[call-overload]
+    )
+
+
+@pytest.mark.postgres
+def test_the_hourly_views_agree_with_the_row_level_views(seeded: str) -> None:
+    """What the panels aggregate from hours is what the same aggregate over runs and
+    verdicts gives (the latency quantile: the same 9% bucket as the exact one)."""
+    conn = psycopg.connect(psycopg_conninfo(parse_url(seeded)), autocommit=True)
+    for hourly, rows in (
+        (
+            "SELECT agent, dataset, sum(runs), sum(errors), sum(steps) FROM dashboard_run_stats "
+            "GROUP BY 1, 2",
+            "SELECT agent, dataset, count(*), sum(is_error), sum(n_steps) FROM dashboard_runs "
+            "GROUP BY 1, 2",
+        ),
+        (
+            "SELECT scorer, scorer_version, sum(verdicts), "
+            "CAST(sum(passed) AS double precision) / nullif(sum(decided), 0), "
+            "sum(score_sum) / nullif(sum(scored), 0) FROM dashboard_verdict_stats GROUP BY 1, 2",
+            "SELECT scorer, scorer_version, count(*), avg(pass), avg(score) "
+            "FROM dashboard_verdicts GROUP BY 1, 2",
+        ),
+        (
+            "SELECT sum(total) / sum(n), sum(n) FROM dashboard_verdict_measures "
+            "WHERE measure = 'cosine'",
+            "SELECT avg(cosine), count(cosine) FROM dashboard_similarity",
+        ),
+        (
+            "SELECT label, replace(measure, '_decision', ''), sum(n), sum(total) "
+            "FROM dashboard_verdict_measures WHERE measure LIKE '%\\_decision' GROUP BY 1, 2",
+            "SELECT judge_model, role, count(*), sum(CASE decision WHEN 'Perfect' THEN 1 ELSE 0 "
+            "END) FROM dashboard_peer_decisions GROUP BY 1, 2",
+        ),
+        (
+            "SELECT label, sum(n) FROM dashboard_verdict_measures WHERE measure = 'tag' GROUP BY 1",
+            "SELECT tag, count(*) FROM dashboard_grammar WHERE representative = 1 GROUP BY 1",
+        ),
+        (
+            "SELECT label, scorer, sum(n), sum(total) FROM dashboard_verdict_measures "
+            "WHERE measure = 'tool' GROUP BY 1, 2",
+            "SELECT t.tool, u.scorer, count(*), sum(u.pass) FROM dashboard_tool_use u "
+            "JOIN dashboard_run_tools t ON t.trace_id = u.trace_id WHERE u.pass IS NOT NULL "
+            "GROUP BY 1, 2",
+        ),
+        (
+            "SELECT scorer, version_a, version_b, outcome_a, outcome_b, sum(runs) "
+            "FROM dashboard_verdict_transitions GROUP BY 1, 2, 3, 4, 5",
+            "SELECT a.scorer, a.scorer_version, b.scorer_version, "
+            f"{OUTCOME.format(t='a')}, {OUTCOME.format(t='b')}, count(*) "
+            "FROM dashboard_verdicts a JOIN dashboard_verdicts b ON b.trace_id = a.trace_id "
+            "AND b.scorer = a.scorer AND b.scorer_version <> a.scorer_version "
+            "GROUP BY 1, 2, 3, 4, 5",
+        ),
+    ):
+        expected = _one(conn, rows)
+        assert expected and _one(conn, hourly) == expected, hourly
+    step = 2 ** (1 / 8)
+    for p in (0.1, 0.5, 0.95):
+        [(estimate,)] = conn.execute(
+            "SELECT dashboard_quantile(%s, array_agg(bucket), array_agg(runs)) "
+            "FROM dashboard_run_latency",
+            [p],
+        ).fetchall()
+        [(exact, bucket)] = conn.execute(
+            "SELECT x, dashboard_latency_bucket(x) FROM (SELECT percentile_disc(%s) "
+            "WITHIN GROUP (ORDER BY latency_ms) AS x FROM dashboard_runs) q",
+            [p],
+        ).fetchall()
+        assert step**bucket <= estimate <= step ** (bucket + 1), (p, estimate, exact)
+    conn.close()
 
 
 @pytest.mark.postgres
@@ -248,7 +353,14 @@ def test_the_grafana_role_reads_the_views_and_nothing_else(seeded: str) -> None:
         with psycopg.connect(psycopg_conninfo(as_role), autocommit=True) as conn:
             [(runs,)] = conn.execute("SELECT count(*) FROM dashboard_runs").fetchall()
             assert runs > 0
-            for forbidden in ("SELECT * FROM events", "SELECT * FROM runs"):
+            _panels(conn)  # every panel, as Grafana would run it
+            for forbidden in (
+                "SELECT * FROM events",
+                "SELECT * FROM runs",
+                "SELECT * FROM rollup_runs",
+                "SELECT * FROM rollup_stale",
+                "SELECT * FROM agentdocket_refresh_rollups(now(), now())",
+            ):
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     conn.execute(forbidden)
             with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
@@ -259,6 +371,7 @@ def test_the_grafana_role_reads_the_views_and_nothing_else(seeded: str) -> None:
         role = sql.Identifier(name)
         for statement in (
             "REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {role}",
+            "REVOKE ALL ON ALL FUNCTIONS IN SCHEMA public FROM {role}",
             "REVOKE USAGE ON SCHEMA public FROM {role}",
             "REVOKE CONNECT ON DATABASE {db} FROM {role}",
             "ALTER ROLE {role} IN DATABASE {db} RESET ALL",

@@ -128,6 +128,8 @@ def score(
     for t in result.tallies.values():
         table.add_row(t.scorer, t.version, str(t.added), str(t.kept), str(t.nothing), str(t.errors))
     console.print(table)
+    if result.dashboards is not None:
+        console.print(f"dashboards: {result.dashboards}")
     for line in result.errors:
         err.print(f"[red]error:[/] {line}")
     if result.error_count:

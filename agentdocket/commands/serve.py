@@ -8,7 +8,9 @@ from pathlib import Path
 import click
 
 from agentdocket.commands.common import err
+from agentdocket.commands.dashboards import Refresher
 from agentdocket.store import ConfigError, RedactionConfigError, Redactor, database_url, display_url
+from agentdocket.store.config import parse_url
 
 TOKEN_ENV = "AGENTDOCKET_SERVE_TOKEN"
 
@@ -40,6 +42,13 @@ TOKEN_ENV = "AGENTDOCKET_SERVE_TOKEN"
     type=click.Path(path_type=Path, file_okay=False),
     help="Where batches wait while the database is away (default: the user cache).",
 )
+@click.option(
+    "--refresh-every",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Refresh the dashboards' rollups every this many seconds (PostgreSQL; 0: never).",
+)
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -49,6 +58,7 @@ def serve(
     max_body_mib: float,
     max_pending: int,
     spool_dir: Path | None,
+    refresh_every: float,
 ) -> None:
     """Receive OTLP/HTTP traces (POST /v1/traces, protobuf or JSON, gzip) into the store.
 
@@ -88,7 +98,13 @@ def serve(
         f"agentdocket: receiving OTLP/HTTP on http://{host}:{port}/v1/traces into "
         f"{display_url(url)} (pid {os.getpid()})"
     )
+    refresher = None
+    if refresh_every and parse_url(url).get_backend_name() == "postgresql":
+        refresher = Refresher(url, refresh_every)
+        refresher.start()
     try:
         uvicorn.run(receiver.app, host=host, port=port, log_level="warning", access_log=False)
     finally:
+        if refresher is not None:
+            refresher.stop()
         sink.shutdown()

@@ -34,6 +34,7 @@ from agentdocket.scorers.embeddings import EmbeddingsUnavailable
 from agentdocket.scorers.groups import group_batches, group_digests, group_of
 from agentdocket.scorers.judges.client import JudgeSession, JudgeUnavailable, judging
 from agentdocket.store import Store, open_store
+from agentdocket.store.rollups import Refreshed
 from agentdocket.store.scoring import CaseCache, judge_replies
 
 # Verdict events sit after every step of their run in trace order (seq, then time).
@@ -70,6 +71,7 @@ class Result:
     errors: list[str] = field(default_factory=list)  # the first few, "scorer@v on trace: ..."
     seconds: float = 0.0
     judge_calls: int = 0  # model calls made by judges (cached ones excluded)
+    dashboards: Refreshed | None = None  # the rollup refresh after scoring (PostgreSQL)
 
     def merge(self, other: Result) -> None:
         self.runs += other.runs
@@ -271,6 +273,8 @@ def score_runs(
                 progress(done, len(ids))
     else:
         _in_workers(store.url, chosen, batches, workers, result, progress, len(ids))
+    # The new verdicts' hours are stale in the dashboards' rollups: read live until refreshed.
+    result.dashboards = store.refresh_dashboards()
     result.seconds = time.perf_counter() - started
     return result
 

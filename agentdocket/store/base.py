@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from operator import attrgetter
@@ -31,6 +31,7 @@ from agentdocket.store.projections import (
     project,
 )
 from agentdocket.store.redaction import Redactor
+from agentdocket.store.rollups import Refreshed
 from agentdocket.store.scoring import ScoringStore
 
 EVENT_COLUMNS = (
@@ -194,6 +195,14 @@ class Store(ScoringStore, ABC):
                 self._apply(conn, project(chunk))
                 count += len(chunk)
         return {"events": count, **self.counts()}
+
+    def refresh_dashboards(
+        self, progress: Callable[[int, int], None] | None = None
+    ) -> Refreshed | None:
+        """Bring the dashboards' hourly rollups up to date (see
+        :mod:`agentdocket.store.rollups`); None where there are none (SQLite).
+        ``progress(done, total)`` counts stale hours."""
+        return None
 
     def _stream_events(self, conn: Any, size: int) -> Iterator[list[Event]]:
         sql = f"SELECT {', '.join(EVENT_COLUMNS)} FROM events ORDER BY trace_id, seq, event_id"

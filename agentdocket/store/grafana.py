@@ -1,5 +1,6 @@
 """A read-only PostgreSQL role for Grafana: it can read the ``dashboard_*`` views and nothing
-else (a view reads its tables with its owner's rights, so the role needs no grant on them)."""
+else (a view reads its tables with its owner's rights, so the role needs no grant on them; the
+functions the hourly views call run with their owner's rights too, and are granted here)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,15 @@ def grant_dashboard_role(url: str, name: str, password: str) -> list[str]:
             conn.execute(sql.SQL("REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {}").format(role))
             for view in views:
                 conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(view), role))
+            # The hourly views call these for the hours not rolled up yet (migration 0005).
+            for (function,) in conn.execute(
+                "SELECT p.oid::regprocedure::text FROM pg_proc p "
+                "JOIN pg_namespace n ON n.oid = p.pronamespace "
+                "WHERE n.nspname = current_schema() AND p.proname LIKE 'rollup\\_%\\_pending'"
+            ).fetchall():
+                conn.execute(
+                    sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {}").format(sql.SQL(function), role)
+                )
             conn.execute(
                 sql.SQL(
                     "ALTER ROLE {} IN DATABASE {} SET default_transaction_read_only = on"
@@ -57,6 +67,11 @@ def grant_dashboard_role(url: str, name: str, password: str) -> list[str]:
                 sql.SQL("ALTER ROLE {} IN DATABASE {} SET statement_timeout = '60s'").format(
                     role, database
                 )
+            )
+            # Panels are short aggregations: compiling them with JIT costs more (0.1-1 s) than
+            # running them.
+            conn.execute(
+                sql.SQL("ALTER ROLE {} IN DATABASE {} SET jit = off").format(role, database)
             )
     except psycopg.Error as exc:
         raise StoreError(f"creating the role {name!r} failed: {exc}".strip()) from None

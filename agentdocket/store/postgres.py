@@ -20,6 +20,7 @@ from agentdocket.store.config import display_url, parse_url, psycopg_conninfo
 from agentdocket.store.errors import StoreError
 from agentdocket.store.projections import Projection, project
 from agentdocket.store.redaction import Redactor
+from agentdocket.store.rollups import Refreshed, refresh
 
 EVENT_TYPES = ["uuid", "text", "text", "text", "int8", "timestamptz", "text", "int2", "jsonb"]
 TYPES = {
@@ -87,6 +88,9 @@ class PostgresStore(Store):
 
     def _read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self._read_on(self._conn, query, params)
+
+    def refresh_dashboards(self, progress: Callable[[int, int], None] | None = None) -> Refreshed:
+        return refresh(self._conn, progress=progress)
 
     def _read_on(self, conn: Any, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with conn.cursor() as cur:
