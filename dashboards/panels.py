@@ -64,29 +64,31 @@ def total(column: str) -> str:
     return f"CAST(sum({column}) AS bigint)"
 
 
-def quantiles(where: str, keys: str, names: dict[str, float], *, time_group: bool = False) -> str:
-    """The latency quantiles of dashboard_run_latency per ``keys`` (a comma-separated list, or
-    "" for one row): buckets summed per key first, then ``dashboard_quantile`` per key."""
-    group = ["$__timeGroupAlias(time, $__interval)"] if time_group else []
-    group += [k.strip() for k in keys.split(",") if k.strip()]
-    outer = ["time"] if time_group else []
-    outer += [k.strip() for k in keys.split(",") if k.strip()]
-    columns = ", ".join(
-        [*outer]
-        + [
-            f"dashboard_quantile({p}, array_agg(bucket), array_agg(runs)) AS {name}"
-            for name, p in names.items()
-        ]
+def quantiles(names: dict[str, float], *, time_group: bool = False) -> str:
+    """Latency quantiles from dashboard_run_latency (per time group, or overall): in each group
+    the first bucket whose running count reaches p of the total, interpolated log-linearly
+    inside it. Bucket b holds [2^(b/8), 2^((b+1)/8)) ms."""
+    key = "$__timeGroupAlias(time, $__interval), " if time_group else ""
+    part = "PARTITION BY time" if time_group else ""
+    found = ", ".join(
+        f"power(2.0, min(bucket + ({p} * total - below) / n) "
+        f"FILTER (WHERE below <= {p} * total AND below + n >= {p} * total) / 8.0) AS {name}"
+        for name, p in names.items()
     )
-    inner = ", ".join([*group, "bucket", f"{total('runs')} AS runs"])
-    positions = ", ".join(str(i) for i in range(1, len(group) + 2))
-    sql = (
-        f"SELECT {columns} FROM (SELECT {inner} FROM dashboard_run_latency WHERE {where} "
-        f"GROUP BY {positions}) b"
+    # Summed per hour first: Grafana's time grouping computes in numeric, slow on many rows.
+    hourly = (
+        "SELECT time, bucket, CAST(sum(runs) AS double precision) AS n "
+        f"FROM dashboard_run_latency WHERE {RUNS} GROUP BY 1, 2"
     )
-    if outer:
-        sql += f" GROUP BY {', '.join(outer)}"
-    return sql
+    group = "1, 2" if time_group else "1"
+    buckets = f"SELECT {key}bucket, sum(n) AS n FROM ({hourly}) h GROUP BY {group}"
+    running = (
+        f"SELECT {'time, ' if time_group else ''}bucket, n, "
+        f"sum(n) OVER (w ORDER BY bucket) - n AS below, sum(n) OVER w AS total "
+        f"FROM ({buckets}) b WINDOW w AS ({part})"
+    )
+    sql = f"SELECT {'time, ' if time_group else ''}{found} FROM ({running}) c"
+    return sql + (" GROUP BY time ORDER BY time" if time_group else "")
 
 
 def measures(scorer: str, names: str) -> str:
@@ -128,7 +130,7 @@ panel(
     OVERVIEW,
     "Median latency",
     "stat",
-    quantiles(RUNS, "", {"p50_latency_ms": 0.5}),
+    quantiles({"p50_latency_ms": 0.5}),
     "p50_latency_ms",
     unit="ms",
     width=6,
@@ -165,7 +167,7 @@ panel(
     OVERVIEW,
     "Latency over time (p50, p95)",
     "timeseries",
-    quantiles(RUNS, "", {"p50": 0.5, "p95": 0.95}, time_group=True) + " ORDER BY 1",
+    quantiles({"p50": 0.5, "p95": 0.95}, time_group=True),
     "time p50 p95",
     unit="ms",
     description="Estimated from latency buckets 9% wide (8 per doubling).",
@@ -179,18 +181,16 @@ panel(
     f"FROM dashboard_run_stats WHERE {RUNS} GROUP BY 1 ORDER BY 1",
     "time steps tool_calls llm_calls",
 )
-DIMENSIONS = "agent, agent_version, strategy, model"
 panel(
     OVERVIEW,
     "By agent, version, strategy and model",
     "table",
-    f"SELECT s.agent, s.agent_version, s.strategy, s.model, s.runs, s.error_rate, "
-    f"l.p50_latency_ms, s.steps_per_run FROM (SELECT {DIMENSIONS}, {total('runs')} AS runs, "
-    f"{ratio('errors', 'runs')} AS error_rate, {ratio('steps', 'runs')} AS steps_per_run "
-    f"FROM dashboard_run_stats WHERE {RUNS} GROUP BY 1, 2, 3, 4) s "
-    f"LEFT JOIN ({quantiles(RUNS, DIMENSIONS, {'p50_latency_ms': 0.5})}) l "
-    f"USING ({DIMENSIONS}) ORDER BY s.runs DESC",
-    "agent agent_version strategy model runs error_rate p50_latency_ms steps_per_run",
+    f"SELECT agent, agent_version, strategy, model, {total('runs')} AS runs, "
+    f"{ratio('errors', 'runs')} AS error_rate, "
+    f"sum(latency_ms) / nullif(sum(timed), 0) AS mean_latency_ms, "
+    f"{ratio('steps', 'runs')} AS steps_per_run FROM dashboard_run_stats WHERE {RUNS} "
+    f"GROUP BY 1, 2, 3, 4 ORDER BY runs DESC",
+    "agent agent_version strategy model runs error_rate mean_latency_ms steps_per_run",
     width=24,
 )
 
@@ -271,7 +271,7 @@ for measure, title in (("cosine", "Cosine similarity"), ("rouge_l_f", "ROUGE-L F
         f"{title} distribution",
         "barchart",
         f"SELECT label AS {measure}, {total('n')} AS responses FROM dashboard_verdict_measures "
-        f"WHERE {measures(SIMILARITY, measure)} GROUP BY label "
+        f"WHERE {measures(SIMILARITY, measure + '_bucket')} GROUP BY label "
         f"ORDER BY CAST(label AS numeric)",
         f"{measure} responses",
         description="Buckets 0.05 wide, by their lower bound.",

@@ -36,13 +36,26 @@ def grant_dashboard_role(url: str, name: str, password: str) -> list[str]:
                 raise StoreError(
                     f"{display_url(url)} has no dashboard views: run `agentdocket migrate`"
                 )
-            exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [name]).fetchone()
-            verb = "ALTER" if exists else "CREATE"
-            conn.execute(
-                sql.SQL(
-                    verb + " ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD {}"
-                ).format(role, sql.Literal(password))
-            )
+            found = conn.execute(
+                "SELECT rolsuper OR rolcreatedb OR rolcreaterole OR rolreplication "
+                "OR rolbypassrls FROM pg_roles WHERE rolname = %s",
+                [name],
+            ).fetchone()
+            if found is None:
+                conn.execute(
+                    sql.SQL(
+                        "CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD {}"
+                    ).format(role, sql.Literal(password))
+                )
+            elif found[0]:
+                raise StoreError(
+                    f"role {name!r} exists with more than read rights (superuser, createdb, "
+                    "createrole, replication or bypassrls); choose another --name"
+                )
+            else:  # running it again: a new password, and the grants of new views
+                conn.execute(
+                    sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(role, sql.Literal(password))
+                )
             database = sql.Identifier(conn.info.dbname)
             conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(database, role))
             conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(role))

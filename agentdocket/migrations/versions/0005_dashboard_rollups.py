@@ -19,16 +19,17 @@ Hours are UTC hours (``agentdocket_hour``). Runs are counted by their start. Ver
 keep the latest run-level verdict of each (run, scorer, version), as ``dashboard_verdicts``.
 
 - ``dashboard_run_stats``: per hour and agent, version, strategy, model, dataset: runs, errors,
-  summed latency and step counts. ``dashboard_run_latency``: runs per latency bucket
-  (``dashboard_latency_bucket``: 8 per doubling, so quantiles are within 4.5%; see
-  ``dashboard_quantile``).
+  summed latency and step counts. ``dashboard_run_latency``: per hour, agent and dataset, runs
+  per latency bucket (``dashboard_latency_bucket``: 8 per doubling, so a quantile found in it is
+  within one 9% bucket of the exact one).
 - ``dashboard_verdict_stats``: per hour, agent, dataset, scorer, version and failure type:
   verdicts, decided (pass or fail), passed, scored and the sum of scores.
 - ``dashboard_verdict_measures``: per hour, agent, dataset, scorer, version, measure and label:
   a count and a sum. The measures are what the panels chart out of a verdict's details (extra
-  plan steps, the tools of a tool-use verdict's run, cosine and ROUGE-L with 0.05 buckets,
-  reference matches and interpretive scores, peer review unanimity and every decision by judge
-  model, GRAMMAR correctness, tags and blame).
+  plan steps, the tools of a tool-use verdict's run, cosine and ROUGE-L, and
+  ``cosine_bucket`` and ``rouge_l_f_bucket`` labelled by 0.05 buckets, reference matches and
+  interpretive scores, peer review unanimity and every decision by judge model, GRAMMAR
+  correctness, tags and blame).
 - ``dashboard_verdict_transitions``: per hour, agent, dataset and scorer: how many runs had
   outcome A in one version and outcome B in another.
 
@@ -79,25 +80,11 @@ FUNCTIONS = [
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN CAST(floor(8 * ln(greatest(ms, 0.001)) / ln(2)) AS integer)
     """,
-    # The p-quantile of counts in latency buckets (pairs of arrays, buckets may repeat),
-    # interpolated log-linearly inside its bucket.
-    """
-    CREATE FUNCTION dashboard_quantile(p double precision, buckets integer[], counts bigint[])
-    RETURNS double precision LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-        WITH h AS (
-            SELECT b, CAST(sum(c) AS double precision) AS c
-            FROM unnest(buckets, counts) u(b, c) WHERE c > 0 GROUP BY b
-        ), w AS (
-            SELECT b, c, sum(c) OVER (ORDER BY b) AS upto, sum(c) OVER () AS total FROM h
-        )
-        SELECT power(2.0, (b + (p * total - (upto - c)) / c) / 8.0)
-        FROM w WHERE upto >= p * total ORDER BY b LIMIT 1
-    $$
-    """,
 ]
 
 # The text keys are "C"-collated: byte order groups and sorts fastest, and lets a LIKE prefix
-# (the panels' 'review.peer.%') use the indexes.
+# (the panels' 'review.peer.%') use the indexes. One index per rollup, on the hour and what
+# panels pick rows by: it serves a panel's range of hours and a refresh's stale hours.
 KEY = 'text COLLATE "C" NOT NULL'
 RUN_KEYS = (
     f"hour timestamptz NOT NULL, agent {KEY}, agent_version {KEY}, strategy {KEY}, "
@@ -112,21 +99,19 @@ TABLES = [
     "timed bigint NOT NULL, latency_ms double precision, steps bigint NOT NULL, "
     "tool_calls bigint NOT NULL, llm_calls bigint NOT NULL)",
     "CREATE INDEX rollup_runs_hour ON rollup_runs (hour)",
-    f"CREATE TABLE rollup_latency ({RUN_KEYS}, bucket integer NOT NULL, runs bigint NOT NULL)",
+    f"CREATE TABLE rollup_latency (hour timestamptz NOT NULL, agent {KEY}, dataset {KEY}, "
+    "bucket integer NOT NULL, runs bigint NOT NULL)",
     "CREATE INDEX rollup_latency_hour ON rollup_latency (hour)",
     f"CREATE TABLE rollup_verdicts ({VERDICT_KEYS}, scorer_version {KEY}, "
     'failure_type text COLLATE "C", verdicts bigint NOT NULL, decided bigint NOT NULL, '
     "passed bigint NOT NULL, scored bigint NOT NULL, score_sum double precision)",
-    "CREATE INDEX rollup_verdicts_hour ON rollup_verdicts (hour)",
-    "CREATE INDEX rollup_verdicts_scorer ON rollup_verdicts (scorer, hour)",
+    "CREATE INDEX rollup_verdicts_hour ON rollup_verdicts (hour, scorer)",
     f"CREATE TABLE rollup_measures ({VERDICT_KEYS}, scorer_version {KEY}, measure {KEY}, "
     'label text COLLATE "C", n bigint NOT NULL, total double precision)',
-    "CREATE INDEX rollup_measures_hour ON rollup_measures (hour)",
-    "CREATE INDEX rollup_measures_measure ON rollup_measures (scorer, measure, hour)",
+    "CREATE INDEX rollup_measures_hour ON rollup_measures (hour, measure)",
     f"CREATE TABLE rollup_transitions ({VERDICT_KEYS}, version_a {KEY}, version_b {KEY}, "
     f"outcome_a {KEY}, outcome_b {KEY}, runs bigint NOT NULL)",
-    "CREATE INDEX rollup_transitions_hour ON rollup_transitions (hour)",
-    "CREATE INDEX rollup_transitions_scorer ON rollup_transitions (scorer, hour)",
+    "CREATE INDEX rollup_transitions_hour ON rollup_transitions (hour, scorer)",
 ]
 
 
@@ -184,19 +169,25 @@ OUTCOME = (
 )
 
 # The runs of the stale hours (r), and the latest run-level verdicts of the stale hours' runs
-# (l), which the aggregations below read.
+# (l), which the aggregations below read. Both are driven from the stale hours through the
+# runs' time index to each run's verdicts: the cost follows the stale hours, never the whole
+# tables. (OFFSET 0 keeps a lateral subquery a per-row index lookup: without it the planner,
+# which cannot estimate a range per hour, may scan every run against every stale hour.)
 STALE_RUNS = f"""
     SELECT h.hour, r.* FROM {STALE.format("runs")} h
-    JOIN dashboard_runs r ON r.time >= h.hour AND r.time < h.hour + interval '1 hour'
+    CROSS JOIN LATERAL (
+        SELECT * FROM dashboard_runs r
+        WHERE r.time >= h.hour AND r.time < h.hour + interval '1 hour' OFFSET 0
+    ) r
 """
-# Driven from the stale hours through the runs to each run's verdicts (OFFSET 0 keeps the
-# lateral subquery a per-run index lookup): the cost follows the stale hours, never the whole
-# verdicts table.
 LATEST = f"""
     SELECT h.hour, r.trace_id, r.agent, r.dataset, v.scorer, v.scorer_version, v.passed,
         v.score, v.label, v.failure_type, v.details
     FROM {STALE.format("verdicts")} h
-    JOIN dashboard_runs r ON r.time >= h.hour AND r.time < h.hour + interval '1 hour'
+    CROSS JOIN LATERAL (
+        SELECT r.trace_id, r.agent, r.dataset FROM dashboard_runs r
+        WHERE r.time >= h.hour AND r.time < h.hour + interval '1 hour' OFFSET 0
+    ) r
     CROSS JOIN LATERAL (
         SELECT v.* FROM verdicts v
         WHERE v.trace_id = r.trace_id AND v.subject_span_id IS NULL AND NOT EXISTS (
@@ -218,9 +209,9 @@ AGGREGATE = {
         FROM r GROUP BY 1, 2, 3, 4, 5, 6
     """,
     "rollup_latency": """
-        SELECT hour, agent, agent_version, strategy, model, dataset,
-            dashboard_latency_bucket(latency_ms) AS bucket, count(*) AS runs
-        FROM r WHERE latency_ms IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6, 7
+        SELECT hour, agent, dataset, dashboard_latency_bucket(latency_ms) AS bucket,
+            count(*) AS runs
+        FROM r WHERE latency_ms IS NOT NULL GROUP BY 1, 2, 3, 4
     """,
     "rollup_verdicts": """
         SELECT hour, agent, dataset, scorer, scorer_version, failure_type, count(*) AS verdicts,
@@ -238,20 +229,24 @@ AGGREGATE = {
             UNION ALL
             SELECT {K}, 'tool', t.tool, {PASS}
             FROM l JOIN (
-                SELECT DISTINCT e.trace_id, e.payload->>'tool' AS tool FROM events e
-                WHERE e.kind = 'tool.called'
-                  AND e.trace_id IN (SELECT trace_id FROM l WHERE l.scorer IN {TOOL_SCORERS})
+                SELECT d.trace_id, t.tool
+                FROM (SELECT DISTINCT trace_id FROM l WHERE l.scorer IN {TOOL_SCORERS}) d
+                CROSS JOIN LATERAL (
+                    SELECT DISTINCT e.payload->>'tool' AS tool FROM events e
+                    WHERE e.trace_id = d.trace_id AND e.kind = 'tool.called' OFFSET 0
+                ) t
             ) t ON t.trace_id = l.trace_id
             WHERE l.scorer IN {TOOL_SCORERS} AND l.passed IS NOT NULL AND t.tool IS NOT NULL
             UNION ALL
-            SELECT {K}, x.measure, CASE WHEN x.bucketed THEN agentdocket_bucket(x.value) END,
-                x.value
+            SELECT {K}, x.measure || y.suffix, CASE WHEN y.suffix <> '' THEN
+                agentdocket_bucket(x.value) END, x.value
             FROM l CROSS JOIN LATERAL (VALUES
                 ('cosine', agentdocket_number(l.details->'cosine'), true),
                 ('rouge_l_f', agentdocket_number(l.details->'rougeL_fmeasure'), true),
                 ('rouge_l_precision', agentdocket_number(l.details->'rougeL_precision'), false),
                 ('rouge_l_recall', agentdocket_number(l.details->'rougeL_recall'), false)
             ) x(measure, value, bucketed)
+            CROSS JOIN LATERAL (SELECT '' UNION ALL SELECT '_bucket' WHERE x.bucketed) y(suffix)
             WHERE l.scorer = 'response.similarity' AND x.value IS NOT NULL
             UNION ALL
             SELECT {K}, 'matched', NULL, CASE l.label WHEN 'Match' THEN 1.0 ELSE 0.0 END
@@ -311,6 +306,15 @@ AGGREGATE = {
     """,
 }
 RUN_ROLLUPS = ("rollup_runs", "rollup_latency")
+# The order a refresh writes each rollup's rows in: the order of their index (hour, then the
+# scorer or measure panels pick), so that a panel reads a few adjacent pages per hour.
+ORDER = {
+    "rollup_runs": "hour",
+    "rollup_latency": "hour",
+    "rollup_verdicts": "hour, scorer",
+    "rollup_measures": "hour, measure",
+    "rollup_transitions": "hour, scorer",
+}
 VERDICT_ROLLUPS = ("rollup_verdicts", "rollup_measures", "rollup_transitions")
 
 
@@ -345,7 +349,8 @@ def _refresh_function() -> str:
     for source, tables, what in (("r", RUN_ROLLUPS, "runs"), ("l", VERDICT_ROLLUPS, "verdicts")):
         stale = STALE.format(what).format(bounds=IN_RANGE)
         inserts = ", ".join(
-            f"i_{t} AS (INSERT INTO {t} {AGGREGATE[t]} RETURNING 1)" for t in tables
+            f"i_{t} AS (INSERT INTO {t} {AGGREGATE[t]} ORDER BY {ORDER[t]} RETURNING 1)"
+            for t in tables
         )
         counted = " + ".join(f"(SELECT count(*) FROM i_{t})" for t in tables)
         deletes = " ".join(f"DELETE FROM {t} WHERE hour IN {stale};" for t in tables)
@@ -430,7 +435,6 @@ def downgrade() -> None:
     for table in ("transitions", "measures", "verdicts", "latency", "runs", "stale"):
         op.execute(f"DROP TABLE rollup_{table}")
     for function in (
-        "dashboard_quantile(double precision, integer[], bigint[])",
         "dashboard_latency_bucket(double precision)",
         "agentdocket_bucket(double precision)",
         "agentdocket_array(jsonb)",
