@@ -360,6 +360,7 @@ def test_the_grafana_role_reads_the_views_and_nothing_else(seeded: str) -> None:
                 "SELECT * FROM runs",
                 "SELECT * FROM rollup_runs",
                 "SELECT * FROM rollup_stale",
+                "SELECT * FROM rollup_measures_pending",
                 "SELECT * FROM agentdocket_refresh_rollups(now(), now())",
             ):
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):

@@ -31,6 +31,7 @@ ROLLUP_VIEWS = {  # PostgreSQL only (migration 0005)
     "dashboard_verdict_stats",
     "dashboard_verdict_measures",
     "dashboard_verdict_transitions",
+    *(f"rollup_{t}_pending" for t in ("runs", "latency", "verdicts", "measures", "transitions")),
 }
 ROLLUP_TABLES = {f"rollup_{t}" for t in ("stale", "runs", "latency", "verdicts", "measures")}
 ROLLUP_TABLES.add("rollup_transitions")

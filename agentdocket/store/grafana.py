@@ -1,6 +1,5 @@
 """A read-only PostgreSQL role for Grafana: it can read the ``dashboard_*`` views and nothing
-else (a view reads its tables with its owner's rights, so the role needs no grant on them; the
-functions the hourly views call run with their owner's rights too, and are granted here)."""
+else (a view reads its tables with its owner's rights, so the role needs no grant on them)."""
 
 from __future__ import annotations
 
@@ -62,15 +61,6 @@ def grant_dashboard_role(url: str, name: str, password: str) -> list[str]:
             conn.execute(sql.SQL("REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {}").format(role))
             for view in views:
                 conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(view), role))
-            # The hourly views call these for the hours not rolled up yet (migration 0005).
-            for (function,) in conn.execute(
-                "SELECT p.oid::regprocedure::text FROM pg_proc p "
-                "JOIN pg_namespace n ON n.oid = p.pronamespace "
-                "WHERE n.nspname = current_schema() AND p.proname LIKE 'rollup\\_%\\_pending'"
-            ).fetchall():
-                conn.execute(
-                    sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {}").format(sql.SQL(function), role)
-                )
             conn.execute(
                 sql.SQL(
                     "ALTER ROLE {} IN DATABASE {} SET default_transaction_read_only = on"

@@ -7,7 +7,7 @@ rule: a stale hour is never read from its rollup.
 - Triggers on ``runs`` and ``verdicts`` append (hour, what) to ``rollup_stale`` for every hour a
   statement touched: inserted, updated (both the old and the new hour) or deleted rows. The mark
   commits with the rows that made it.
-- ``rollup_*_pending()`` functions aggregate the stale hours from the projections, live.
+- ``rollup_*_pending`` views aggregate the stale hours from the projections, live.
 - The ``dashboard_*_stats`` views read a rollup's fresh hours and the pending view's stale ones,
   so a panel is exact whether or not the rollups were refreshed; refreshing only keeps it fast.
 - A refresh (``agentdocket_refresh_rollups()``, called by ``agentdocket refresh-dashboards``,
@@ -189,17 +189,12 @@ LATEST = f"""
         WHERE r.time >= h.hour AND r.time < h.hour + interval '1 hour' OFFSET 0
     ) r
     CROSS JOIN LATERAL (
-        SELECT v.* FROM verdicts v
-        WHERE v.trace_id = r.trace_id AND v.subject_span_id IS NULL AND NOT EXISTS (
-            SELECT 1 FROM verdicts n
-            WHERE n.trace_id = v.trace_id AND n.scorer = v.scorer
-              AND n.scorer_version = v.scorer_version AND n.subject_span_id IS NULL
-              AND (n.ts > v.ts OR (n.ts = v.ts AND n.verdict_id > v.verdict_id)))
-        OFFSET 0
+        SELECT DISTINCT ON (v.scorer, v.scorer_version) v.* FROM verdicts v
+        WHERE v.trace_id = r.trace_id AND v.subject_span_id IS NULL
+        ORDER BY v.scorer, v.scorer_version, v.ts DESC, v.verdict_id DESC
     ) v
 """
 K = "l.hour, l.agent, l.dataset, l.scorer, l.scorer_version"
-PASS = "CASE WHEN l.passed THEN 1.0 ELSE 0.0 END"
 # Each rollup's rows, aggregated from r (runs) or l (latest verdicts); columns in table order.
 AGGREGATE = {
     "rollup_runs": """
@@ -227,16 +222,20 @@ AGGREGATE = {
             FROM l CROSS JOIN LATERAL (SELECT agentdocket_number(l.details->'extra_steps')) x(v)
             WHERE l.scorer = 'planner.suffix_match' AND x.v IS NOT NULL
             UNION ALL
-            SELECT {K}, 'tool', t.tool, {PASS}
-            FROM l JOIN (
-                SELECT d.trace_id, t.tool
-                FROM (SELECT DISTINCT trace_id FROM l WHERE l.scorer IN {TOOL_SCORERS}) d
-                CROSS JOIN LATERAL (
-                    SELECT DISTINCT e.payload->>'tool' AS tool FROM events e
-                    WHERE e.trace_id = d.trace_id AND e.kind = 'tool.called' OFFSET 0
-                ) t
-            ) t ON t.trace_id = l.trace_id
-            WHERE l.scorer IN {TOOL_SCORERS} AND l.passed IS NOT NULL AND t.tool IS NOT NULL
+            SELECT g.hour, g.agent, g.dataset, x.scorer, x.scorer_version, 'tool', t.tool,
+                CASE WHEN x.passed THEN 1.0 ELSE 0.0 END
+            FROM (
+                SELECT hour, agent, dataset, array_agg(scorer) AS scorers,
+                    array_agg(scorer_version) AS versions, array_agg(passed) AS passed,
+                    (SELECT array_agg(DISTINCT e.payload->>'tool') FROM events e
+                     WHERE e.trace_id = l.trace_id AND e.kind = 'tool.called') AS tools
+                FROM l WHERE l.scorer IN {TOOL_SCORERS} AND l.passed IS NOT NULL
+                GROUP BY hour, agent, dataset, trace_id
+            ) g
+            CROSS JOIN LATERAL unnest(g.tools) t(tool)
+            CROSS JOIN LATERAL unnest(g.scorers, g.versions, g.passed)
+                x(scorer, scorer_version, passed)
+            WHERE t.tool IS NOT NULL
             UNION ALL
             SELECT {K}, x.measure || y.suffix, CASE WHEN y.suffix <> '' THEN
                 agentdocket_bucket(x.value) END, x.value
@@ -296,12 +295,19 @@ AGGREGATE = {
         ) m
         GROUP BY 1, 2, 3, 4, 5, 6, 7
     """,
+    # Every ordered pair of versions that judged the same run, without joining l to itself.
     "rollup_transitions": f"""
-        SELECT a.hour, a.agent, a.dataset, a.scorer, a.scorer_version AS version_a,
-            b.scorer_version AS version_b, {OUTCOME.format(t="a")} AS outcome_a,
-            {OUTCOME.format(t="b")} AS outcome_b, count(*) AS runs
-        FROM l a JOIN l b ON b.trace_id = a.trace_id AND b.scorer = a.scorer
-         AND b.scorer_version <> a.scorer_version
+        SELECT g.hour, g.agent, g.dataset, g.scorer, a.version AS version_a,
+            b.version AS version_b, a.outcome AS outcome_a, b.outcome AS outcome_b,
+            count(*) AS runs
+        FROM (
+            SELECT hour, agent, dataset, trace_id, scorer, array_agg(scorer_version) AS versions,
+                array_agg({OUTCOME.format(t="l")}) AS outcomes
+            FROM l GROUP BY 1, 2, 3, 4, 5 HAVING count(*) > 1
+        ) g
+        CROSS JOIN LATERAL unnest(g.versions, g.outcomes) a(version, outcome)
+        CROSS JOIN LATERAL unnest(g.versions, g.outcomes) b(version, outcome)
+        WHERE a.version <> b.version
         GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
     """,
 }
@@ -324,23 +330,12 @@ def _source(name: str, bounds: str = "") -> str:
     return f"{name} AS MATERIALIZED ({body.format(bounds=bounds)})"
 
 
-# Functions, not views, so that a panel's plan estimates them small (ROWS) instead of guessing
-# from a range join, and so that JIT, which takes seconds to compile these, stays off in them.
-# One per rollup computes its stale hours; the refresh computes each source once for all.
-# They read the tables with their owner's rights, as the views do; only the roles granted
-# EXECUTE (agentdocket grafana-role) may call them.
-FUNCTION_OPTIONS = (
-    "LANGUAGE sql STABLE ROWS 100 SECURITY DEFINER SET search_path FROM CURRENT SET jit = off"
-)
-
-
-def _pending_function(table: str) -> list[str]:
+# What the stale hours aggregate to, live: one view per rollup. A panel's filters reach into
+# them (a measure panel computes only its measures). The refresh computes each source once for
+# all its rollups instead.
+def _pending_view(table: str) -> str:
     source = _source("r" if table in RUN_ROLLUPS else "l")
-    return [
-        f"CREATE FUNCTION {table}_pending() RETURNS SETOF {table} {FUNCTION_OPTIONS} AS $$ "
-        f"WITH {source} {AGGREGATE[table]} $$",
-        f"REVOKE ALL ON FUNCTION {table}_pending() FROM PUBLIC",
-    ]
+    return f"CREATE VIEW {table}_pending AS WITH {source} {AGGREGATE[table]}"
 
 
 def _refresh_function() -> str:
@@ -388,12 +383,30 @@ STATS = {
 }
 
 
+# Each rollup's columns; * marks the "C"-collated keys, which the pending side must match.
+COLUMNS = {
+    "rollup_runs": "hour agent* agent_version* strategy* model* dataset* runs errors timed "
+    "latency_ms steps tool_calls llm_calls",
+    "rollup_latency": "hour agent* dataset* bucket runs",
+    "rollup_verdicts": "hour agent* dataset* scorer* scorer_version* failure_type* verdicts "
+    "decided passed scored score_sum",
+    "rollup_measures": "hour agent* dataset* scorer* scorer_version* measure* label* n total",
+    "rollup_transitions": "hour agent* dataset* scorer* version_a* version_b* outcome_a* "
+    "outcome_b* runs",
+}
+
+
 def _stats_view(name: str, table: str, what: str) -> str:
+    columns = COLUMNS[table].split()
+    fresh = ", ".join(c.rstrip("*") for c in columns)
+    pending = ", ".join(
+        f'{c[:-1]} COLLATE "C" AS {c[:-1]}' if c.endswith("*") else c for c in columns
+    )
     return (
         f"CREATE VIEW {name} AS "
-        f"SELECT hour AS time, * FROM {table} "
+        f"SELECT hour AS time, {fresh} FROM {table} "
         f"WHERE hour NOT IN (SELECT hour FROM rollup_stale WHERE what = '{what}') "
-        f"UNION ALL SELECT hour AS time, * FROM {table}_pending()"
+        f"UNION ALL SELECT hour AS time, {pending} FROM {table}_pending"
     )
 
 
@@ -403,8 +416,7 @@ def upgrade() -> None:
     for statement in FUNCTIONS + TABLES:
         op.execute(statement)
     for table in AGGREGATE:
-        for statement in _pending_function(table):
-            op.execute(statement)
+        op.execute(_pending_view(table))
     op.execute(_refresh_function())
     for name, (table, what) in STATS.items():
         op.execute(_stats_view(name, table, what))
@@ -431,7 +443,7 @@ def downgrade() -> None:
         op.execute(f"DROP VIEW {name}")
     op.execute("DROP FUNCTION agentdocket_refresh_rollups(timestamptz, timestamptz)")
     for table in AGGREGATE:
-        op.execute(f"DROP FUNCTION {table}_pending()")
+        op.execute(f"DROP VIEW {table}_pending")
     for table in ("transitions", "measures", "verdicts", "latency", "runs", "stale"):
         op.execute(f"DROP TABLE rollup_{table}")
     for function in (
