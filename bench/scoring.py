@@ -183,7 +183,10 @@ def rule_based(store: Store, url: str, n: int, workers: list[int]) -> None:
         for w in workers:
             scorer = fresh_version(name)
             maintenance(url, "CHECKPOINT")
-            result = score_runs(store, [scorer], dataset="bench", workers=w)
+            # Scoring alone: the dashboards' refresh after it is timed by bench/dashboards.py.
+            result = score_runs(
+                store, [scorer], dataset="bench", workers=w, refresh_dashboards=False
+            )
             assert result.tallies[(scorer.name, scorer.version)].added == n, result
             rate = n / result.seconds
             print(f"   {name:22} {w:>7} {rate:>10,.0f} {floor:>12,.0f} {floor / rate:>5.1f}x")
@@ -204,7 +207,9 @@ def similarity(store: Store, n: int) -> None:
             texts[trace.case.stub_response or ""] = None
     embeddings._cache.clear()
     before = embeddings.counts["encoded"]
-    result = score_runs(store, [fresh_version("response.similarity")], trace_ids=ids)
+    result = score_runs(
+        store, [fresh_version("response.similarity")], trace_ids=ids, refresh_dashboards=False
+    )
     encoded = embeddings.counts["encoded"] - before
     assert encoded == len(texts), (encoded, len(texts))
     started = time.perf_counter()

@@ -243,10 +243,12 @@ def score_runs(
     batch_size: int = 2000,
     workers: int = 1,
     progress: Progress | None = None,
+    refresh_dashboards: bool = True,
 ) -> Result:
     """Run ``chosen`` scorers over the stored runs (of ``dataset``, started since ``since``, or
     the given ``trace_ids``) and append their verdicts. ``progress(done, total)`` is called
-    after each batch."""
+    after each batch. Then the dashboards' rollups are refreshed (PostgreSQL), unless
+    ``refresh_dashboards`` is false."""
     started = time.perf_counter()
     if not chosen:
         raise ValueError("no scorers chosen")
@@ -274,7 +276,8 @@ def score_runs(
     else:
         _in_workers(store.url, chosen, batches, workers, result, progress, len(ids))
     # The new verdicts' hours are stale in the dashboards' rollups: read live until refreshed.
-    result.dashboards = store.refresh_dashboards()
+    if refresh_dashboards:
+        result.dashboards = store.refresh_dashboards()
     result.seconds = time.perf_counter() - started
     return result
 
