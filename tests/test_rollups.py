@@ -164,7 +164,7 @@ def test_the_command_and_the_background_refresher(pg_url: str, sqlite_url: str) 
     from agentdocket.cli import main
 
     result = CliRunner().invoke(main, ["--database", sqlite_url, "refresh-dashboards"])
-    assert result.exit_code == 1 and "no rollups" in result.output
+    assert result.exit_code == 1 and "no dashboard rollups" in result.output
     with open_store(sqlite_url) as store:
         assert store.refresh_dashboards() is None
 

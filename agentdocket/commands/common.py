@@ -1,13 +1,14 @@
-"""What the command modules share: the consoles and opening the store."""
+"""What the command modules share: the consoles, progress bars and opening the store."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import click
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
 from agentdocket.store import ConfigError, Store, StoreError, database_url, open_store
 
@@ -28,3 +29,22 @@ def open_from(ctx: click.Context) -> Iterator[Store]:
         yield store
     finally:
         store.close()
+
+
+@contextmanager
+def progress_bar(description: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr, gone when done; yields ``advance(done, total)``."""
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(description, total=None)
+
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield advance

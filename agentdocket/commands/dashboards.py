@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import click
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TimeRemainingColumn,
-)
 
-from agentdocket.commands.common import console, err, open_from
-from agentdocket.store import open_store
+from agentdocket.commands.common import console, err, open_from, progress_bar
+from agentdocket.store import database_url, display_url, open_store
+from agentdocket.store.config import parse_url
 from agentdocket.store.rollups import Refreshed
 
 
@@ -33,50 +26,41 @@ def refresh_dashboards(ctx: click.Context, every: float | None) -> None:
     hours pile up. ``agentdocket score`` refreshes after scoring and ``agentdocket serve``
     every minute; run this after bulk imports, or with --every where neither runs.
     """
-    with open_from(ctx) as store:
-        while True:
-            with Progress(
-                "[progress.description]{task.description}",
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeRemainingColumn(),
-                console=err,
-                transient=True,
-            ) as bar:
-                task = bar.add_task("refreshing stale hours", total=None)
-
-                def advance(n: int, total: int, task: TaskID = task) -> None:
-                    bar.update(task, completed=n, total=total)
-
-                done = store.refresh_dashboards(advance)
-            if done is None:
-                raise click.ClickException(
-                    "the dashboards read PostgreSQL; this database has no rollups"
-                )
-            console.print(str(done))
-            if every is None:
-                return
-            time.sleep(every)
+    url = database_url(ctx.obj.get("url"))
+    if parse_url(url).get_backend_name() != "postgresql":
+        raise click.ClickException(
+            f"{display_url(url)} has no dashboard rollups: the dashboards read PostgreSQL"
+        )
+    if every is None:
+        with open_from(ctx) as store, progress_bar("refreshing stale hours") as advance:
+            console.print(str(store.refresh_dashboards(advance)))
+    else:
+        Refresher(url, every, report=True).run()  # here, until interrupted
 
 
 class Refresher(threading.Thread):
     """Refreshes the rollups every ``every`` seconds until stopped; a failure (the database
     away, say) is logged and tried again next time, never raised."""
 
-    def __init__(self, url: str, every: float) -> None:
+    def __init__(self, url: str, every: float, *, report: bool = False) -> None:
         super().__init__(name="agentdocket-dashboards", daemon=True)
         self.url = url
         self.every = every
+        self.report = report
         self.stopped = threading.Event()
         self.last: Refreshed | None = None
 
     def run(self) -> None:
-        while not self.stopped.wait(self.every):
+        while True:
             try:
                 with open_store(self.url, migrate=False) as store:
                     self.last = store.refresh_dashboards()
-            except Exception as exc:  # the receiver must keep running
+                if self.report:
+                    console.print(str(self.last))
+            except Exception as exc:  # whoever runs this (the receiver) must keep running
                 err.print(f"[yellow]refreshing the dashboards failed (will retry):[/] {exc}")
+            if self.stopped.wait(self.every):
+                return
 
     def stop(self) -> None:
         self.stopped.set()

@@ -8,10 +8,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 
-from agentdocket.commands.common import console, err, open_from
+from agentdocket.commands.common import console, err, open_from, progress_bar
 from agentdocket.store import Store
 
 
@@ -86,19 +85,7 @@ def score(
     with open_from(ctx) as store:
         if dataset is not None and not any(d["name"] == dataset for d in store.datasets()):
             raise click.ClickException(f"no dataset {dataset!r} in the store")
-        with Progress(
-            "[progress.description]{task.description}",
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=err,
-            transient=True,
-        ) as progress:
-            task = progress.add_task("scoring runs", total=None)
-
-            def advance(done: int, total: int) -> None:
-                progress.update(task, completed=done, total=total)
-
+        with progress_bar("scoring runs") as advance:
             try:
                 result = score_runs(
                     store,
