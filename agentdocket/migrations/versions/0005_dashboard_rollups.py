@@ -10,10 +10,10 @@ rule: a stale hour is never read from its rollup.
 - ``rollup_*_pending`` views aggregate the stale hours from the projections, live.
 - The ``dashboard_*_stats`` views read a rollup's fresh hours and the pending view's stale ones,
   so a panel is exact whether or not the rollups were refreshed; refreshing only keeps it fast.
-- A refresh (``agentdocket_refresh_rollups()``, called by ``agentdocket refresh-dashboards``,
-  the scoring runner and ``agentdocket serve``) replaces the stale hours' rollup rows with
-  their pending rows and deletes the marks it saw, all in one repeatable-read snapshot: what
-  committed after it keeps its marks.
+- A refresh (``agentdocket_refresh_rollups(from, to)``, called by ``agentdocket
+  refresh-dashboards``, the scoring runner and ``agentdocket serve``, a day of stale hours per
+  repeatable-read transaction) replaces those hours' rollup rows with their pending rows and
+  deletes the marks its snapshot saw: what committed after it keeps its marks.
 
 Hours are UTC hours (``agentdocket_hour``). Runs are counted by their start. Verdict rollups
 keep the latest run-level verdict of each (run, scorer, version), as ``dashboard_verdicts``.
@@ -120,31 +120,31 @@ TABLES = [
 MARK = "INSERT INTO rollup_stale (hour, what) SELECT DISTINCT agentdocket_hour(t), w FROM ({}) s "
 MARK += "WHERE t IS NOT NULL"
 HAS_VERDICTS = "EXISTS (SELECT 1 FROM verdicts v WHERE v.trace_id = {t}.trace_id)"
-ROW = RUN_TIME.format(t="{t}")
 TRIGGERS = {
     ("runs", "INSERT", "NEW TABLE AS changed"): MARK.format(
-        f"SELECT {ROW.format(t='c')} AS t, 'runs' AS w FROM changed c UNION ALL "
-        f"SELECT {ROW.format(t='c')}, 'verdicts' FROM changed c WHERE {HAS_VERDICTS.format(t='c')}"
+        f"SELECT {RUN_TIME.format(t='c')} AS t, 'runs' AS w FROM changed c UNION ALL "
+        f"SELECT {RUN_TIME.format(t='c')}, 'verdicts' FROM changed c "
+        f"WHERE {HAS_VERDICTS.format(t='c')}"
     ),
     ("runs", "UPDATE", "OLD TABLE AS before NEW TABLE AS changed"): MARK.format(
-        f"SELECT {ROW.format(t='o')} AS t, 'runs' AS w FROM before o UNION ALL "
-        f"SELECT {ROW.format(t='c')}, 'runs' FROM changed c UNION ALL "
+        f"SELECT {RUN_TIME.format(t='o')} AS t, 'runs' AS w FROM before o UNION ALL "
+        f"SELECT {RUN_TIME.format(t='c')}, 'runs' FROM changed c UNION ALL "
         f"SELECT x.t, 'verdicts' FROM before o JOIN changed c ON c.trace_id = o.trace_id "
-        f"CROSS JOIN LATERAL (VALUES ({ROW.format(t='o')}), ({ROW.format(t='c')})) x(t) "
-        f"WHERE ({ROW.format(t='o')} IS DISTINCT FROM {ROW.format(t='c')} "
+        f"CROSS JOIN LATERAL (VALUES ({RUN_TIME.format(t='o')}), ({RUN_TIME.format(t='c')})) x(t) "
+        f"WHERE ({RUN_TIME.format(t='o')} IS DISTINCT FROM {RUN_TIME.format(t='c')} "
         "OR o.agent IS DISTINCT FROM c.agent OR o.dataset IS DISTINCT FROM c.dataset "
         f"OR o.n_tool_calls <> c.n_tool_calls) AND {HAS_VERDICTS.format(t='c')}"
     ),
     ("runs", "DELETE", "OLD TABLE AS before"): MARK.format(
-        f"SELECT {ROW.format(t='o')} AS t, w FROM before o "
+        f"SELECT {RUN_TIME.format(t='o')} AS t, w FROM before o "
         "CROSS JOIN (VALUES ('runs'), ('verdicts')) k(w)"
     ),
     ("verdicts", "INSERT", "NEW TABLE AS changed"): MARK.format(
-        f"SELECT {ROW.format(t='r')} AS t, 'verdicts' AS w FROM changed c "
+        f"SELECT {RUN_TIME.format(t='r')} AS t, 'verdicts' AS w FROM changed c "
         "JOIN runs r ON r.trace_id = c.trace_id WHERE c.subject_span_id IS NULL"
     ),
     ("verdicts", "DELETE", "OLD TABLE AS before"): MARK.format(
-        f"SELECT {ROW.format(t='r')} AS t, 'verdicts' AS w FROM before o "
+        f"SELECT {RUN_TIME.format(t='r')} AS t, 'verdicts' AS w FROM before o "
         "JOIN runs r ON r.trace_id = o.trace_id WHERE o.subject_span_id IS NULL"
     ),
 }
@@ -426,7 +426,7 @@ def upgrade() -> None:
     # Everything already stored is stale: the views read it live until the first refresh.
     op.execute(
         MARK.format(
-            f"SELECT {ROW.format(t='r')} AS t, w FROM runs r CROSS JOIN "
+            f"SELECT {RUN_TIME.format(t='r')} AS t, w FROM runs r CROSS JOIN "
             "(VALUES ('runs'), ('verdicts')) k(w)"
         )
     )
