@@ -256,11 +256,11 @@ def main() -> None:
                 flush=True,
             )
             print(f"  full refresh of the rollups: {refreshed(url)}", flush=True)
-            with psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True) as owner:
-                owner.execute(  # what autovacuum would soon do
-                    "ANALYZE rollup_stale, rollup_runs, rollup_latency, rollup_verdicts, "
-                    "rollup_measures, rollup_transitions"
-                )
+            owner = psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True)
+            owner.execute(  # what autovacuum would soon do
+                "ANALYZE rollup_stale, rollup_runs, rollup_latency, rollup_verdicts, "
+                "rollup_measures, rollup_transitions"
+            )
             # The panels run as Grafana runs them: as the role `agentdocket grafana-role` makes.
             password = uuid.uuid4().hex
             grant_dashboard_role(url, ROLE, password)
@@ -272,14 +272,14 @@ def main() -> None:
             # refreshed (it does right after scoring): the worst case, timed last.
             modes = [fresh]
             for kinds in (("runs",), ("runs", "verdicts")):
-                with psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True) as owner:
-                    owner.execute(
-                        "INSERT INTO rollup_stale (hour, what) SELECT agentdocket_hour(max(time)), "
-                        "w FROM dashboard_runs, unnest(%s::text[]) w GROUP BY w",
-                        [list(kinds)],
-                    )
+                owner.execute(
+                    "INSERT INTO rollup_stale (hour, what) SELECT agentdocket_hour(max(time)), "
+                    "w FROM dashboard_runs, unnest(%s::text[]) w GROUP BY w",
+                    [list(kinds)],
+                )
                 modes.append(panel_times(conn, window, args.rounds))
             conn.close()
+            owner.close()
             print(f"  refresh of the newest hour: {refreshed(url)}", flush=True)
     finally:
         with psycopg.connect(psycopg_conninfo(parse_url(server)), autocommit=True) as admin:
