@@ -31,7 +31,7 @@ from agentdocket.store import open_store
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from dashboards import build
 from dashboards.panels import OUTCOME, quantiles
-from tests.conftest import ROOT, SHARED, _drop, _fresh_pg, cli, require_shared
+from tests.conftest import ROOT, SHARED, _drop, _fresh_pg, cli, require_shared, rounded
 from tests.test_grammar_eval import RECORDS
 
 DASHBOARDS = ROOT / "dashboards"
@@ -212,9 +212,7 @@ def _panels(conn: psycopg.Connection[Any]) -> dict[str, list[tuple[Any, ...]]]:
         assert columns == list(spec.columns), spec.title
         assert rows, f"{spec.dashboard} / {spec.title}: no rows on the seeded data"
         assert any(v is not None for r in rows for v in r), spec.title
-        out[spec.title] = [
-            tuple(round(v, 9) if isinstance(v, float) else v for v in r) for r in rows
-        ]
+        out[spec.title] = [rounded(r) for r in rows]
     assert len(out) == len(build.PANELS) >= 25
     return out
 
@@ -241,7 +239,7 @@ def test_every_panel_query_returns_its_columns_on_seeded_data(seeded: str) -> No
 
 def _one(conn: psycopg.Connection[Any], text: str) -> list[tuple[Any, ...]]:
     return sorted(
-        tuple(round(float(v), 9) if isinstance(v, float | Decimal) else v for v in r)
+        rounded(float(v) if isinstance(v, Decimal) else v for v in r)
         for r in conn.execute(text.encode()).fetchall()  # type: ignore[call-overload]
     )
 

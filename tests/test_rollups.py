@@ -18,7 +18,7 @@ from agentdocket.commands.dashboards import Refresher
 from agentdocket.store import open_store
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from agentdocket.store.rollups import refresh
-from tests.conftest import cli
+from tests.conftest import cli, rounded
 from tests.factory import T0, many_runs, run_events, verdict_event
 
 pytestmark = pytest.mark.postgres
@@ -42,10 +42,7 @@ def _snapshot(url: str) -> dict[str, list[tuple[Any, ...]]]:
     with _connect(url) as conn:
         for view in STATS:
             rows = conn.execute(f"SELECT * FROM {view}").fetchall()  # type: ignore[call-overload]
-            out[view] = sorted(
-                (tuple(round(v, 9) if isinstance(v, float) else v for v in r) for r in rows),
-                key=repr,
-            )
+            out[view] = sorted((rounded(r) for r in rows), key=repr)
     return out
 
 
