@@ -5,10 +5,12 @@ from __future__ import annotations
 import importlib
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
 from agentdocket.commands import dashboards as dashboard_commands
+from agentdocket.commands import dead_letters as dead_letter_commands
 from agentdocket.commands import examine as examine_commands
 from agentdocket.commands import grammar as grammar_commands
 from agentdocket.commands import runs as runs_commands
@@ -19,7 +21,18 @@ from agentdocket.events import PAYLOAD_TYPES, json_schema
 from agentdocket.store import ConfigError, StoreError, database_url, display_url
 
 
-@click.group()
+class _Group(click.Group):
+    """The command group: a store error that a command did not handle itself is printed as
+    one line naming the problem (never a driver's traceback), and the exit status is 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (ConfigError, StoreError) as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+@click.group(cls=_Group)
 @click.option(
     "--database",
     "url",
@@ -174,6 +187,7 @@ for command in scoring.COMMANDS:
 main.add_command(examine_commands.examine)
 main.add_command(grammar_commands.grammar)
 main.add_command(serve)
+main.add_command(dead_letter_commands.dead_letters)
 main.add_command(dashboard_commands.refresh_dashboards)
 
 

@@ -158,3 +158,60 @@ def rounded(row: Iterable[Any]) -> tuple[Any, ...]:
     """A result row with its floats rounded to 9 places: sums of the same numbers taken in
     another order (rollups and live aggregates) differ in the last bits."""
     return tuple(round(v, 9) if isinstance(v, float) else v for v in row)
+
+
+def refuse_events_containing(url: str, marker: str) -> None:
+    """Make the database at ``url`` refuse (permanently, as a constraint would) every event
+    whose payload contains ``marker``: a trigger raising an error, on either backend."""
+    import sqlalchemy as sa
+
+    open_store(url).close()  # migrated first
+
+    engine = sa.create_engine(parse_url(url))
+    try:
+        with engine.begin() as conn:
+            if engine.dialect.name == "postgresql":
+                conn.execute(
+                    sa.text(
+                        "CREATE FUNCTION test_refuse_marked() RETURNS trigger LANGUAGE plpgsql AS "
+                        f"$$ BEGIN IF NEW.payload::text LIKE '%{marker}%' THEN "
+                        f"RAISE EXCEPTION 'test: events holding {marker} are refused'; END IF; "
+                        "RETURN NEW; END $$"
+                    )
+                )
+                conn.execute(
+                    sa.text(
+                        "CREATE TRIGGER test_refuse_marked BEFORE INSERT ON events "
+                        "FOR EACH ROW EXECUTE FUNCTION test_refuse_marked()"
+                    )
+                )
+            else:
+                conn.execute(
+                    sa.text(
+                        "CREATE TRIGGER test_refuse_marked BEFORE INSERT ON events "
+                        f"WHEN NEW.payload LIKE '%{marker}%' BEGIN SELECT RAISE(ABORT, "
+                        f"'test: events holding {marker} are refused'); END"
+                    )
+                )
+    finally:
+        engine.dispose()
+
+
+def accept_events_again(url: str) -> None:
+    """Undo :func:`refuse_events_containing`: the cause of the refusals is fixed."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(parse_url(url))
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text(
+                    "DROP TRIGGER test_refuse_marked ON events"
+                    if engine.dialect.name == "postgresql"
+                    else "DROP TRIGGER test_refuse_marked"
+                )
+            )
+            if engine.dialect.name == "postgresql":
+                conn.execute(sa.text("DROP FUNCTION test_refuse_marked()"))
+    finally:
+        engine.dispose()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 import uuid
@@ -148,3 +149,25 @@ def many_runs(n: int, seed: int = 1, **kw: Any) -> list[Event]:
         if i % 3 == 0:
             events.append(verdict_event(evs, passed=i % 2 == 0, when=T0 + timedelta(hours=1)))
     return events
+
+
+# Text PostgreSQL's jsonb cannot hold (NUL), the escape character itself, and a lone surrogate.
+AWKWARD = "nul\x00inside \ufdd0esc \ud800lone"
+
+
+def awkward_run_events(rng: random.Random, text: str = AWKWARD) -> list[Event]:
+    """A run whose tool result, message and run attribute hold ``text``."""
+    out = []
+    for e in run_events(rng):
+        p = dict(e.payload)
+        if e.kind == "tool.returned" and p.get("result") is not None:
+            p["result"] = {"rows": [text], text: 1}
+        elif e.kind == "message":
+            p["content"] = text
+        elif e.kind == "run.started":
+            p["attributes"] = {**p["attributes"], "note": text}
+        else:
+            out.append(e)
+            continue
+        out.append(dataclasses.replace(e, payload=p))
+    return out

@@ -35,6 +35,7 @@ ROLLUP_VIEWS = {  # PostgreSQL only (migration 0005)
 }
 ROLLUP_TABLES = {f"rollup_{t}" for t in ("stale", "runs", "latency", "verdicts", "measures")}
 ROLLUP_TABLES.add("rollup_transitions")
+DEAD_LETTERS = ({"dead_letters"}, {"dead_letters_state"})  # migration 0006
 
 
 def _objects(url: str) -> tuple[set[str], set[str]]:
@@ -53,12 +54,19 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
     postgres = parse_url(bare_url).get_backend_name() == "postgresql"
     if postgres:
         assert _objects(bare_url) == (
+            TABLES | ROLLUP_TABLES | DEAD_LETTERS[0],
+            VIEWS | DASHBOARD_VIEWS | ROLLUP_VIEWS | DEAD_LETTERS[1] | {"dashboard_dead_letters"},
+        )
+        downgrade(bare_url, "0005")
+        assert _objects(bare_url) == (
             TABLES | ROLLUP_TABLES,
             VIEWS | DASHBOARD_VIEWS | ROLLUP_VIEWS,
         )
         downgrade(bare_url, "0004")
         assert _objects(bare_url) == (TABLES, VIEWS | DASHBOARD_VIEWS)
     else:
+        assert _objects(bare_url) == (TABLES | DEAD_LETTERS[0], VIEWS | DEAD_LETTERS[1])
+        downgrade(bare_url, "0005")
         assert _objects(bare_url) == (TABLES, VIEWS)
     downgrade(bare_url, "0003")
     assert _objects(bare_url) == (TABLES, VIEWS)

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from agentdocket.commands.common import console, err, open_from
-from agentdocket.store import Store, StoreError
+from agentdocket.store import RecordRefused, Store, StoreError
 
 
 @click.group(name="import")
@@ -28,6 +28,12 @@ def _import_traces(store: Store, path: Path) -> tuple[int, int, int]:
         raise click.ClickException(f"{exc}; nothing was imported") from None
     try:
         result = store.import_all(parsed.datasets, parsed.events)
+    except RecordRefused as exc:
+        column = f" (column {exc.column})" if exc.column else ""
+        raise click.ClickException(
+            f"{path}: {parsed.where(exc.event_id)}: the database refused it{column}: "
+            f"{exc.reason}; nothing was imported"
+        ) from None
     except StoreError as exc:
         raise click.ClickException(f"{path}: {exc}; nothing was imported") from None
     return parsed.runs, result.inserted, result.duplicates
@@ -104,6 +110,16 @@ def _store_import(
     with open_from(ctx) as store:
         try:
             result = store.import_all(datasets, events)
+        except RecordRefused as exc:
+            found = next((e for e in events if str(e.event_id) == exc.event_id), None)
+            where = (
+                f"{found.kind} event (seq {found.seq}) of trace {found.trace_id}" if found else ""
+            )
+            column = f" (column {exc.column})" if exc.column else ""
+            raise click.ClickException(
+                f"{path}: {where}: the database refused it{column}: {exc.reason}; "
+                "nothing was imported"
+            ) from None
         except StoreError as exc:
             raise click.ClickException(f"{path}: {exc}; nothing was imported") from None
     runs = len({e.trace_id for e in events})

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from agentdocket.store.base import AppendResult, Store
 from agentdocket.store.config import ENV_VAR, ConfigError, database_url, display_url, parse_url
-from agentdocket.store.errors import DatasetConflict, StoreError
+from agentdocket.store.dead_letters import DeadLetter, Retried
+from agentdocket.store.errors import DatasetConflict, RecordRefused, StoreError, StoreUnavailable
 from agentdocket.store.redaction import RedactionConfigError, Redactor
 
 __all__ = [
@@ -15,10 +16,14 @@ __all__ = [
     "AppendResult",
     "ConfigError",
     "DatasetConflict",
+    "DeadLetter",
+    "RecordRefused",
     "RedactionConfigError",
     "Redactor",
+    "Retried",
     "Store",
     "StoreError",
+    "StoreUnavailable",
     "database_url",
     "display_url",
     "open_store",

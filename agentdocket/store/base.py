@@ -8,11 +8,13 @@ transaction as the events that change them, so they are always current.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
 from datetime import datetime
 from operator import attrgetter
 from typing import Any
@@ -20,7 +22,9 @@ from typing import Any
 import orjson
 
 from agentdocket.events import Case, Dataset, Event, Trace
-from agentdocket.store.errors import StoreError
+from agentdocket.store.dead_letters import DeadLetter, DeadLetterStore
+from agentdocket.store.errors import RecordRefused, StoreError
+from agentdocket.store.escaping import escape
 from agentdocket.store.projections import (
     JUDGE_CALL_COLUMNS,
     RUN_COLUMNS,
@@ -46,7 +50,9 @@ EVENT_COLUMNS = (
     "payload",
 )
 JSON_COLUMNS = frozenset({"models", "attributes", "details", "payload", "data"})
-TIME_COLUMNS = frozenset({"ts", "started_at", "ended_at", "first_ts", "last_ts", "created_at"})
+TIME_COLUMNS = frozenset(
+    {"ts", "started_at", "ended_at", "first_ts", "last_ts", "created_at", "received_at"}
+)
 BATCH = 10_000
 
 
@@ -54,6 +60,12 @@ BATCH = 10_000
 class AppendResult:
     inserted: int
     duplicates: int
+    refused: int = 0  # kept as dead letters (see :mod:`agentdocket.store.dead_letters`)
+
+
+# Errors of Python's own making while a record is encoded for the database (an integer past 64
+# bits, a value no JSON encoder takes): the record's fault, like a value the database refuses.
+DATA_ERRORS = (TypeError, ValueError, OverflowError)
 
 
 def dumps(value: Any) -> str:
@@ -77,7 +89,15 @@ def _upsert_runs_clause(least: str, greatest: str) -> str:
     return "ON CONFLICT (trace_id) DO UPDATE SET " + ", ".join(sets)
 
 
-class Store(ScoringStore, ABC):
+log = logging.getLogger("agentdocket.store")
+
+
+def _escaped(event: Event) -> Event:
+    payload = escape(event.payload)
+    return event if payload is event.payload else replace(event, payload=payload)
+
+
+class Store(ScoringStore, DeadLetterStore, ABC):
     """Append events, register datasets, read traces and projections."""
 
     dialect: str
@@ -96,6 +116,10 @@ class Store(ScoringStore, ABC):
     def close(self) -> None: ...
 
     @abstractmethod
+    def ping(self) -> None:
+        """Raise :class:`StoreUnavailable` unless the database answers now."""
+
+    @abstractmethod
     def _insert_events(self, conn: Any, events: Sequence[Event]) -> tuple[int, Projection]:
         """Insert events, skipping those already stored; return how many were inserted and the
         projection of those (a backend may compute it while the database digests the rows)."""
@@ -111,44 +135,130 @@ class Store(ScoringStore, ABC):
 
     # --- appending ----------------------------------------------------------------------------
 
-    def append(self, events: Iterable[Event], batch_size: int = BATCH) -> AppendResult:
-        """Append events; re-sent events (same id) are ignored. Each batch is one transaction."""
-        inserted = duplicates = 0
+    def append(
+        self, events: Iterable[Event], batch_size: int = BATCH, *, source: str = "append"
+    ) -> AppendResult:
+        """Append events; re-sent events (same id) are ignored. Each batch is one transaction.
+
+        An event the database refuses (:class:`RecordRefused`) does not fail its batch: it is
+        isolated, kept as a dead letter naming ``source``, and the rest is stored. Raises
+        :class:`StoreUnavailable` when the database is away (nothing of the batch is written).
+        """
+        inserted = duplicates = refused = 0
         batch: list[Event] = []
         for event in events:
             batch.append(event)
             if len(batch) >= batch_size:
-                n = self._append_batch(batch)
-                inserted += n
-                duplicates += len(batch) - n
+                n, r = self._append_batch(batch, source)
+                inserted, duplicates, refused = (
+                    inserted + n,
+                    duplicates + len(batch) - n - r,
+                    refused + r,
+                )
                 batch = []
         if batch:
-            n = self._append_batch(batch)
-            inserted += n
-            duplicates += len(batch) - n
-        return AppendResult(inserted, duplicates)
+            n, r = self._append_batch(batch, source)
+            inserted, duplicates, refused = (
+                inserted + n,
+                duplicates + len(batch) - n - r,
+                refused + r,
+            )
+        return AppendResult(inserted, duplicates, refused)
 
-    def _append_batch(self, events: list[Event]) -> int:
+    def _append_batch(self, events: list[Event], source: str) -> tuple[int, int]:
         with self._write() as conn:
-            return self._append_on(conn, events)
+            inserted, refusals = self._append_on(conn, events)
+            if refusals:
+                letters = [DeadLetter.of_event(e, exc, source) for e, exc in refusals]
+                self._keep_dead_letters_on(conn, letters)
+                for e, exc in refusals:
+                    log.warning(
+                        "agentdocket: event %s of trace %s (from %s) refused and kept as a dead "
+                        "letter: %s",
+                        e.event_id,
+                        e.trace_id,
+                        source,
+                        exc,
+                    )
+            return inserted, len(refusals)
 
-    def _append_on(self, conn: Any, events: list[Event]) -> int:
+    def _append_strict(self, events: list[Event]) -> int:
+        with self._write() as conn:
+            inserted, refusals = self._append_on(conn, events)
+            if refusals:
+                event, exc = refusals[0]
+                raise exc.about(str(event.event_id))
+            return inserted
+
+    def _append_on(
+        self, conn: Any, events: list[Event]
+    ) -> tuple[int, list[tuple[Event, RecordRefused]]]:
+        """Insert and project ``events`` on ``conn``: how many were new, and the events the
+        database refused (everything else is written)."""
         unique = list({e.event_id: e for e in events}.values())
-        unique = self.redactor.events(unique)
-        inserted, projection = self._insert_events(conn, unique)
-        self._apply(conn, projection)
-        return inserted
+        prepared, refusals = self._prepare(unique)
+        inserted, refused = self._insert_isolating(conn, prepared)
+        return inserted, refusals + refused
+
+    def _prepare(
+        self, events: list[Event]
+    ) -> tuple[list[Event], list[tuple[Event, RecordRefused]]]:
+        """Events as they are written: escaped (:mod:`agentdocket.store.escaping`), then
+        redacted. An event that cannot be prepared is refused."""
+        try:
+            return self.redactor.events([_escaped(e) for e in events]), []
+        except DATA_ERRORS:
+            pass
+        prepared, refused = [], []
+        for event in events:
+            try:
+                prepared.extend(self.redactor.events([_escaped(event)]))
+            except DATA_ERRORS as exc:
+                refused.append((event, RecordRefused(f"{type(exc).__name__}: {exc}")))
+        return prepared, refused
+
+    def _insert_isolating(
+        self, conn: Any, events: list[Event]
+    ) -> tuple[int, list[tuple[Event, RecordRefused]]]:
+        """Insert and project ``events`` in a savepoint. If the database refuses the batch,
+        halve it until the refused events stand alone (about three times the work of one
+        insert for one bad event in a batch), so that all the others are written."""
+        if not events:
+            return 0, []
+        try:
+            with self._savepoint(conn):
+                inserted, projection = self._insert_events(conn, events)
+                self._apply(conn, projection)
+            return inserted, []
+        except RecordRefused as exc:
+            if len(events) == 1:
+                return 0, [(events[0], exc.about(str(events[0].event_id)))]
+        middle = len(events) // 2
+        first, refused_first = self._insert_isolating(conn, events[:middle])
+        second, refused_second = self._insert_isolating(conn, events[middle:])
+        return first + second, refused_first + refused_second
+
+    @abstractmethod
+    def _savepoint(self, conn: Any) -> AbstractContextManager[None]:
+        """A savepoint on ``conn``: rolled back if its body raises, which it raises mapped into
+        the store's error tree (a record's encoding error as :class:`RecordRefused`)."""
 
     def import_all(
         self, datasets: Sequence[Dataset], events: Sequence[Event], batch_size: int = BATCH
     ) -> AppendResult:
-        """Register datasets and append events in one transaction: all of it or nothing."""
+        """Register datasets and append events in one transaction: all of it or nothing.
+        An event the database refuses fails the whole import with :class:`RecordRefused`
+        naming it (the caller knows where it came from)."""
         with self._write() as conn:
             for dataset in datasets:
                 self._register_on(conn, dataset)
             inserted = 0
             for start in range(0, len(events), batch_size):
-                inserted += self._append_on(conn, list(events[start : start + batch_size]))
+                n, refusals = self._append_on(conn, list(events[start : start + batch_size]))
+                if refusals:
+                    event, exc = refusals[0]
+                    raise exc.about(str(event.event_id))
+                inserted += n
         return AppendResult(inserted, len(events) - inserted)
 
     def _apply(self, conn: Any, proj: Projection) -> None:

@@ -2,54 +2,19 @@
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABC
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
 from typing import Any
 
 from agentdocket.events import Case, Dataset
 from agentdocket.store.errors import DatasetConflict, StoreError
-from agentdocket.store.redaction import Redactor
+from agentdocket.store.escaping import escape, escape_text
+from agentdocket.store.primitives import Primitives
 
 
-class DatasetStore(ABC):
+class DatasetStore(Primitives, ABC):
     """Registering datasets and reading cases. Declares the database primitives that
     :class:`~agentdocket.store.base.Store` and its backends implement."""
-
-    redactor: Redactor
-
-    @abstractmethod
-    def _write(self) -> Any:
-        """A context manager: a write transaction on a connection (retrying is the caller's)."""
-
-    @abstractmethod
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Run a read-only query written with ``?`` placeholders."""
-
-    @abstractmethod
-    def _execute(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> None: ...
-
-    @abstractmethod
-    def _merge(
-        self,
-        conn: Any,
-        table: str,
-        columns: Sequence[str],
-        key: Sequence[str],
-        rows: list[tuple[Any, ...]],
-        conflict: str,
-    ) -> None:
-        """Insert rows into a projection table; rows whose key exists go through ``conflict``
-        (an ``ON CONFLICT ... DO ...`` clause; empty for tables where a clash is an error)."""
-
-    @abstractmethod
-    def _to_db(self, column: str, value: Any) -> Any: ...
-
-    @abstractmethod
-    def _from_db(self, column: str, value: Any) -> Any: ...
-
-    @abstractmethod
-    def _dicts(self, sql: str, params: Sequence[Any] = ()) -> Iterator[dict[str, Any]]: ...
 
     def register_dataset(self, dataset: Dataset) -> bool:
         """Store a dataset version. True if new; False if the identical version was there.
@@ -69,7 +34,7 @@ class DatasetStore(ABC):
         existing = self._read_on(
             conn,
             "SELECT content_hash FROM datasets WHERE name = ? AND version = ?",
-            (dataset.name, dataset.version),
+            (escape_text(dataset.name), escape_text(dataset.version)),
         )
         if existing:
             if existing[0][0] == digest:
@@ -82,7 +47,13 @@ class DatasetStore(ABC):
             conn,
             "INSERT INTO datasets (name, version, description, content_hash, "
             "n_cases) VALUES (?, ?, ?, ?, ?)",
-            (dataset.name, dataset.version, dataset.description, digest, len(dataset.cases)),
+            (
+                escape_text(dataset.name),
+                escape_text(dataset.version),
+                None if dataset.description is None else escape_text(dataset.description),
+                digest,
+                len(dataset.cases),
+            ),
         )
         columns = (
             "dataset",
@@ -95,23 +66,18 @@ class DatasetStore(ABC):
         )
         rows = [
             (
-                dataset.name,
-                dataset.version,
-                c.case_id,
+                escape_text(dataset.name),
+                escape_text(dataset.version),
+                escape_text(c.case_id),
                 i,
-                c.question_type,
-                c.group,
-                self._to_db("data", c.to_json()),
+                None if c.question_type is None else escape_text(c.question_type),
+                None if c.group is None else escape_text(c.group),
+                self._to_db("data", escape(c.to_json())),
             )
             for i, c in enumerate(dataset.cases)
         ]
         self._merge(conn, "cases", columns, ("dataset", "dataset_version", "case_id"), rows, "")
         return True
-
-    @abstractmethod
-    def _read_on(
-        self, conn: Any, sql: str, params: Sequence[Any] = ()
-    ) -> list[tuple[Any, ...]]: ...
 
     def datasets(self) -> list[dict[str, Any]]:
         return list(self._dicts("SELECT * FROM datasets ORDER BY name, created_at, version"))

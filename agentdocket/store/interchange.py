@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,18 @@ class Parsed:
     events: list[Event]
     datasets: list[Dataset]
     runs: int
+    # where each event came from: line number (or Parquet row) of its record
+    lines: dict[uuid.UUID, int] = field(default_factory=dict)
+
+    def where(self, event_id: str | None) -> str:
+        """The line, and the event's kind and position in its run, of a stored event's id."""
+        if event_id is None:
+            return "an event"
+        found = next((e for e in self.events if str(e.event_id) == event_id), None)
+        if found is None:
+            return f"event {event_id}"
+        line = self.lines.get(found.event_id)
+        return f"line {line}: {found.kind} event (seq {found.seq})"
 
 
 def _span_for(trace_id: str, label: str) -> str:
@@ -282,6 +294,7 @@ def iter_lines(path: Path) -> Iterator[tuple[int, Any]]:
 def parse_records(records: Iterable[tuple[int, Any]], source: str) -> Parsed:
     """Validate every record; collect events and datasets. Nothing is written here."""
     events: list[Event] = []
+    lines: dict[uuid.UUID, int] = {}
     cases: dict[tuple[str, str], dict[str, tuple[Case, int]]] = {}
     runs = 0
     for lineno, obj in records:
@@ -290,6 +303,8 @@ def parse_records(records: Iterable[tuple[int, Any]], source: str) -> Parsed:
         except (PayloadError, ValueError) as exc:
             raise ImportError_(f"{source}: {exc}") from None
         events.extend(line_events)
+        for event in line_events:
+            lines[event.event_id] = lineno
         runs += 1
         if case is not None:
             dataset, version, c = case
@@ -304,7 +319,7 @@ def parse_records(records: Iterable[tuple[int, Any]], source: str) -> Parsed:
         Dataset(name, version, tuple(c for c, _ in by_id.values()))
         for (name, version), by_id in cases.items()
     ]
-    return Parsed(events, datasets, runs)
+    return Parsed(events, datasets, runs, lines)
 
 
 def read_file(path: Path) -> Parsed:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -11,7 +14,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 import agentdocket.migrations
-from agentdocket.store.config import parse_url
+from agentdocket.store.config import display_url, parse_url
+from agentdocket.store.errors import StoreError
 
 SCRIPT_LOCATION = str(Path(agentdocket.migrations.__file__).parent)
 
@@ -26,7 +30,10 @@ def _engine(url: str) -> sa.Engine:
     parsed = parse_url(url)
     if parsed.get_backend_name() == "sqlite":
         assert parsed.database
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"{display_url(url)}: cannot create its folder ({exc})") from None
     return sa.create_engine(parsed, poolclass=sa.pool.NullPool)
 
 
@@ -36,10 +43,32 @@ def head_revision() -> str:
     return head
 
 
+@contextmanager
+def _mapped(url: str) -> Iterator[None]:
+    """SQLAlchemy's wrapped driver errors as the store's (see :mod:`agentdocket.store.errors`)."""
+    try:
+        yield
+    except sa.exc.DBAPIError as exc:
+        orig = exc.orig
+        if isinstance(orig, sqlite3.Error):
+            from agentdocket.store.sqlite import classify as classify_sqlite
+
+            mapped = classify_sqlite(orig)
+        else:
+            import psycopg
+
+            from agentdocket.store.postgres import classify as classify_pg
+
+            if not isinstance(orig, psycopg.Error):
+                raise
+            mapped = classify_pg(orig)
+        raise type(mapped)(f"{display_url(url)}: {mapped}", code=mapped.code) from exc
+
+
 def current_revision(url: str) -> str | None:
     engine = _engine(url)
     try:
-        with engine.connect() as conn:
+        with _mapped(url), engine.connect() as conn:
             return MigrationContext.configure(conn).get_current_revision()
     finally:
         engine.dispose()
@@ -49,7 +78,7 @@ def _run(url: str, action: str, revision: str) -> None:
     engine = _engine(url)
     cfg = _config()
     try:
-        with engine.begin() as conn:
+        with _mapped(url), engine.begin() as conn:
             cfg.attributes["connection"] = conn
             if action == "upgrade":
                 command.upgrade(cfg, revision)

@@ -15,9 +15,11 @@ from psycopg import errors, sql
 from psycopg.types.json import Jsonb
 
 from agentdocket.events import Event
-from agentdocket.store.base import EVENT_COLUMNS, JSON_COLUMNS, TIME_COLUMNS, Store
+from agentdocket.store.base import DATA_ERRORS, EVENT_COLUMNS, JSON_COLUMNS, TIME_COLUMNS, Store
 from agentdocket.store.config import display_url, parse_url, psycopg_conninfo
-from agentdocket.store.errors import StoreError
+from agentdocket.store.errors import RecordRefused, StoreError, StoreUnavailable
+from agentdocket.store.escaping import ESC, unescape_text
+from agentdocket.store.escaping import loads as stored_loads
 from agentdocket.store.projections import Projection, project
 from agentdocket.store.redaction import Redactor
 from agentdocket.store.rollups import Refreshed, refresh
@@ -35,8 +37,19 @@ TYPES = {
     "verdicts": {"passed": "bool", "score": "float8", "details": "jsonb", "ts": "timestamptz"},
     "cases": {"ordinal": "int4", "data": "jsonb"},
     "judge_calls": {"temperature": "float8", "sample": "int4", "ts": "timestamptz"},
+    "dead_letters": {"received_at": "timestamptz"},
 }
-RETRYABLE = (errors.DeadlockDetected, errors.SerializationFailure)
+# SQLSTATEs that mean "not now": retry later. Whole classes: 08 connection exception, 53
+# insufficient resources (too many connections, disk full), 57 operator intervention (shutdown,
+# statement timeout), 58 system error; and serialization failure, deadlock, lock not available.
+TRANSIENT_CLASSES = frozenset({"08", "53", "57", "58"})
+TRANSIENT_STATES = frozenset({"40001", "40P01", "55P03", "55006"})
+# SQLSTATEs that mean "not this data": 22 data exception (bad encoding, out of range), 23
+# integrity constraint violation, 54 program limit exceeded (a value too big to index), P0001
+# an exception raised by a trigger.
+REFUSED_CLASSES = frozenset({"22", "23", "54"})
+REFUSED_STATES = frozenset({"P0001"})
+DEADLOCKS = frozenset({"40001", "40P01"})
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Every column as text or integer: psycopg's conversion of uuid, timestamptz and jsonb values
 # costs more than the query (100k plan events: 1.5 s typed, 0.5 s like this), and orjson
@@ -46,6 +59,32 @@ SCORING_EVENTS = (
     "(extract(epoch FROM ts) * 1000000)::int8, kind, schema_version, payload::text "
     "FROM events WHERE trace_id = ANY(%s){kinds} ORDER BY trace_id, seq, ts, event_id"
 )
+
+
+def classify(exc: psycopg.Error) -> StoreError:
+    """A psycopg error as the store's error (see :mod:`agentdocket.store.errors`)."""
+    state = exc.sqlstate or ""
+    diag = exc.diag
+    text = str(exc).strip()
+    message = diag.message_primary or (text.splitlines()[0] if text else type(exc).__name__)
+    if diag.message_detail:
+        message += f" ({diag.message_detail})"
+    if state[:2] in TRANSIENT_CLASSES or state in TRANSIENT_STATES:
+        return StoreUnavailable(message, code=state)
+    if not state and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        return StoreUnavailable(message)  # connection refused, lost or closed: no SQLSTATE
+    if state[:2] in REFUSED_CLASSES or state in REFUSED_STATES:
+        return RecordRefused(message, column=diag.column_name, code=state)
+    return StoreError(message, code=state or None)
+
+
+@contextmanager
+def mapped_errors() -> Iterator[None]:
+    """Raise psycopg's errors as the store's."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise classify(exc) from exc
 
 
 def _dumps_jsonb(value: Any) -> Jsonb:
@@ -62,51 +101,70 @@ class PostgresStore(Store):
         self._conninfo = psycopg_conninfo(parse_url(url))
         try:
             self._conn = psycopg.connect(self._conninfo, autocommit=True)
-        except psycopg.OperationalError as exc:
-            raise StoreError(f"cannot connect to {display_url(url)}: {exc}".strip()) from None
-        self._staged: set[str] = set()
+        except psycopg.Error as exc:
+            mapped = classify(exc)
+            raise type(mapped)(
+                f"cannot connect to {display_url(url)}: {exc}".strip(), code=mapped.code
+            ) from None
+        # jsonb read back through orjson, unescaped where the stored text needs it
+        psycopg.types.json.set_json_loads(stored_loads, self._conn)
 
     def close(self) -> None:
         self._conn.close()
 
     @contextmanager
     def _write(self) -> Iterator[psycopg.Connection[Any]]:
-        with self._conn.transaction():
+        with mapped_errors(), self._conn.transaction():
             yield self._conn
 
-    def _append_batch(self, events: list[Event]) -> int:
+    @contextmanager
+    def _savepoint(self, conn: Any) -> Iterator[None]:
+        try:
+            with conn.transaction():
+                yield
+        except psycopg.Error as exc:
+            raise classify(exc) from exc
+        except DATA_ERRORS as exc:
+            raise RecordRefused(f"{type(exc).__name__}: {exc}") from exc
+
+    def _append_batch(self, events: list[Event], source: str) -> tuple[int, int]:
         # Deadlocks between concurrent writers of the same traces are retried: the batch is
         # idempotent, and the failed transaction left nothing behind.
         for attempt in range(5):
             try:
-                return super()._append_batch(events)
-            except RETRYABLE:
-                if attempt == 4:
+                return super()._append_batch(events, source)
+            except StoreUnavailable as exc:
+                if exc.code not in DEADLOCKS or attempt == 4:
                     raise
                 time.sleep(0.05 * (attempt + 1))
         raise AssertionError("unreachable")
+
+    def ping(self) -> None:
+        with mapped_errors():
+            self._conn.execute("SELECT 1")
 
     def _read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self._read_on(self._conn, query, params)
 
     def refresh_dashboards(self, progress: Callable[[int, int], None] | None = None) -> Refreshed:
-        return refresh(self._conn, progress=progress)
+        with mapped_errors():
+            return refresh(self._conn, progress=progress)
 
     def _read_on(self, conn: Any, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with conn.cursor() as cur:
+        with mapped_errors(), conn.cursor() as cur:
             cur.execute(query.replace("?", "%s"), list(params))
             return list(cur.fetchall())
 
     def _read_with_names(
         self, query: str, params: Sequence[Any] = ()
     ) -> tuple[list[str], list[tuple[Any, ...]]]:
-        with self._conn.cursor() as cur:
+        with mapped_errors(), self._conn.cursor() as cur:
             cur.execute(query.replace("?", "%s"), list(params))
             names = [d.name for d in cur.description or []]
             return names, list(cur.fetchall())
 
     def _stream_on(self, conn: Any, query: str, size: int) -> Iterator[list[tuple[Any, ...]]]:
-        with conn.cursor(name=f"agentdocket_{uuid.uuid4().hex[:12]}") as cur:
+        with mapped_errors(), conn.cursor(name=f"agentdocket_{uuid.uuid4().hex[:12]}") as cur:
             cur.itersize = size
             cur.execute(query)
             while rows := cur.fetchmany(size):
@@ -120,12 +178,13 @@ class PostgresStore(Store):
         # to re-analyse. Planned afresh each time, the probe takes milliseconds.
         if not ids:
             return set()
-        rows = self._conn.execute(
-            "SELECT trace_id, input_hash FROM verdicts WHERE scorer = %s AND scorer_version = %s "
-            "AND trace_id = ANY(%s)",
-            [scorer, version, list(ids)],
-            prepare=False,
-        ).fetchall()
+        with mapped_errors():
+            rows = self._conn.execute(
+                "SELECT trace_id, input_hash FROM verdicts WHERE scorer = %s "
+                "AND scorer_version = %s AND trace_id = ANY(%s)",
+                [scorer, version, list(ids)],
+                prepare=False,
+            ).fetchall()
         return {(r[0], r[1]) for r in rows}
 
     def _any(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
@@ -136,9 +195,9 @@ class PostgresStore(Store):
         query = SCORING_EVENTS.format(kinds="" if kinds is None else " AND kind = ANY(%s)")
         if kinds is not None:
             params.append(sorted(kinds))
-        loads = orjson.loads
+        loads = stored_loads
         uuid_ = uuid.UUID
-        with self._conn.cursor() as cur:
+        with mapped_errors(), self._conn.cursor() as cur:
             cur.execute(query, params, prepare=False)  # see verdict_keys
             return [
                 Event(
@@ -172,6 +231,8 @@ class PostgresStore(Store):
         return column in JSON_COLUMNS
 
     def _from_db(self, column: str, value: Any) -> Any:
+        if isinstance(value, str):
+            return unescape_text(value) if ESC in value else value
         if isinstance(value, uuid.UUID):
             return str(value)
         if column in TIME_COLUMNS and value is not None:
@@ -216,16 +277,15 @@ class PostgresStore(Store):
                 meanwhile()
 
     def _stage(self, conn: Any, table: str) -> str:
-        """A temporary table shaped like ``table``, emptied at each commit."""
+        """A temporary table shaped like ``table``, emptied at each commit. Created each time
+        it is wanted (IF NOT EXISTS): one made inside a savepoint that rolled back is gone."""
         name = f"agentdocket_in_{table}"
-        if name not in self._staged:
-            conn.execute(
-                sql.SQL(
-                    "CREATE TEMP TABLE IF NOT EXISTS {} (LIKE {} INCLUDING DEFAULTS) "
-                    "ON COMMIT DELETE ROWS"
-                ).format(sql.Identifier(name), sql.Identifier(table))
-            )
-            self._staged.add(name)
+        conn.execute(
+            sql.SQL(
+                "CREATE TEMP TABLE IF NOT EXISTS {} (LIKE {} INCLUDING DEFAULTS) "
+                "ON COMMIT DELETE ROWS"
+            ).format(sql.Identifier(name), sql.Identifier(table))
+        )
         return name
 
     def _insert_events(self, conn: Any, events: Sequence[Event]) -> tuple[int, Projection]:

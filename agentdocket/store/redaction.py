@@ -26,6 +26,7 @@ rebuilt, so clean events pass through unchanged (the same object).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -222,7 +223,13 @@ class Redactor:
     def needs(self, value: Any) -> bool:
         """Whether ``value`` (any JSON) may hold something a rule redacts: a cheap test that
         is never wrong when it says no (:meth:`event` checks a yes by applying the rules)."""
-        text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+        if isinstance(value, str):
+            text = value
+        else:
+            try:
+                text = orjson.dumps(value, default=str).decode()
+            except TypeError:  # a lone surrogate, an integer past 64 bits: the slower encoder
+                text = json.dumps(value, ensure_ascii=False, default=str)
         lower = text.lower()
         if any(literal in lower for literal in self._literals):  # type: ignore[attr-defined]
             return True

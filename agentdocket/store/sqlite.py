@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 import uuid
@@ -11,15 +10,49 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
-
 from agentdocket.events import Event, format_ts
-from agentdocket.store.base import EVENT_COLUMNS, JSON_COLUMNS, TIME_COLUMNS, Store, dumps
+from agentdocket.store.base import (
+    DATA_ERRORS,
+    EVENT_COLUMNS,
+    JSON_COLUMNS,
+    TIME_COLUMNS,
+    Store,
+    dumps,
+)
 from agentdocket.store.config import parse_url, sqlite_path
+from agentdocket.store.errors import RecordRefused, StoreError, StoreUnavailable
+from agentdocket.store.escaping import ESC, unescape_text
+from agentdocket.store.escaping import loads as stored_loads
 from agentdocket.store.projections import Projection, project
 from agentdocket.store.redaction import Redactor
 
 BOOL_COLUMNS = frozenset({"passed"})
+# sqlite3 has no error codes worth mapping by number in Python 3.11; its messages tell.
+TRANSIENT_MESSAGES = ("locked", "busy", "disk i/o", "unable to open", "disk is full")
+
+
+def classify(exc: sqlite3.Error) -> StoreError:
+    """An sqlite3 error as the store's error (see :mod:`agentdocket.store.errors`)."""
+    message = str(exc) or type(exc).__name__
+    code = type(exc).__name__
+    if isinstance(exc, sqlite3.IntegrityError | sqlite3.DataError):
+        return RecordRefused(message, code=code)  # a constraint, or RAISE(ABORT) in a trigger
+    if isinstance(exc, sqlite3.OperationalError) and any(
+        m in message.lower() for m in TRANSIENT_MESSAGES
+    ):
+        return StoreUnavailable(message, code=code)
+    return StoreError(message, code=code)
+
+
+@contextmanager
+def mapped_errors() -> Iterator[None]:
+    """Raise sqlite3's errors as the store's."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise classify(exc) from exc
+
+
 CHUNK = 500  # bound parameters per IN (...) lookup
 
 
@@ -39,13 +72,15 @@ class SqliteStore(Store):
     def __init__(self, url: str, redactor: Redactor | None = None) -> None:
         super().__init__(url, redactor)
         self.path = sqlite_path(parse_url(url))
-        self._conn = sqlite3.connect(
-            self.path, isolation_level=None, timeout=60, check_same_thread=False
-        )
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("PRAGMA foreign_keys=ON")
-        self._conn.execute("PRAGMA busy_timeout=60000")
+        with mapped_errors():
+            self._conn = sqlite3.connect(
+                self.path, isolation_level=None, timeout=60, check_same_thread=False
+            )
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._conn.execute("PRAGMA busy_timeout=60000")
+        self._savepoints = 0
 
     def close(self) -> None:
         self._conn.close()
@@ -54,39 +89,66 @@ class SqliteStore(Store):
     def _write(self) -> Iterator[sqlite3.Connection]:
         # BEGIN IMMEDIATE takes the write lock up front, so the read-then-insert of a batch
         # cannot interleave with another writer's.
-        for attempt in range(100):
+        with mapped_errors():
+            for attempt in range(100):
+                try:
+                    self._conn.execute("BEGIN IMMEDIATE")
+                    break
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) or attempt == 99:
+                        raise
+                    time.sleep(0.05)
             try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                break
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or attempt == 99:
-                    raise
-                time.sleep(0.05)
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._conn.execute("COMMIT")
+
+    @contextmanager
+    def _savepoint(self, conn: Any) -> Iterator[None]:
+        self._savepoints += 1
+        name = f"agentdocket_{self._savepoints}"
+        conn.execute(f"SAVEPOINT {name}")
         try:
-            yield self._conn
-        except BaseException:
-            self._conn.execute("ROLLBACK")
+            yield
+        except BaseException as exc:
+            conn.execute(f"ROLLBACK TO {name}")
+            conn.execute(f"RELEASE {name}")
+            if isinstance(exc, sqlite3.Error):
+                raise classify(exc) from exc
+            if isinstance(exc, DATA_ERRORS):
+                raise RecordRefused(f"{type(exc).__name__}: {exc}") from exc
             raise
         else:
-            self._conn.execute("COMMIT")
+            conn.execute(f"RELEASE {name}")
+
+    def ping(self) -> None:
+        with mapped_errors():
+            self._conn.execute("SELECT 1")
 
     def _read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self._conn.execute(query, list(params)).fetchall()
+        with mapped_errors():
+            return self._conn.execute(query, list(params)).fetchall()
 
     def _read_on(self, conn: Any, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        rows: list[tuple[Any, ...]] = conn.execute(query, list(params)).fetchall()
+        with mapped_errors():
+            rows: list[tuple[Any, ...]] = conn.execute(query, list(params)).fetchall()
         return rows
 
     def _read_with_names(
         self, query: str, params: Sequence[Any] = ()
     ) -> tuple[list[str], list[tuple[Any, ...]]]:
-        cur = self._conn.execute(query, list(params))
-        names = [d[0] for d in cur.description or []]
-        return names, cur.fetchall()
+        with mapped_errors():
+            cur = self._conn.execute(query, list(params))
+            names = [d[0] for d in cur.description or []]
+            return names, cur.fetchall()
 
     def _stream_on(self, conn: Any, query: str, size: int) -> Iterator[list[tuple[Any, ...]]]:
         # Materialised first: the same connection then writes the projections.
-        rows = conn.execute(query).fetchall()
+        with mapped_errors():
+            rows = conn.execute(query).fetchall()
         for start in range(0, len(rows), size):
             yield rows[start : start + size]
 
@@ -100,12 +162,13 @@ class SqliteStore(Store):
             kinds_where, kinds_params = self._any("kind", sorted(kinds))
             where += f" AND {kinds_where}"
             params += kinds_params
-        rows = self._conn.execute(
-            f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE {where} "
-            "ORDER BY trace_id, seq, ts, event_id",
-            params,
-        )
-        loads = orjson.loads
+        with mapped_errors():
+            rows = self._conn.execute(
+                f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE {where} "
+                "ORDER BY trace_id, seq, ts, event_id",
+                params,
+            ).fetchall()
+        loads = stored_loads
         return [
             Event(uuid.UUID(r[0]), r[1], r[2], r[3], r[4], _parse_ts(r[5]), r[6], loads(r[8]), r[7])
             for r in rows
@@ -135,7 +198,9 @@ class SqliteStore(Store):
         if value is None:
             return None
         if column in JSON_COLUMNS:
-            return json.loads(value)
+            return stored_loads(value)
+        if isinstance(value, str) and ESC in value:
+            return unescape_text(value)
         if column in TIME_COLUMNS:
             return _parse_ts(value)
         if column in BOOL_COLUMNS:

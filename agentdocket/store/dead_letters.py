@@ -1,0 +1,229 @@
+"""Dead letters: records the database refused, kept whole with their error and origin.
+
+A dead letter is never dropped and never changed. It is *resolved* once its event is in the log,
+which :meth:`DeadLetterStore.retry_dead_letters` achieves when the cause has been fixed (a
+constraint relaxed, the software upgraded). The same refused content is kept once, however
+often it is sent: its id is a hash of the raw record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from agentdocket.events import Event, PayloadError, event_from_json, event_to_json
+from agentdocket.store.errors import RecordRefused, StoreError
+from agentdocket.store.primitives import Primitives
+
+DEAD_LETTER_COLUMNS = (
+    "letter_id",
+    "event_id",
+    "trace_id",
+    "received_at",
+    "source",
+    "error",
+    "code",
+    "raw",
+)
+
+
+def raw_json(value: Any) -> str:
+    """``value`` as JSON text of ASCII characters only, so that any string survives in any
+    text column (a NUL becomes the six characters ``\\u0000``, a lone surrogate ``\\udXXX``)."""
+    return json.dumps(value, ensure_ascii=True, sort_keys=True, default=repr)
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """One refused record: its raw content, why it was refused, and where it came from."""
+
+    letter_id: str
+    event_id: str | None
+    trace_id: str | None
+    received_at: datetime
+    source: str
+    error: str
+    code: str | None
+    raw: str
+
+    @classmethod
+    def of_event(cls, event: Event, error: RecordRefused | str, source: str) -> DeadLetter:
+        raw = raw_json(event_to_json(event))
+        if isinstance(error, RecordRefused):
+            text = error.reason + (f" (column {error.column})" if error.column else "")
+            code = error.code
+        else:
+            text, code = error, None
+        return cls.of_raw(raw, text, source, code, str(event.event_id), event.trace_id)
+
+    @classmethod
+    def of_raw(
+        cls,
+        raw: str,
+        error: str,
+        source: str,
+        code: str | None = None,
+        event_id: str | None = None,
+        trace_id: str | None = None,
+        received_at: datetime | None = None,
+    ) -> DeadLetter:
+        letter_id = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return cls(
+            letter_id,
+            event_id,
+            trace_id,
+            received_at or datetime.now(UTC),
+            source,
+            error,
+            code,
+            raw,
+        )
+
+    def event(self) -> Event:
+        """The refused event, decoded from its raw content (PayloadError if it is not one)."""
+        try:
+            obj = json.loads(self.raw)
+        except ValueError as exc:
+            raise PayloadError(f"dead letter {self.letter_id}", f"not JSON ({exc})") from None
+        if not isinstance(obj, dict):
+            raise PayloadError(f"dead letter {self.letter_id}", "not an event object")
+        return event_from_json(obj, f"dead letter {self.letter_id}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "letter_id": self.letter_id,
+            "event_id": self.event_id,
+            "trace_id": self.trace_id,
+            "received_at": self.received_at.isoformat(),
+            "source": self.source,
+            "error": self.error,
+            "code": self.code,
+            "raw": self.raw,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> DeadLetter:
+        return cls(
+            str(obj["letter_id"]),
+            obj.get("event_id"),
+            obj.get("trace_id"),
+            datetime.fromisoformat(str(obj["received_at"])),
+            str(obj["source"]),
+            str(obj["error"]),
+            obj.get("code"),
+            str(obj["raw"]),
+        )
+
+
+Outcome = Literal["stored", "refused", "resolved", "undecodable"]
+
+
+@dataclass(frozen=True)
+class Retried:
+    """What retrying one dead letter did."""
+
+    letter_id: str
+    outcome: Outcome  # resolved: its event was already in the log
+    error: str | None = None
+
+
+class DeadLetterStore(Primitives, ABC):
+    """Keeping, listing and retrying dead letters (mixed into :class:`~agentdocket.store.Store`)."""
+
+    @abstractmethod
+    def _append_strict(self, events: list[Event]) -> int:
+        """Append, raising :class:`RecordRefused` (naming the event) instead of keeping a dead
+        letter; nothing is written then."""
+
+    def keep_dead_letters(self, letters: Iterable[DeadLetter]) -> int:
+        """Store dead letters (from a file kept while the database was away); the same letter
+        twice is kept once. Returns how many were given."""
+        letters = list(letters)
+        if letters:
+            with self._write() as conn:
+                self._keep_dead_letters_on(conn, letters)
+        return len(letters)
+
+    def _keep_dead_letters_on(self, conn: Any, letters: Sequence[DeadLetter]) -> None:
+        convert = {"received_at"}
+        rows = [
+            tuple(
+                self._to_db(c, getattr(d, c)) if c in convert else getattr(d, c)
+                for c in DEAD_LETTER_COLUMNS
+            )
+            for d in {d.letter_id: d for d in letters}.values()
+        ]
+        conflict = "ON CONFLICT (letter_id) DO NOTHING"
+        self._merge(conn, "dead_letters", DEAD_LETTER_COLUMNS, ("letter_id",), rows, conflict)
+
+    def dead_letters(
+        self, *, resolved: bool | None = False, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Dead letters, oldest first, each with ``resolved``; by default the unresolved ones
+        (``resolved=None``: all of them)."""
+        where = "" if resolved is None else f"WHERE resolved = {'TRUE' if resolved else 'FALSE'}"
+        sql = f"SELECT * FROM dead_letters_state {where} ORDER BY received_at, letter_id"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [self._letter_row(r) for r in self._dicts(sql)]
+
+    def dead_letter(self, letter_id: str) -> dict[str, Any]:
+        """One dead letter by its id or a unique prefix of it."""
+        rows = [
+            self._letter_row(r)
+            for r in self._dicts(
+                "SELECT * FROM dead_letters_state WHERE letter_id LIKE ? ORDER BY letter_id "
+                "LIMIT 2",
+                (letter_id.lower() + "%",),
+            )
+        ]
+        if not rows:
+            raise StoreError(f"no dead letter {letter_id!r}")
+        if len(rows) > 1:
+            raise StoreError(f"dead letter id {letter_id!r} is ambiguous; give more of it")
+        return rows[0]
+
+    def dead_letter_counts(self) -> dict[str, int]:
+        """How many dead letters are kept, and how many of them are not resolved yet."""
+        rows = self._read(
+            "SELECT count(*), coalesce(sum(CASE WHEN resolved THEN 0 ELSE 1 END), 0) "
+            "FROM dead_letters_state"
+        )
+        return {"total": int(rows[0][0]), "unresolved": int(rows[0][1])}
+
+    def retry_dead_letters(self, letter_ids: Sequence[str] | None = None) -> list[Retried]:
+        """Append the events of these dead letters (default: every unresolved one) again.
+        Each is tried alone: one still refused does not hold the others."""
+        if letter_ids is None:
+            rows = self.dead_letters(resolved=False)
+        else:
+            rows = [self.dead_letter(i) for i in letter_ids]
+        out = []
+        for row in rows:
+            letter = DeadLetter(**{c: row[c] for c in DEAD_LETTER_COLUMNS})
+            if row["resolved"]:
+                out.append(Retried(letter.letter_id, "resolved"))
+                continue
+            try:
+                event = letter.event()
+            except PayloadError as exc:
+                out.append(Retried(letter.letter_id, "undecodable", str(exc)))
+                continue
+            try:
+                self._append_strict([event])
+            except RecordRefused as exc:
+                out.append(Retried(letter.letter_id, "refused", exc.reason))
+                continue
+            out.append(Retried(letter.letter_id, "stored"))
+        return out
+
+    def _letter_row(self, row: dict[str, Any]) -> dict[str, Any]:
+        row["resolved"] = bool(row["resolved"])
+        if row.get("event_id") is not None:
+            row["event_id"] = str(row["event_id"])
+        return row
