@@ -145,11 +145,14 @@ def test_a_crash_between_delivery_and_cleanup_duplicates_nothing(url: str, tmp_p
 
     first = Spool(tmp_path / "spool")
     with open_store(url) as store:
-        assert first.replay(store.append) == 4 * EV
+        assert first.replay(lambda b, source: store.append(b), _no_dead_letters) == 4 * EV
         # the file comes back, as if the process died before removing it
         shutil.copy(kept, spooled)
         results: list[Any] = []
-        assert Spool(tmp_path / "spool").replay(lambda b: results.append(store.append(b))) == 4 * EV
+        again = Spool(tmp_path / "spool")
+        assert (
+            again.replay(lambda b, _: results.append(store.append(b)), _no_dead_letters) == 4 * EV
+        )
         assert (
             sum(x.inserted for x in results) == 0 and sum(x.duplicates for x in results) == 4 * EV
         )
@@ -241,7 +244,7 @@ def test_a_torn_last_record_is_skipped(tmp_path: Path, caplog: pytest.LogCapture
     first = HEADER.size + length
     path.write_bytes(data[: len(data) - 10])  # the third record loses its tail
     batches: list[list[Event]] = []
-    Spool(tmp_path / "spool").replay(batches.append)
+    Spool(tmp_path / "spool").replay(lambda b, _: batches.append(b), _no_dead_letters)
     assert first < len(data) and sum(len(b) for b in batches) == 2 * EV
     assert "incomplete record" in caplog.text
 
@@ -254,3 +257,33 @@ def test_an_unwritable_spool_counts_drops_and_never_raises(tmp_path: Path) -> No
     r.close()
     assert r.exporter.stats.dropped == {"spool_error": 2 * SPANS}
     assert r.exporter.stats.spooled == 0
+
+
+def _no_dead_letters(letters: list[Any]) -> None:
+    raise AssertionError(f"a spool record did not decode: {letters}")
+
+
+def test_a_spool_record_that_does_not_decode_is_quarantined_and_replay_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A record whose checksum holds but whose content is not events (written by a newer
+    version, say) becomes a dead letter; the records after it are still delivered."""
+    import zlib
+
+    from agentdocket.tracer.spool import MAGIC
+    from tests.factory import many_runs
+
+    spool = Spool(tmp_path / "spool")
+    batch = many_runs(1)
+    assert spool.append(batch)
+    body = b'[{"not": "an event"}]'
+    record = HEADER.pack(MAGIC, len(body), zlib.crc32(body)) + body
+    with spool.path.open("ab") as fh:
+        fh.write(record)
+    spool._own_bytes += len(record)
+    assert spool.append(batch)
+    delivered: list[Any] = []
+    quarantined: list[Any] = []
+    assert spool.replay(lambda b, _: delivered.append(b), quarantined.extend) == 2 * len(batch)
+    [letter] = quarantined
+    assert letter.raw == body.decode() and "undecodable spool record" in letter.error

@@ -276,9 +276,9 @@ def test_the_exporters_database_work_is_not_traced(url: str, tmp_path: Path) -> 
     seen: list[object] = []
 
     class Watching(SqliteStore):
-        def append(self, events: Any, batch_size: int = 10_000) -> Any:
+        def append(self, events: Any, batch_size: int = 10_000, **options: Any) -> Any:
             seen.append(get_value(_SUPPRESS_INSTRUMENTATION_KEY))
-            return super().append(events, batch_size)
+            return super().append(events, batch_size, **options)
 
     r = Recorder(url, tmp_path / "spool", store_factory=Watching)
     with r.tracer.run("qa") as run:

@@ -345,7 +345,9 @@ class AgentdocketTracer(BaseTracer):
         if unknown:
             raise TypeError(f"unknown settings {sorted(unknown)}; known: {RUN_SETTINGS}")
         self.settings = settings
-        self.sink = sink or StoreSpanExporter(url, spool_dir=spool_dir, redactor=redactor)
+        self.sink = sink or StoreSpanExporter(
+            url, spool_dir=spool_dir, redactor=redactor, source="langchain"
+        )
         self.dropped = 0  # runs lost to a full queue or a mapping failure
         self.failures = 0
         self._queue: queue.Queue[list[Event] | None] = queue.Queue(max_queue)

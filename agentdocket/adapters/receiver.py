@@ -11,8 +11,10 @@ batch adds nothing: event ids derive from span ids.
 
 Errors: 401 (missing or wrong bearer token), 413 (body, or body once decompressed, over the
 limit), 415 (content type or encoding not supported), 400 (undecodable; the message names the
-place), 503 (too many requests in flight, or nowhere to keep the batch). ``GET /healthz`` tells
-whether the database is reachable and whether anything waits in the spool.
+place), 503 (too many requests in flight, or nowhere to keep the batch). A span the database
+refuses is no error for the client: the store keeps it as a dead letter and stores the rest.
+``GET /healthz`` tells whether the database answers, whether anything waits in the spool, and
+how many dead letters are kept (``{"total": N, "unresolved": M}``).
 """
 
 from __future__ import annotations
@@ -138,7 +140,10 @@ class Receiver:
             self.pending += 1
             try:
                 body = await self._body(request, encoding)
-                return await run_in_threadpool(self._ingest, body, decode, protobuf)
+                client = request.client.host if request.client else "unknown"
+                return await run_in_threadpool(
+                    self._ingest, body, decode, protobuf, f"otlp-http {client}"
+                )
             finally:
                 self.pending -= 1
         except _Reject as reject:
@@ -147,11 +152,13 @@ class Receiver:
             return Response(content, reject.status, reject.headers, media_type=media)
 
     async def healthz(self, request: Request) -> Response:
-        delivered = await run_in_threadpool(self.sink.deliver, [])
+        health = await run_in_threadpool(self.sink.health)
         body = {
             "status": "ok",
-            "database": "reachable" if delivered == "stored" else "unreachable",
-            "spooled": self.sink.spool.pending(),
+            "database": "reachable" if health["database"] else "unreachable",
+            "spooled": health["spooled"],
+            "dead_letters": health["dead_letters"],
+            "refused": self.sink.stats.refused,
             "in_flight": self.pending,
             "spans": self.stats.spans,
         }
@@ -214,14 +221,18 @@ class Receiver:
         return out
 
     def _ingest(
-        self, body: bytes, decode: Callable[[bytes], list[ReceivedSpan]], protobuf: bool
+        self,
+        body: bytes,
+        decode: Callable[[bytes], list[ReceivedSpan]],
+        protobuf: bool,
+        source: str,
     ) -> Response:
         try:
             spans = decode(body)
         except OtlpDecodeError as exc:
             raise _Reject(400, str(exc)) from None
         events = spans_to_events(spans, keep_unrecognized=True)
-        outcome = self.sink.deliver(events) if events else "stored"
+        outcome = self.sink.deliver(events, source=source) if events else "stored"
         if outcome not in ("stored", "spooled"):
             raise _Reject(
                 503,

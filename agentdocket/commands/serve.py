@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import click
 
@@ -13,6 +19,39 @@ from agentdocket.store import ConfigError, RedactionConfigError, Redactor, datab
 from agentdocket.store.config import parse_url
 
 TOKEN_ENV = "AGENTDOCKET_SERVE_TOKEN"
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+GRACE_S = 30  # how long requests in flight may take to finish once asked to stop
+
+
+def _server_class() -> type[Any]:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, stopping on SIGTERM or SIGINT without raising the signal again
+        once it has shut down (uvicorn does, which kills the process before our own shutdown
+        and with exit status 143)."""
+
+        stopped_by: int | None = None
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            previous = {sig: signal.signal(sig, self._stop) for sig in STOP_SIGNALS}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+        def _stop(self, sig: int, frame: FrameType | None) -> None:
+            if self.should_exit and sig == signal.SIGINT:
+                self.force_exit = True  # a second Ctrl-C: do not wait for requests
+            self.stopped_by = sig
+            self.should_exit = True
+
+    return Server
 
 
 @click.command()
@@ -78,6 +117,9 @@ def serve(
         ) from None
     from agentdocket.tracer.exporter import StoreSpanExporter
 
+    if token is not None and token != "" and not token.strip():
+        raise click.ClickException("--token (or $AGENTDOCKET_SERVE_TOKEN) is blank")
+    token = token.strip() if token else None
     if not token and not is_loopback(host):
         raise click.ClickException(
             f"listening on {host} (not loopback) needs a bearer token: --token or ${TOKEN_ENV}"
@@ -87,7 +129,7 @@ def serve(
         redactor = Redactor.from_env()
     except (ConfigError, RedactionConfigError) as exc:
         raise click.ClickException(str(exc)) from None
-    sink = StoreSpanExporter(url, spool_dir=spool_dir, redactor=redactor)
+    sink = StoreSpanExporter(url, spool_dir=spool_dir, redactor=redactor, source="receiver")
     receiver = Receiver(
         sink,
         token=token or None,
@@ -102,9 +144,27 @@ def serve(
     if refresh_every and parse_url(url).get_backend_name() == "postgresql":
         refresher = Refresher(url, refresh_every)
         refresher.start()
+    config = uvicorn.Config(
+        receiver.app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=GRACE_S,
+    )
+    server = _server_class()(config)
     try:
-        uvicorn.run(receiver.app, host=host, port=port, log_level="warning", access_log=False)
+        server.run()
     finally:
+        # In-flight requests have finished (each one stored or spooled): stop refreshing,
+        # flush, close the spool (an empty spool file is removed).
         if refresher is not None:
             refresher.stop()
         sink.shutdown()
+    if server.stopped_by is not None:
+        err.print(
+            f"agentdocket: stopped by {signal.Signals(server.stopped_by).name}; "
+            f"{receiver.stats.spans} spans received"
+        )
+    if server.started is False:
+        raise click.ClickException(f"could not listen on {host}:{port}")

@@ -2,9 +2,12 @@
 
 It runs on the span processor's worker thread (the stock ``BatchSpanProcessor``), never on the
 agent's. Each batch is mapped to events and appended; when the database is unreachable or the
-write fails, the batch goes to the spool (:mod:`agentdocket.tracer.spool`) and the database is
-retried with exponential back-off. Once it answers, the spool is replayed in order before new
-batches. Nothing is raised into the host: errors are logged (rate-limited) and counted in
+store cannot work (a schema to migrate), the batch goes to the spool
+(:mod:`agentdocket.tracer.spool`) and the database is retried with exponential back-off. Once it
+answers, the spool is replayed in order before new batches. A record the database refuses is
+not an outage: the store keeps it as a dead letter and stores the rest of its batch, so one bad
+record never holds up the others (:mod:`agentdocket.store.errors` tells the two apart). Nothing
+is raised into the host: errors are logged (rate-limited) and counted in
 :attr:`StoreSpanExporter.stats`. The exporter's own database work runs with OpenTelemetry
 instrumentation suppressed, so it is never traced.
 """
@@ -30,8 +33,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from agentdocket.events import Event, TelemetryDropped, format_ts
-from agentdocket.store import Store, database_url, display_url, open_store
+from agentdocket.store import AppendResult, Store, StoreError, database_url, display_url, open_store
 from agentdocket.store.config import parse_url
+from agentdocket.store.dead_letters import DeadLetter
 from agentdocket.store.redaction import Redactor
 from agentdocket.tracer.mapping import spans_to_events
 from agentdocket.tracer.spool import DEFAULT_MAX_BYTES, Spool
@@ -54,6 +58,7 @@ class ExportStats:
     delivered: int = 0  # events appended to the database directly
     spooled: int = 0  # events written to the spool
     replayed: int = 0  # events delivered from the spool
+    refused: int = 0  # events the database refused, kept as dead letters
     dropped: dict[str, int] = field(default_factory=dict)  # spans, by reason
     failures: int = 0  # failed attempts to reach or write the database
 
@@ -108,14 +113,17 @@ class StoreSpanExporter(SpanExporter):
         retry_initial_s: float = 0.5,
         retry_max_s: float = 30.0,
         replay_on_start: bool = True,
+        replay_every_s: float = 2.0,
         store_factory: Callable[[str], Store] | None = None,
         redactor: Redactor | None = None,
+        source: str = "tracer",
     ) -> None:
         self.url = _with_connect_timeout(database_url(url))
         directory = Path(spool_dir) if spool_dir else default_spool_dir(self.url)
         self.redactor = redactor if redactor is not None else Redactor.from_env()
         self.spool = Spool(directory, spool_max_bytes, self.redactor)
         self.keep_unrecognized = keep_unrecognized
+        self.source = source  # named in the dead letters of what this exporter delivers
         self.stats = ExportStats()
         self._open = store_factory or (lambda url: open_store(url, redactor=self.redactor))
         self._store: Store | None = None
@@ -130,10 +138,13 @@ class StoreSpanExporter(SpanExporter):
         self._queue_drops_seen = 0
         self._health_trace = uuid.uuid4().hex
         self._reports = 0
+        # What waits in the spool is replayed in the background until the spool is empty,
+        # also when no new spans come to trigger a delivery.
+        self._replay_every = replay_every_s
+        self._replayer: threading.Thread | None = None
+        self._closed = threading.Event()
         if replay_on_start and self.spool.pending():
-            threading.Thread(
-                target=self._startup, name="agentdocket-spool-replay", daemon=True
-            ).start()
+            self._ensure_replayer()
 
     # --- the SpanExporter interface -------------------------------------------------------------
 
@@ -148,6 +159,7 @@ class StoreSpanExporter(SpanExporter):
             return SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
+        self._closed.set()
         with self._lock:
             self._collect_queue_drops()
             if self._drops:  # a last chance to report what was dropped
@@ -170,11 +182,27 @@ class StoreSpanExporter(SpanExporter):
             self._retry_at = 0.0
             return self._deliver([], 0) == "stored"
 
-    def _startup(self) -> None:
-        try:
-            self.flush_spool()
-        except Exception:
-            log.exception("agentdocket: replaying the spool at start-up failed")
+    def _ensure_replayer(self) -> None:
+        if self._closed.is_set() or (self._replayer is not None and self._replayer.is_alive()):
+            return
+        self._replayer = threading.Thread(
+            target=self._replay_loop, name="agentdocket-spool-replay", daemon=True
+        )
+        self._replayer.start()
+
+    def _replay_loop(self) -> None:
+        """Deliver what is spooled (respecting the back-off) until nothing waits; the first try
+        at once, so a process started after an outage empties the spool it inherited."""
+        first = True
+        while first or not self._closed.wait(self._replay_every):
+            first = False
+            try:
+                with self._working():
+                    if self._closed.is_set() or not self.spool.pending():
+                        return
+                    self._deliver([], 0)
+            except Exception:
+                log.exception("agentdocket: replaying the spool failed")
 
     def _export(self, spans: Sequence[ReadableSpan]) -> None:
         events = spans_to_events(spans, keep_unrecognized=self.keep_unrecognized)
@@ -183,20 +211,41 @@ class StoreSpanExporter(SpanExporter):
         self._collect_queue_drops()
         self._deliver(events, len(spans))
 
-    def deliver(self, events: list[Event], n_spans: int = 0) -> Delivered:
+    def deliver(
+        self, events: list[Event], n_spans: int = 0, source: str | None = None
+    ) -> Delivered:
         """Store ``events`` now, else spool them: what became of them. For callers that hold
         their events until told they are safe (the OTLP receiver answers 200 only for "stored"
         or "spooled"). With ``n_spans`` 0, events that could not be kept are not counted as
-        dropped: the caller still has them. Never raises."""
+        dropped: the caller still has them. ``source`` (default: the exporter's) is named in
+        the dead letters of refused events. Never raises."""
         try:
             with self._working():
                 self.stats.spans += n_spans
                 self.stats.events += len(events)
-                return self._deliver(events, n_spans)
+                return self._deliver(events, n_spans, source or self.source)
         except Exception:
             self.stats.failures += 1
             log.exception("agentdocket: delivering %d events failed", len(events))
             return "dropped"
+
+    def health(self) -> dict[str, Any]:
+        """Whether the database answers now, whether anything waits in the spool, and the
+        dead letters kept (None while the database is away). Never raises."""
+        reachable, letters = False, None
+        try:
+            with self._working():
+                if time.monotonic() >= self._retry_at:
+                    try:
+                        store = self._connect()
+                        store.ping()
+                        letters = store.dead_letter_counts()
+                        reachable = True
+                    except Exception as exc:
+                        self._failed(exc)
+        except Exception:
+            log.exception("agentdocket: the health check failed")
+        return {"database": reachable, "spooled": self.spool.pending(), "dead_letters": letters}
 
     @contextmanager
     def _working(self) -> Iterator[None]:
@@ -209,15 +258,18 @@ class StoreSpanExporter(SpanExporter):
         finally:
             detach(token)
 
-    def _deliver(self, events: list[Event], n_spans: int) -> Delivered:
+    def _deliver(self, events: list[Event], n_spans: int, source: str | None = None) -> Delivered:
         """Store ``events`` (after the spool), or spool them."""
         if time.monotonic() >= self._retry_at:
             try:
                 store = self._connect()
                 if self.spool.pending():
-                    self.stats.replayed += self.spool.replay(store.append)
+                    self.stats.replayed += self.spool.replay(
+                        lambda batch, origin: self._append(store, batch, origin),
+                        store.keep_dead_letters,
+                    )
                 if events:
-                    store.append(events)
+                    self._append(store, events, source or self.source)
                     self.stats.delivered += len(events)
                 self._report_drops(store)
                 self._backoff = self._retry_initial
@@ -228,10 +280,43 @@ class StoreSpanExporter(SpanExporter):
             return "unavailable"
         return "spooled" if self._spool(events, n_spans) else "dropped"
 
+    def _append(self, store: Store, events: list[Event], source: str) -> AppendResult:
+        """``store.append``, with a fault of our own on one record (an exception that is not
+        the store's) kept as a dead letter instead of blocking the batch and the spool."""
+        try:
+            result = store.append(events, source=source)
+        except StoreError:
+            raise  # the database is away, or the store cannot work: spool and retry
+        except Exception:
+            log.exception(
+                "agentdocket: storing %d events failed; storing them one by one", len(events)
+            )
+            result = self._append_one_by_one(store, events, source)
+        self.stats.refused += result.refused
+        return result
+
+    def _append_one_by_one(self, store: Store, events: list[Event], source: str) -> AppendResult:
+        inserted = refused = 0
+        for event in events:
+            try:
+                one = store.append([event], source=source)
+            except StoreError:
+                raise
+            except Exception as exc:
+                store.keep_dead_letters(
+                    [DeadLetter.of_event(event, f"{type(exc).__name__}: {exc}", source)]
+                )
+                refused += 1
+            else:
+                inserted += one.inserted
+                refused += one.refused
+        return AppendResult(inserted, len(events) - inserted - refused, refused)
+
     def _spool(self, events: list[Event], n_spans: int) -> bool:
         try:
             if self.spool.append(events):
                 self.stats.spooled += len(events)
+                self._ensure_replayer()
                 return True
             reason = "spool_full"
         except OSError:

@@ -7,13 +7,17 @@ A torn last record (the process died mid-write) fails its length or CRC check an
 
 Replay delivers records in order: first the files of processes that are gone (their lock is
 free), oldest first, then this process's own file. Delivery is idempotent (event ids are
-deterministic), so a crash between delivering and removing a file duplicates nothing.
+deterministic), so a crash between delivering and removing a file duplicates nothing. A record
+that cannot be decoded (written by a newer agentdocket, say) never blocks the rest: it is
+handed to ``quarantine`` as a dead letter, and replay goes on. Records the database refuses
+are the store's to isolate (:meth:`agentdocket.store.Store.append`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import logging
 import os
 import socket
@@ -24,10 +28,12 @@ import uuid
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 
-from agentdocket.events import Event, event_from_json, event_to_json
+from agentdocket.events import Event, PayloadError, event_from_json, event_to_json
+from agentdocket.store.dead_letters import DeadLetter
 from agentdocket.store.redaction import Redactor
 
 log = logging.getLogger("agentdocket.tracer")
@@ -37,6 +43,26 @@ HEADER = struct.Struct(">4sII")  # magic, payload length, crc32
 SUFFIX = ".spool"
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 REPLAY_CHUNK = 5_000  # events handed to the store per append when replaying
+
+Deliver = Callable[[list[Event], str], object]  # (events, source)
+Quarantine = Callable[[list[DeadLetter]], object]
+
+
+def _encode(events: list[Event]) -> bytes:
+    """A batch as JSON. orjson takes all but a lone surrogate or an integer past 64 bits;
+    the standard library writes those too (as escapes and digits) and reads them back."""
+    objects = [event_to_json(e) for e in events]
+    try:
+        return orjson.dumps(objects)
+    except TypeError:
+        return json.dumps(objects, ensure_ascii=True).encode()
+
+
+def _decode(body: bytes) -> Any:
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return json.loads(body)
 
 
 class Spool:
@@ -69,7 +95,7 @@ class Spool:
         """Write a batch durably. False (nothing written) when the spool would pass its maximum
         size; raises ``OSError`` when the file cannot be written."""
         events = self.redactor.events(events)
-        body = orjson.dumps([event_to_json(e) for e in events])
+        body = _encode(events)
         record = HEADER.pack(MAGIC, len(body), zlib.crc32(body)) + body
         with self._lock:
             if self._pid != os.getpid():  # forked: the child gets a file of its own
@@ -125,23 +151,25 @@ class Spool:
 
     # --- replay -------------------------------------------------------------------------------
 
-    def replay(self, deliver: Callable[[list[Event]], object]) -> int:
-        """Deliver what is spooled, in order; return the number of events delivered. Raises
-        what ``deliver`` raises, leaving the undelivered records (and possibly some delivered
-        ones, which a later replay delivers again, harmlessly) in place."""
+    def replay(self, deliver: Deliver, quarantine: Quarantine) -> int:
+        """Deliver what is spooled, in order, as ``deliver(events, source)`` (the source names
+        the spool file); return the number of events delivered. A record that cannot be decoded
+        goes to ``quarantine``. Raises what either raises, leaving the undelivered records (and
+        possibly some delivered ones, which a later replay delivers again, harmlessly) in
+        place."""
         with self._lock:
             delivered = 0
             for path in self.files():
                 if path != self.path:
-                    delivered += self._replay_orphan(path, deliver)
+                    delivered += self._replay_orphan(path, deliver, quarantine)
             if self._own_bytes and self._fd is not None:
-                delivered += _deliver_records(self._fd, self.path, deliver)
+                delivered += _deliver_records(self._fd, self.path, deliver, quarantine)
                 os.ftruncate(self._fd, 0)
                 os.fsync(self._fd)
                 self._own_bytes = 0
             return delivered
 
-    def _replay_orphan(self, path: Path, deliver: Callable[[list[Event]], object]) -> int:
+    def _replay_orphan(self, path: Path, deliver: Deliver, quarantine: Quarantine) -> int:
         try:
             fd = os.open(path, os.O_RDWR)
         except FileNotFoundError:
@@ -153,7 +181,7 @@ class Spool:
                 return 0  # a live process owns it
             if not path.exists():
                 return 0  # another process replayed and removed it while we waited
-            n = _deliver_records(fd, path, deliver)
+            n = _deliver_records(fd, path, deliver, quarantine)
             path.unlink(missing_ok=True)
             _fsync_dir(self.directory)
             return n
@@ -171,8 +199,9 @@ class Spool:
             self._fd = None
 
 
-def read_records(fd: int, path: Path) -> Iterator[list[Event]]:
-    """The batches stored in a spool file, in order; a torn or corrupt tail ends the file."""
+def read_records(fd: int, path: Path) -> Iterator[list[Event] | DeadLetter]:
+    """The batches stored in a spool file, in order; a torn or corrupt tail ends the file.
+    A whole record that does not decode into events comes as a dead letter instead."""
     data = os.pread(fd, os.fstat(fd).st_size, 0)
     pos = 0
     while pos < len(data):
@@ -185,21 +214,34 @@ def read_records(fd: int, path: Path) -> Iterator[list[Event]]:
         if magic != MAGIC or len(body) < length or zlib.crc32(body) != crc:
             _torn(path, len(data) - pos)
             return
-        yield [event_from_json(e, f"{path.name} record") for e in orjson.loads(body)]
+        where = f"spool {path.name} at byte {pos}"
+        try:
+            objects = _decode(body)
+            if not isinstance(objects, list):
+                raise PayloadError(where, "not a list of events")
+            yield [event_from_json(e, f"{where}, event {i}") for i, e in enumerate(objects)]
+        except (ValueError, PayloadError) as exc:
+            raw = body.decode("utf-8", "backslashreplace")
+            log.warning("agentdocket: %s does not decode (%s); kept as a dead letter", where, exc)
+            yield DeadLetter.of_raw(raw, f"undecodable spool record: {exc}", where)
         pos += HEADER.size + length
 
 
-def _deliver_records(fd: int, path: Path, deliver: Callable[[list[Event]], object]) -> int:
+def _deliver_records(fd: int, path: Path, deliver: Deliver, quarantine: Quarantine) -> int:
     chunk: list[Event] = []
     total = 0
+    source = f"spool {path.name}"
     for batch in read_records(fd, path):
+        if isinstance(batch, DeadLetter):
+            quarantine([batch])
+            continue
         chunk.extend(batch)
         if len(chunk) >= REPLAY_CHUNK:
-            deliver(chunk)
+            deliver(chunk, source)
             total += len(chunk)
             chunk = []
     if chunk:
-        deliver(chunk)
+        deliver(chunk, source)
         total += len(chunk)
     return total
 
