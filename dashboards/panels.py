@@ -1,5 +1,5 @@
-"""The dashboards' panels: each panel's SQL over the ``dashboard_*`` views (migrations 0004
-and 0005) and the columns it returns, and the template variables' queries.
+"""The dashboards' panels: each panel's SQL over the ``dashboard_*`` views (migrations 0004,
+0005 and 0006) and the columns it returns, and the template variables' queries.
 dashboards/build.py turns them into Grafana JSON; the tests and bench/dashboards.py run every
 query.
 
@@ -192,6 +192,28 @@ panel(
     f"GROUP BY 1, 2, 3, 4 ORDER BY runs DESC",
     "agent agent_version strategy model runs error_rate mean_latency_ms steps_per_run",
     width=24,
+)
+
+# The pipeline: records the database refused (migration 0006). Not by agent or dataset: a dead
+# letter is a record that never became part of a run.
+panel(
+    OVERVIEW,
+    "Dead letters (unresolved)",
+    "stat",
+    "SELECT count(*) FILTER (WHERE NOT resolved) AS unresolved FROM dashboard_dead_letters",
+    "unresolved",
+    width=6,
+    description="Records the database refused, kept whole and not stored yet, at any time: "
+    "`agentdocket dead-letters list` shows them, `retry` stores them once the cause is fixed.",
+)
+panel(
+    OVERVIEW,
+    "Dead letters over time, by source",
+    "timeseries",
+    "SELECT $__timeGroupAlias(time, $__interval), source AS metric, count(*) AS dead_letters "
+    "FROM dashboard_dead_letters WHERE $__timeFilter(time) GROUP BY 1, 2 ORDER BY 1",
+    "time metric dead_letters",
+    width=18,
 )
 
 # --- Tool use ---------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from agentdocket import scorers
 from agentdocket.demo import run_demo
 from agentdocket.scorers.base import Outcome
 from agentdocket.scorers.runner import score_runs
-from agentdocket.store import open_store
+from agentdocket.store import DeadLetter, open_store
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from dashboards import build
 from dashboards.panels import OUTCOME, quantiles
@@ -50,6 +50,9 @@ def _load(path: Path, name: str) -> ModuleType:
 VIEW_NAMES = set(
     _load(ROOT / "agentdocket/migrations/versions/0004_dashboard_views.py", "views_0004").VIEWS
 ) | set(_load(ROOT / "agentdocket/migrations/versions/0005_dashboard_rollups.py", "r_0005").STATS)
+VIEW_NAMES |= set(
+    _load(ROOT / "agentdocket/migrations/versions/0006_dead_letters.py", "d_0006").VIEWS
+)
 FILES = {
     uid: DASHBOARDS / "json" / f"{uid.removeprefix('agentdocket-')}.json" for uid in build.TITLES
 }
@@ -178,6 +181,7 @@ def seeded(pg_template: tuple[str, str], tmp_path_factory: pytest.TempPathFactor
         score_runs(store, [judge, *peers, stricter], trace_ids=demo)
         ibm = [r["trace_id"] for r in store.list_runs(dataset="ibm-mistral", limit=None)]
         score_runs(store, [stricter], trace_ids=ibm)
+        store.keep_dead_letters([DeadLetter.of_raw('{"x": 1}', "test: refused", "seed")])
     yield url
     _drop(pg_template[0], name)
 
