@@ -9,12 +9,13 @@ from typing import Any
 
 import click
 
-from agentdocket.commands import dashboards as dashboard_commands
 from agentdocket.commands import dead_letters as dead_letter_commands
 from agentdocket.commands import examine as examine_commands
+from agentdocket.commands import exports, imports
 from agentdocket.commands import grammar as grammar_commands
+from agentdocket.commands import refresh_dashboards as dashboard_commands
 from agentdocket.commands import runs as runs_commands
-from agentdocket.commands import scoring, transfer
+from agentdocket.commands import score as scoring
 from agentdocket.commands.common import console, err, open_from
 from agentdocket.commands.serve import serve
 from agentdocket.events import PAYLOAD_TYPES, json_schema
@@ -180,8 +181,8 @@ def _score_demo(ctx: click.Context, trace_ids: list[str]) -> None:
 
 
 main.add_command(runs_commands.runs)
-main.add_command(transfer.import_)
-main.add_command(transfer.export)
+main.add_command(imports.import_)
+main.add_command(exports.export)
 for command in scoring.COMMANDS:
     main.add_command(command)
 main.add_command(examine_commands.examine)

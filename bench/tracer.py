@@ -38,14 +38,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from agentdocket.ingest import attributes as A
+from agentdocket.ingest.mapping import spans_to_events
 from agentdocket.store import open_store
-from agentdocket.tracer import (
-    CountingBatchSpanProcessor,
-    StoreSpanExporter,
-    Tracer,
-    spans_to_events,
-)
-from agentdocket.tracer import attributes as A
+from agentdocket.tracer import CountingBatchSpanProcessor, StoreSpanExporter, Tracer
 from bench.common import fresh_database, postgres_url
 
 STEPS_PER_RUN = 100

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from agentdocket.cli import main
 from agentdocket.events import Case, Dataset, Event, event_to_json
+from agentdocket.importers.interchange_export import export_records
 from agentdocket.store import RecordRefused, Store, StoreUnavailable, open_store
 from agentdocket.store.escaping import escape, unescape
 from tests.conftest import accept_events_again, refuse_events_containing
@@ -59,7 +60,7 @@ def test_text_postgres_cannot_hold_is_stored_and_read_back_intact(store: Store) 
     assert store.append(events + normal).inserted == len(events) + len(normal)
     trace = events[0].trace_id
     assert [e.payload for e in store.events(trace)] == [e.payload for e in events]
-    [record] = [r for r in store.export_records() if r["trace_id"] == trace]
+    [record] = [r for r in export_records(store) if r["trace_id"] == trace]
     messages = [s["payload"]["content"] for s in record["steps"] if s["kind"] == "message"]
     assert messages == [AWKWARD, AWKWARD]
     assert store.run(trace)["attributes"]["note"] == AWKWARD  # type: ignore[index]
@@ -142,7 +143,7 @@ def test_import_traces_names_file_line_and_event(url: str, tmp_path: Path) -> No
     source = open_store(f"sqlite:///{tmp_path / 'source.db'}")
     source.append(first + [_poisoned(e) if e.kind == "tool.returned" else e for e in second])
     exported = tmp_path / "runs.jsonl"
-    exported.write_text("".join(json.dumps(r) + "\n" for r in source.export_records()))
+    exported.write_text("".join(json.dumps(r) + "\n" for r in export_records(source)))
     source.close()
     refuse_events_containing(url, "poison")
     result = CliRunner().invoke(main, ["--database", url, "import", "traces", str(exported)])

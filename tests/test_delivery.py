@@ -17,9 +17,10 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from agentdocket.events import Event
+from agentdocket.ingest.mapping import spans_to_events
+from agentdocket.ingest.spool import HEADER, Spool
 from agentdocket.store import open_store
-from agentdocket.tracer import Spool, StoreSpanExporter, spans_to_events
-from agentdocket.tracer.spool import HEADER
+from agentdocket.tracer import StoreSpanExporter
 from tests.netproxy import TcpProxy
 from tests.test_tracer import Recorder
 
@@ -89,7 +90,7 @@ def test_outage_and_recovery_deliver_every_event_exactly_once(pg_url: str, tmp_p
 CHILD = textwrap.dedent(
     """
     import json, sys, time
-    from agentdocket.tracer import spans_to_events
+    from agentdocket.ingest.mapping import spans_to_events
     from tests.test_tracer import Recorder
     from tests.test_delivery import _record
 
@@ -194,7 +195,7 @@ def test_a_full_spool_drops_spans_and_reports_how_many(tmp_path: Path) -> None:
     # the drop count is recorded as an event of its own, outside any run
     _unblock(tmp_path)
     back = StoreSpanExporter(down, spool_dir=tmp_path / "spool", replay_on_start=False)
-    back._dropped("spool_full", dropped)  # what the previous process knew (in memory)
+    back.sink.dropped("spool_full", dropped)  # what the previous process knew (in memory)
     assert back.flush_spool()
     back.shutdown()
     (report,) = [e for e in _stored(down) if e["kind"] == "telemetry.dropped"]
@@ -270,7 +271,7 @@ def test_a_spool_record_that_does_not_decode_is_quarantined_and_replay_goes_on(
     version, say) becomes a dead letter; the records after it are still delivered."""
     import zlib
 
-    from agentdocket.tracer.spool import MAGIC
+    from agentdocket.ingest.spool import MAGIC
     from tests.factory import many_runs
 
     spool = Spool(tmp_path / "spool")

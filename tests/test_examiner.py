@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentdocket.adapters.examiner import run_eval_code
+from agentdocket.examiner.harness import run_eval_code
 from agentdocket.store import open_store
 
 from .conftest import SHARED, cli, require_shared

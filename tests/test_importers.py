@@ -51,7 +51,7 @@ def test_toolalpaca_eval_real_becomes_a_dataset_and_bad_inputs_are_reported(url:
 
 def test_toolalpaca_eval_simulated_keeps_its_placeholder_inputs_raw() -> None:
     require_shared(TOOLALPACA)
-    from agentdocket.adapters import toolalpaca
+    from agentdocket.importers import toolalpaca
 
     dataset, problems = toolalpaca.load(TOOLALPACA / "eval_simulated.json", "sim")
     assert len(dataset.cases) == 100 and len(problems) == 32

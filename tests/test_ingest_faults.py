@@ -22,6 +22,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
+from agentdocket.importers.interchange_export import export_records
 from agentdocket.store import open_store
 from agentdocket.tracer import CountingBatchSpanProcessor, StoreSpanExporter, Tracer
 from tests.conftest import accept_events_again, cli, refuse_events_containing
@@ -89,7 +90,7 @@ def _record(server: Server, run: str, *, nul: bool = False, marker: str = "") ->
 
 def _nul_record(url: str, trace_id: str) -> dict[str, Any]:
     with open_store(url) as store:
-        [record] = [r for r in store.export_records() if r["trace_id"] == trace_id]
+        [record] = [r for r in export_records(store) if r["trace_id"] == trace_id]
     return record
 
 

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from agentdocket.cli import main
 from agentdocket.events import Case, Dataset
+from agentdocket.importers.interchange_export import export_records, write_jsonl
 from agentdocket.store import open_store
-from agentdocket.store.export import write_jsonl
 
 from .factory import many_runs
 from .test_store_contract import projections
@@ -137,7 +137,7 @@ def test_ten_thousand_runs_round_trip_through_export(
         # and exporting the copy gives the same file
         again = tmp_path / "again.jsonl"
         with again.open("wb") as fh:
-            write_jsonl(b.export_records(), fh)
+            write_jsonl(export_records(b), fh)
     assert [orjson.loads(x) for x in exported.open("rb")] == [
         orjson.loads(x) for x in again.open("rb")
     ]

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from agentdocket.adapters.langchain import AgentdocketTracer
 from agentdocket.events import Trace
+from agentdocket.ingest.langchain import AgentdocketTracer
+from agentdocket.ingest.sink import Sink
 from agentdocket.store import open_store
-from agentdocket.tracer.exporter import StoreSpanExporter
 from tests.conftest import assert_absent, cli
 from tests.langchain_agent import get_weather, weather_agent, weather_dataset
 
@@ -123,9 +123,7 @@ def test_runs_wait_in_the_spool_while_the_database_is_away(tmp_path: Path) -> No
             raise OSError("database away")
         return open_store(u)
 
-    sink = StoreSpanExporter(
-        url, spool_dir=tmp_path / "spool", store_factory=factory, retry_initial_s=0.0
-    )
+    sink = Sink(url, spool_dir=tmp_path / "spool", store_factory=factory, retry_initial_s=0.0)
     tracer = AgentdocketTracer(sink=sink)
     assert weather_agent("Paris").invoke("Weather?", config={"callbacks": [tracer]})
     tracer.flush()

@@ -21,10 +21,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from starlette.testclient import TestClient
 
-from agentdocket.adapters.receiver import Receiver
 from agentdocket.cli import main
+from agentdocket.ingest.receiver import Receiver
+from agentdocket.ingest.sink import Sink
 from agentdocket.store import open_store
-from agentdocket.tracer.exporter import StoreSpanExporter
 from tests.conftest import assert_absent, cli
 from tests.otlp_server import Server
 
@@ -240,9 +240,9 @@ def test_spans_arrive_exactly_once_across_a_restart(
 
 @pytest.fixture
 def receiver(sqlite_url: str, tmp_path: Path) -> Iterator[Receiver]:
-    sink = StoreSpanExporter(sqlite_url, spool_dir=tmp_path / "spool")
+    sink = Sink(sqlite_url, spool_dir=tmp_path / "spool")
     yield Receiver(sink, token="s3cret", max_body=4096)
-    sink.shutdown()
+    sink.close()
 
 
 def _request(trace_id: str = "5b8efff798038103d269b633813fc60c") -> dict[str, Any]:
@@ -331,29 +331,29 @@ def test_json_and_gzip_are_accepted_and_errors_are_clear(
 def test_back_pressure_and_nowhere_to_keep_a_batch_are_503(tmp_path: Path) -> None:
     body = orjson.dumps(_request())
     json_type = {"content-type": "application/json"}
-    sink = StoreSpanExporter(f"sqlite:///{tmp_path / 'x.db'}", spool_dir=tmp_path / "spool")
+    sink = Sink(f"sqlite:///{tmp_path / 'x.db'}", spool_dir=tmp_path / "spool")
     busy = Receiver(sink, max_pending=1)
     busy.pending = 1  # one request in flight
     r = TestClient(busy.app).post("/v1/traces", content=body, headers=json_type)
     assert r.status_code == 503 and r.headers["retry-after"] == "1"
-    sink.shutdown()
+    sink.close()
 
     def away(url: str) -> Any:
         raise OSError("database away")
 
     # Database away, spool full: the batch cannot be kept, so it is not acknowledged.
-    sink = StoreSpanExporter(
+    sink = Sink(
         "sqlite:///unused.db", spool_dir=tmp_path / "s2", spool_max_bytes=10, store_factory=away
     )
     r = TestClient(Receiver(sink).app).post("/v1/traces", content=body, headers=json_type)
     assert r.status_code == 503 and int(r.headers["retry-after"]) > 0
     assert sink.stats.dropped == {}  # the client still holds the batch
-    sink.shutdown()
+    sink.close()
     # Database away, spool writable: acknowledged once spooled.
-    sink = StoreSpanExporter("sqlite:///unused.db", spool_dir=tmp_path / "s3", store_factory=away)
+    sink = Sink("sqlite:///unused.db", spool_dir=tmp_path / "s3", store_factory=away)
     r = TestClient(Receiver(sink).app).post("/v1/traces", content=body, headers=json_type)
     assert r.status_code == 200 and sink.spool.pending()
-    sink.shutdown()
+    sink.close()
 
 
 def test_serving_off_loopback_needs_a_token(sqlite_url: str) -> None:

@@ -20,9 +20,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from starlette.testclient import TestClient
 
-from agentdocket.adapters.receiver import Receiver
+from agentdocket.ingest.receiver import Receiver
+from agentdocket.ingest.sink import Sink
 from agentdocket.store import open_store
-from agentdocket.tracer.exporter import StoreSpanExporter
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
 JSON = {"content-type": "application/json"}
@@ -36,7 +36,7 @@ FUZZ = settings(
 class Harness:
     def __init__(self, tmp: Path) -> None:
         self.url = f"sqlite:///{tmp / 'fuzz.db'}"
-        self.sink = StoreSpanExporter(self.url, spool_dir=tmp / "spool")
+        self.sink = Sink(self.url, spool_dir=tmp / "spool")
         self.client = TestClient(Receiver(self.sink, max_body=64 * 1024).app)
         self.store = open_store(self.url)
 
@@ -58,7 +58,7 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
     h = Harness(tmp_path_factory.mktemp("fuzz"))
     yield h
     h.store.close()
-    h.sink.shutdown()
+    h.sink.close()
 
 
 def _valid_protobuf() -> bytes:
@@ -206,4 +206,4 @@ def test_the_valid_seeds_are_accepted(tmp_path: Path) -> None:
         assert fresh.events() == 7
     finally:
         fresh.store.close()
-        fresh.sink.shutdown()
+        fresh.sink.close()

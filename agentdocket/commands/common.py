@@ -2,15 +2,40 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
+from agentdocket.events import format_ts
 from agentdocket.store import ConfigError, Store, StoreError, database_url, open_store
+
+# The option of every command that prints a table.
+FORMAT = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="Output format: a table, or JSON for scripts.",
+)
+
+
+def echo_json(value: object) -> None:
+    """``value`` as JSON on standard output (times as ISO 8601, anything else by str)."""
+    click.echo(json.dumps(value, default=_jsonable, ensure_ascii=False))
+
+
+def _jsonable(value: object) -> object:
+    if isinstance(value, datetime):
+        return format_ts(value)
+    return str(value)
+
 
 # Piped output (CI logs, files) is not squeezed to 80 columns.
 console = Console(width=None if sys.stdout.isatty() else 160)

@@ -10,17 +10,8 @@ from typing import Any
 import click
 from rich.table import Table
 
-from agentdocket.commands.common import console, err, open_from
+from agentdocket.commands.common import FORMAT, console, err, open_from
 from agentdocket.events import format_ts
-
-FORMAT = click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="Output format.",
-)
 
 
 def _json_row(row: dict[str, Any]) -> dict[str, Any]:

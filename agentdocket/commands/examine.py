@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from agentdocket.commands.common import console, err, open_from
+from agentdocket.commands.common import FORMAT, console, echo_json, err, open_from
 from agentdocket.store import database_url
 
 
@@ -30,6 +30,7 @@ from agentdocket.store import database_url
 @click.option("--dataset", default="taskweaver-auto_eval", show_default=True)
 @click.option("--max-rounds", type=int, help="Examiner turns at most (default: the case's, 5).")
 @click.option("--eval-timeout", default=30.0, show_default=True, help="Seconds per eval_code.")
+@FORMAT
 @click.pass_context
 def examine(
     ctx: click.Context,
@@ -41,15 +42,16 @@ def examine(
     dataset: str,
     max_rounds: int | None,
     eval_timeout: float,
+    fmt: str,
 ) -> None:
     """Examine an agent: for each case an examiner model sends the task and converses (up to
     the maximum of rounds, until it says the stop keyword); every turn is recorded through the
     tracer; eval_code points are checked in the agent's working directory; then the judge
     scores the points and the normalized scores are printed."""
     from agentdocket import scorers
-    from agentdocket.adapters.examiner import examine as run_examination
-    from agentdocket.adapters.examiner import load_factory
-    from agentdocket.adapters.taskweaver import load
+    from agentdocket.examiner.harness import examine as run_examination
+    from agentdocket.examiner.harness import load_factory
+    from agentdocket.importers.taskweaver import load
     from agentdocket.scorers.judges.client import JudgeUnavailable, resolve_model
     from agentdocket.scorers.runner import score_runs
     from agentdocket.tracer import configure, shutdown
@@ -98,6 +100,21 @@ def examine(
             raise click.ClickException(str(exc)) from None
         latest = store.report_verdicts({scorer.name: scorer.version}, dataset)
         scores = {v.trace_id: v.score for v in latest if v.trace_id in ids}
+    if fmt == "json":
+        echo_json(
+            [
+                {
+                    "case_id": e.case_id,
+                    "rounds": e.rounds,
+                    "stopped_by": e.stopped_by,
+                    "eval_passed": e.eval_passed,
+                    "eval_total": e.eval_total,
+                    "score": scores.get(e.trace_id or ""),
+                    "trace_id": e.trace_id,
+                }
+                for e in done
+            ]
+        )
     table = Table(title=f"examined {len(done)} cases", title_justify="left")
     for col in ("case", "rounds", "ended by", "eval_code", "score", "trace"):
         table.add_column(col)
@@ -112,6 +129,7 @@ def examine(
             score,
             (e.trace_id or "-")[:12],
         )
-    console.print(table)
+    if fmt != "json":
+        console.print(table)
     for line in result.errors:
         err.print(f"[red]error:[/] {line}")

@@ -1,4 +1,5 @@
-"""`agentdocket grammar ...`: GRAMMAR (002_614c9023fb85ae41.txt)."""
+"""`agentdocket grammar ...`: GRAMMAR ("GRAMMAR: Grounded and Modular Methodology for Assessment of
+Closed-Domain Retrieval-Augmented Language Models")."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def generate(
     """Fill the templates' placeholders with the database's values, execute each filled query
     for its ground truth, keep those with exactly one answer, and store one case per text
     variant (group = the filled query)."""
-    from agentdocket.adapters import grammar_gen
+    from agentdocket.generators import grammar_gen
 
     try:
         sql = grammar_gen.read_sql_templates(sql_templates)

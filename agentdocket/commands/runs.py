@@ -8,8 +8,8 @@ from typing import Any
 import click
 from rich.table import Table
 
-from agentdocket.commands.common import console, open_from
-from agentdocket.events import Event, format_ts
+from agentdocket.commands.common import FORMAT, console, echo_json, open_from
+from agentdocket.events import Event, event_to_json, format_ts
 
 
 @click.group()
@@ -32,12 +32,18 @@ def _duration(run: dict[str, Any]) -> str:
 @click.option("--dataset", help="Only runs of this dataset.")
 @click.option("--agent", help="Only runs of this agent.")
 @click.option("--limit", default=50, show_default=True, help="At most this many (0: all).")
+@FORMAT
 @click.pass_context
-def runs_list(ctx: click.Context, dataset: str | None, agent: str | None, limit: int) -> None:
+def runs_list(
+    ctx: click.Context, dataset: str | None, agent: str | None, limit: int, fmt: str = "table"
+) -> None:
     """List runs, newest first."""
     with open_from(ctx) as store:
         rows = store.list_runs(dataset=dataset, agent=agent, limit=limit or None)
         total = store.counts()["runs"]
+    if fmt == "json":
+        echo_json({"total": total, "runs": rows})
+        return
     table = Table(title=f"runs ({len(rows)} of {total})", title_justify="left")
     for col in (
         "trace",
@@ -116,8 +122,9 @@ def _summary(event: Event) -> str:
 @runs.command(name="show")
 @click.argument("trace_id")
 @click.option("--width", default=160, show_default=True, help="Truncate summaries to this.")
+@FORMAT
 @click.pass_context
-def runs_show(ctx: click.Context, trace_id: str, width: int) -> None:
+def runs_show(ctx: click.Context, trace_id: str, width: int, fmt: str) -> None:
     """Show one run as a timeline of its steps (TRACE_ID may be abbreviated)."""
     with open_from(ctx) as store:
         matches = store.find_traces(trace_id)
@@ -132,6 +139,15 @@ def runs_show(ctx: click.Context, trace_id: str, width: int) -> None:
         events = store.events(tid)
         trace = store.read_trace(tid)
     assert run is not None and trace is not None
+    if fmt == "json":
+        echo_json(
+            {
+                "run": run,
+                "events": [event_to_json(e) for e in events],
+                "case": trace.case.to_json() if trace.case is not None else None,
+            }
+        )
+        return
     console.print(f"[bold]run {tid}[/]")
     case = f"{run['dataset']}/{run['case_id']}" if run["dataset"] else "-"
     models = ", ".join(f"{k}={v}" for k, v in (run["models"] or {}).items()) or "-"

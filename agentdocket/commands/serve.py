@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from agentdocket.commands.common import err
-from agentdocket.commands.dashboards import Refresher
+from agentdocket.commands.refresh_dashboards import Refresher
 from agentdocket.store import ConfigError, RedactionConfigError, Redactor, database_url, display_url
 from agentdocket.store.config import parse_url
 
@@ -109,13 +109,13 @@ def serve(
     try:
         import uvicorn
 
-        from agentdocket.adapters.receiver import Receiver, is_loopback
+        from agentdocket.ingest.receiver import Receiver, is_loopback
     except ImportError as exc:
         raise click.ClickException(
             f"`serve` needs the receiver's packages ({exc.name} is missing): "
             "pip install 'agentdocket[serve]'"
         ) from None
-    from agentdocket.tracer.exporter import StoreSpanExporter
+    from agentdocket.ingest.sink import Sink
 
     if token is not None and token != "" and not token.strip():
         raise click.ClickException("--token (or $AGENTDOCKET_SERVE_TOKEN) is blank")
@@ -129,7 +129,7 @@ def serve(
         redactor = Redactor.from_env()
     except (ConfigError, RedactionConfigError) as exc:
         raise click.ClickException(str(exc)) from None
-    sink = StoreSpanExporter(url, spool_dir=spool_dir, redactor=redactor, source="receiver")
+    sink = Sink(url, spool_dir=spool_dir, redactor=redactor, source="receiver")
     receiver = Receiver(
         sink,
         token=token or None,
@@ -160,7 +160,7 @@ def serve(
         # flush, close the spool (an empty spool file is removed).
         if refresher is not None:
             refresher.stop()
-        sink.shutdown()
+        sink.close()
     if server.stopped_by is not None:
         err.print(
             f"agentdocket: stopped by {signal.Signals(server.stopped_by).name}; "

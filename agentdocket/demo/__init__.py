@@ -13,7 +13,7 @@ from agentdocket.demo.agent import STRATEGIES, ConcertsAgent
 from agentdocket.demo.database import build
 from agentdocket.demo.questions import DATASET, DATASET_VERSION, QUESTIONS, dataset
 from agentdocket.store import open_store
-from agentdocket.tracer import ExportStats, configure, shutdown
+from agentdocket.tracer import DeliveryStats, configure, shutdown
 
 __all__ = ["DATASET", "DATASET_VERSION", "QUESTIONS", "STRATEGIES", "DemoResult", "run_demo"]
 
@@ -21,7 +21,7 @@ __all__ = ["DATASET", "DATASET_VERSION", "QUESTIONS", "STRATEGIES", "DemoResult"
 @dataclass
 class DemoResult:
     trace_ids: list[str] = field(default_factory=list)
-    stats: ExportStats = field(default_factory=ExportStats)
+    stats: DeliveryStats = field(default_factory=DeliveryStats)
     database: Path | None = None
     spool_dir: Path | None = None
 

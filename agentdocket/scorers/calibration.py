@@ -1,5 +1,6 @@
-"""Judge calibration (002_614c9023fb85ae41.txt, section 3): one verdict set read as predictions
-of another, a binary classification with "pass" as the positive class.
+"""Judge calibration ("GRAMMAR: Grounded and Modular Methodology for Assessment of Closed-Domain
+Retrieval-Augmented Language Models", section 3): one verdict set read as predictions of another, a
+binary classification with "pass" as the positive class.
 
 - precision = TP / (TP + FP): low precision is optimism (failing runs judged passing);
 - recall = TP / (TP + FN): low recall is cynicism (passing runs judged failing);

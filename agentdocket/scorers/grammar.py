@@ -1,5 +1,6 @@
-"""``grammar.groups`` (002_614c9023fb85ae41.txt, GRAMMAR-Eval): each run judged among the runs of
-its semantic group (the case's ``group``), with context comparison.
+"""``grammar.groups`` ("GRAMMAR: Grounded and Modular Methodology for Assessment of Closed-Domain
+Retrieval-Augmented Language Models", GRAMMAR-Eval): each run judged among the runs of its semantic
+group (the case's ``group``), with context comparison.
 
 - A run is correct when its answer judge's verdict is Correct (the verdict of the scorer named
   by ``config["judge"]``, e.g. the judgement imported with GRAMMAR's results); in closed-domain

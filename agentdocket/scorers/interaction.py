@@ -1,5 +1,6 @@
-"""Interaction metrics (Table 2 of 000_b3c1d8e83c640636.txt): how much an agent planned and
-queried, and how long its answer was."""
+"""Interaction metrics (Table 2 of "On Evaluating the Integration of Reasoning and Action in LLM
+Agents with Database Question Answering"): how much an agent planned and queried, and how long its
+answer was."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ The JSON shape is a contract::
 With ``by``, the same object also carries ``"by": FIELD`` and ``"groups": {VALUE: {"runs",
 "errored", "scorers"}}``. Errored runs are counted but left out of every scorer's numbers, as in
 the IBM study. Only the latest verdict per run of the chosen version counts. Pure functions of
-the rows the store gives (:class:`~agentdocket.store.scoring.ReportRun`, ``ReportVerdict``).
+the rows the store gives (:class:`~agentdocket.store.reading.ReportRun`, ``ReportVerdict``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from agentdocket.scorers.base import Metric, get, version_key
-from agentdocket.store.scoring import ReportRun, ReportVerdict
+from agentdocket.store.reading import ReportRun, ReportVerdict
 
 GROUPINGS = ("agent", "version", "strategy", "model")
 

@@ -1,5 +1,6 @@
 """``response.similarity``: the final response against the case's stub response
-(003_f039c1845464af00.txt): all-MiniLM-L6-v2 cosine, and ROUGE-L precision, recall and F.
+("coalitions-for-tool-use: Assessing Single Pretrained Model approach"): all-MiniLM-L6-v2 cosine,
+and ROUGE-L precision, recall and F.
 
 Orientation: reference = the stub, so precision = LCS / response tokens and recall = LCS / stub
 tokens. (The IBM study called ``rouge_score`` the other way round; its published "precision" is

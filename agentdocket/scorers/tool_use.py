@@ -1,5 +1,5 @@
-"""Tool-use scorers (003_f039c1845464af00.txt): planner suffix match, slot filling in any order,
-and overall procedural accuracy.
+"""Tool-use scorers ("coalitions-for-tool-use: Assessing Single Pretrained Model approach"): planner
+suffix match, slot filling in any order, and overall procedural accuracy.
 
 Argument comparison follows the rules attached to the dataset's cases
 (:class:`~agentdocket.events.ArgumentRules`), never rules written here: ignored keys, coercions of

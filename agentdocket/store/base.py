@@ -34,9 +34,9 @@ from agentdocket.store.projections import (
     Projection,
     project,
 )
+from agentdocket.store.reading import ScoringStore
 from agentdocket.store.redaction import Redactor
 from agentdocket.store.rollups import Refreshed
-from agentdocket.store.scoring import ScoringStore
 
 EVENT_COLUMNS = (
     "event_id",
@@ -61,6 +61,17 @@ class AppendResult:
     inserted: int
     duplicates: int
     refused: int = 0  # kept as dead letters (see :mod:`agentdocket.store.dead_letters`)
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run's events as stored, in trace order, with its dataset and case."""
+
+    trace_id: str
+    events: list[Event]
+    case: Case | None
+    dataset: str | None
+    dataset_version: str | None
 
 
 # Errors of Python's own making while a record is encoded for the database (an integer past 64
@@ -423,12 +434,11 @@ class Store(ScoringStore, DeadLetterStore, ABC):
         }
         return runs, self._cases_for(list(runs.values()))
 
-    def export_records(
+    def stored_runs(
         self, *, dataset: str | None = None, batch_size: int = 1000
-    ) -> Iterator[dict[str, Any]]:
-        """Interchange records (see :mod:`agentdocket.store.interchange`), events as stored."""
-        from agentdocket.store.export import to_record
-
+    ) -> Iterator[StoredRun]:
+        """Every run (of ``dataset``) with its events as stored (not upcast) and its case, in
+        order of first event, read a batch at a time: what an export writes."""
         ids = self.trace_ids(dataset=dataset)
         for start in range(0, len(ids), batch_size):
             chunk = ids[start : start + batch_size]
@@ -437,7 +447,7 @@ class Store(ScoringStore, DeadLetterStore, ABC):
             for tid in chunk:
                 run = runs.get(tid, {})
                 version, case = cases.get(tid, (None, None))
-                yield to_record(tid, events[tid], case, run.get("dataset"), version)
+                yield StoredRun(tid, events[tid], case, run.get("dataset"), version)
 
     def trace_ids(
         self, *, dataset: str | None = None, agent: str | None = None, since: datetime | None = None

@@ -27,34 +27,25 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from typing_extensions import Unpack
 
+from agentdocket.ingest.sink import DeliveryStats
+from agentdocket.ingest.spool import DEFAULT_MAX_BYTES
 from agentdocket.store.redaction import Redactor
 from agentdocket.tracer.api import Run, RunOptions, Tracer, current_run
-from agentdocket.tracer.exporter import (
-    CountingBatchSpanProcessor,
-    ExportStats,
-    StoreSpanExporter,
-    default_spool_dir,
-)
-from agentdocket.tracer.mapping import span_to_events, spans_to_events
-from agentdocket.tracer.spool import DEFAULT_MAX_BYTES, Spool
+from agentdocket.tracer.exporter import CountingBatchSpanProcessor, StoreSpanExporter
 
 __all__ = [
     "Configured",
     "CountingBatchSpanProcessor",
-    "ExportStats",
+    "DeliveryStats",
     "Run",
     "RunOptions",
-    "Spool",
     "StoreSpanExporter",
     "Tracer",
     "configure",
     "current_run",
-    "default_spool_dir",
     "get_tracer",
     "run",
     "shutdown",
-    "span_to_events",
-    "spans_to_events",
     "tool",
 ]
 
@@ -76,7 +67,7 @@ class Configured:
     tracer: Tracer
 
     @property
-    def stats(self) -> ExportStats:
+    def stats(self) -> DeliveryStats:
         return self.exporter.stats
 
     def flush(self, timeout_millis: int = 30_000) -> bool:

@@ -22,7 +22,7 @@ from typing_extensions import Unpack
 
 from agentdocket import __version__
 from agentdocket.events import Case, PlanStep
-from agentdocket.tracer import attributes as A
+from agentdocket.ingest import attributes as A
 from agentdocket.tracer.steps import (
     LlmCall,
     RetrievalStep,
@@ -204,6 +204,10 @@ class Run:
         return self._span
 
     # --- steps --------------------------------------------------------------------------------
+
+    @property
+    def max_rows(self) -> int:
+        return self._tracer.max_rows
 
     def _next_seq(self) -> int:
         return next(self._seq)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agentdocket.tracer import attributes as A
+from agentdocket.ingest import attributes as A
 
 
 def document_attributes(documents: Iterable[Any]) -> dict[str, Any]:

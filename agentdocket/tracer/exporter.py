@@ -1,94 +1,29 @@
-"""``StoreSpanExporter``: OpenTelemetry spans into the event log, durably, without harming the host.
+"""``StoreSpanExporter``: the tracer's OpenTelemetry spans into the event log.
 
-It runs on the span processor's worker thread (the stock ``BatchSpanProcessor``), never on the
-agent's. Each batch is mapped to events and appended; when the database is unreachable or the
-store cannot work (a schema to migrate), the batch goes to the spool
-(:mod:`agentdocket.tracer.spool`) and the database is retried with exponential back-off. Once it
-answers, the spool is replayed in order before new batches. A record the database refuses is
-not an outage: the store keeps it as a dead letter and stores the rest of its batch, so one bad
-record never holds up the others (:mod:`agentdocket.store.errors` tells the two apart). Nothing
-is raised into the host: errors are logged (rate-limited) and counted in
-:attr:`StoreSpanExporter.stats`. The exporter's own database work runs with OpenTelemetry
-instrumentation suppressed, so it is never traced.
+An OpenTelemetry ``SpanExporter``: it runs on the span processor's worker thread (the stock
+``BatchSpanProcessor``), never on the agent's. Each batch of spans is mapped to events
+(:mod:`agentdocket.ingest.mapping`) and handed to a :class:`~agentdocket.ingest.sink.Sink`,
+which stores them or spools them while the database is away. Nothing is raised into the host.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
-import socket
 import threading
-import time
-import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from agentdocket.events import Event, TelemetryDropped, format_ts
-from agentdocket.store import AppendResult, Store, StoreError, database_url, display_url, open_store
-from agentdocket.store.config import parse_url
-from agentdocket.store.dead_letters import DeadLetter
+from agentdocket.ingest.mapping import spans_to_events
+from agentdocket.ingest.sink import DeliveryStats, Sink
+from agentdocket.ingest.spool import DEFAULT_MAX_BYTES, Spool
+from agentdocket.store import Store
 from agentdocket.store.redaction import Redactor
-from agentdocket.tracer.mapping import spans_to_events
-from agentdocket.tracer.spool import DEFAULT_MAX_BYTES, Spool
 
 log = logging.getLogger("agentdocket.tracer")
-
-SPOOL_ENV = "AGENTDOCKET_SPOOL_DIR"
-# What became of a batch: in the database, in the spool, lost (spool full or unwritable), or
-# nothing to deliver and the database unreachable.
-Delivered = Literal["stored", "spooled", "dropped", "unavailable"]
-CONNECT_TIMEOUT_S = 5
-
-
-@dataclass
-class ExportStats:
-    """What the exporter has done since it started (counts of spans unless said otherwise)."""
-
-    spans: int = 0
-    events: int = 0  # events mapped from those spans
-    delivered: int = 0  # events appended to the database directly
-    spooled: int = 0  # events written to the spool
-    replayed: int = 0  # events delivered from the spool
-    refused: int = 0  # events the database refused, kept as dead letters
-    dropped: dict[str, int] = field(default_factory=dict)  # spans, by reason
-    failures: int = 0  # failed attempts to reach or write the database
-
-
-@dataclass
-class _Drops:
-    count: int = 0
-    first: datetime | None = None
-    last: datetime | None = None
-
-
-def default_spool_dir(url: str) -> Path:
-    """``$AGENTDOCKET_SPOOL_DIR`` or the user cache, one subdirectory per database."""
-    base = os.environ.get(SPOOL_ENV)
-    if base:
-        root = Path(base)
-    else:
-        cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        root = Path(cache) / "agentdocket" / "spool"
-    key = hashlib.sha256(display_url(url).encode()).hexdigest()[:16]
-    return root / key
-
-
-def _with_connect_timeout(url: str) -> str:
-    parsed = parse_url(url)
-    if parsed.get_backend_name() != "postgresql" or "connect_timeout" in parsed.query:
-        return url
-    return parsed.update_query_dict({"connect_timeout": str(CONNECT_TIMEOUT_S)}).render_as_string(
-        hide_password=False
-    )
 
 
 class StoreSpanExporter(SpanExporter):
@@ -100,7 +35,7 @@ class StoreSpanExporter(SpanExporter):
     database is back. ``keep_unrecognized`` keeps spans that are neither ours nor OpenInference
     nor GenAI as generic ``step`` events (off by default: a host's HTTP spans are not steps).
     ``redactor`` (default: ``AGENTDOCKET_REDACT``'s rules) is applied before anything is stored
-    or spooled.
+    or spooled. The other options are the :class:`~agentdocket.ingest.sink.Sink`'s.
     """
 
     def __init__(
@@ -116,264 +51,72 @@ class StoreSpanExporter(SpanExporter):
         replay_every_s: float = 2.0,
         store_factory: Callable[[str], Store] | None = None,
         redactor: Redactor | None = None,
-        source: str = "tracer",
     ) -> None:
-        self.url = _with_connect_timeout(database_url(url))
-        directory = Path(spool_dir) if spool_dir else default_spool_dir(self.url)
-        self.redactor = redactor if redactor is not None else Redactor.from_env()
-        self.spool = Spool(directory, spool_max_bytes, self.redactor)
+        self.sink = Sink(
+            url,
+            spool_dir=spool_dir,
+            spool_max_bytes=spool_max_bytes,
+            retry_initial_s=retry_initial_s,
+            retry_max_s=retry_max_s,
+            replay_on_start=replay_on_start,
+            replay_every_s=replay_every_s,
+            store_factory=store_factory,
+            redactor=redactor,
+            source="tracer",
+        )
         self.keep_unrecognized = keep_unrecognized
-        self.source = source  # named in the dead letters of what this exporter delivers
-        self.stats = ExportStats()
-        self._open = store_factory or (lambda url: open_store(url, redactor=self.redactor))
-        self._store: Store | None = None
-        self._lock = threading.RLock()
-        self._retry_initial = retry_initial_s
-        self._retry_max = retry_max_s
-        self._backoff = retry_initial_s
-        self._retry_at = 0.0
-        self._last_warning = 0.0
-        self._drops: dict[str, _Drops] = {}
         self._processor: CountingBatchSpanProcessor | None = None
         self._queue_drops_seen = 0
-        self._health_trace = uuid.uuid4().hex
-        self._reports = 0
-        # What waits in the spool is replayed in the background until the spool is empty,
-        # also when no new spans come to trigger a delivery.
-        self._replay_every = replay_every_s
-        self._replayer: threading.Thread | None = None
-        self._closed = threading.Event()
-        if replay_on_start and self.spool.pending():
-            self._ensure_replayer()
+
+    @property
+    def url(self) -> str:
+        return self.sink.url
+
+    @property
+    def spool(self) -> Spool:
+        return self.sink.spool
+
+    @property
+    def stats(self) -> DeliveryStats:
+        return self.sink.stats
 
     # --- the SpanExporter interface -------------------------------------------------------------
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
-            with self._working():
-                self._export(spans)
-            return SpanExportResult.SUCCESS
+            events = spans_to_events(spans, keep_unrecognized=self.keep_unrecognized)
+            outcome = self.sink.deliver(events, len(spans))
+            self._collect_queue_drops()  # after these spans are counted as exported
         except Exception:  # never into the host
-            self.stats.failures += 1
+            self.sink.stats.failures += 1
             log.exception("agentdocket: exporting %d spans failed", len(spans))
             return SpanExportResult.FAILURE
+        return SpanExportResult.FAILURE if outcome == "dropped" else SpanExportResult.SUCCESS
 
     def shutdown(self) -> None:
-        self._closed.set()
-        with self._lock:
-            self._collect_queue_drops()
-            if self._drops:  # a last chance to report what was dropped
-                self._deliver([], 0)
-            self._close_store()
-            self.spool.close()
+        self._collect_queue_drops()
+        self.sink.close()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True
 
-    # --- delivery -------------------------------------------------------------------------------
+    def flush_spool(self) -> bool:
+        """Try now to deliver what is spooled (ignoring the back-off); True when nothing waits."""
+        return self.sink.flush_spool()
+
+    # --- spans the processor's full queue dropped ---------------------------------------------
 
     def watch_queue(self, processor: CountingBatchSpanProcessor) -> None:
         """Report the spans ``processor`` (the one feeding this exporter) drops."""
         self._processor = processor
 
-    def flush_spool(self) -> bool:
-        """Try now to deliver what is spooled (ignoring the back-off); True when nothing waits."""
-        with self._working():
-            self._retry_at = 0.0
-            return self._deliver([], 0) == "stored"
-
-    def _ensure_replayer(self) -> None:
-        if self._closed.is_set() or (self._replayer is not None and self._replayer.is_alive()):
-            return
-        self._replayer = threading.Thread(
-            target=self._replay_loop, name="agentdocket-spool-replay", daemon=True
-        )
-        self._replayer.start()
-
-    def _replay_loop(self) -> None:
-        """Deliver what is spooled (respecting the back-off) until nothing waits; the first try
-        at once, so a process started after an outage empties the spool it inherited."""
-        first = True
-        while first or not self._closed.wait(self._replay_every):
-            first = False
-            try:
-                with self._working():
-                    if self._closed.is_set() or not self.spool.pending():
-                        return
-                    self._deliver([], 0)
-            except Exception:
-                log.exception("agentdocket: replaying the spool failed")
-
-    def _export(self, spans: Sequence[ReadableSpan]) -> None:
-        events = spans_to_events(spans, keep_unrecognized=self.keep_unrecognized)
-        self.stats.spans += len(spans)
-        self.stats.events += len(events)
-        self._collect_queue_drops()
-        self._deliver(events, len(spans))
-
-    def deliver(
-        self, events: list[Event], n_spans: int = 0, source: str | None = None
-    ) -> Delivered:
-        """Store ``events`` now, else spool them: what became of them. For callers that hold
-        their events until told they are safe (the OTLP receiver answers 200 only for "stored"
-        or "spooled"). With ``n_spans`` 0, events that could not be kept are not counted as
-        dropped: the caller still has them. ``source`` (default: the exporter's) is named in
-        the dead letters of refused events. Never raises."""
-        try:
-            with self._working():
-                self.stats.spans += n_spans
-                self.stats.events += len(events)
-                return self._deliver(events, n_spans, source or self.source)
-        except Exception:
-            self.stats.failures += 1
-            log.exception("agentdocket: delivering %d events failed", len(events))
-            return "dropped"
-
-    def health(self) -> dict[str, Any]:
-        """Whether the database answers now, whether anything waits in the spool, and the
-        dead letters kept (None while the database is away). Never raises."""
-        reachable, letters = False, None
-        try:
-            with self._working():
-                if time.monotonic() >= self._retry_at:
-                    try:
-                        store = self._connect()
-                        store.ping()
-                        letters = store.dead_letter_counts()
-                        reachable = True
-                    except Exception as exc:
-                        self._failed(exc)
-        except Exception:
-            log.exception("agentdocket: the health check failed")
-        return {"database": reachable, "spooled": self.spool.pending(), "dead_letters": letters}
-
-    @contextmanager
-    def _working(self) -> Iterator[None]:
-        """The exporter's own work: under its lock, with OpenTelemetry instrumentation
-        suppressed, so that its database calls are never traced."""
-        token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
-        try:
-            with self._lock:
-                yield
-        finally:
-            detach(token)
-
-    def _deliver(self, events: list[Event], n_spans: int, source: str | None = None) -> Delivered:
-        """Store ``events`` (after the spool), or spool them."""
-        if time.monotonic() >= self._retry_at:
-            try:
-                store = self._connect()
-                if self.spool.pending():
-                    self.stats.replayed += self.spool.replay(
-                        lambda batch, origin: self._append(store, batch, origin),
-                        store.keep_dead_letters,
-                    )
-                if events:
-                    self._append(store, events, source or self.source)
-                    self.stats.delivered += len(events)
-                self._report_drops(store)
-                self._backoff = self._retry_initial
-                return "stored"
-            except Exception as exc:
-                self._failed(exc)
-        if not events:
-            return "unavailable"
-        return "spooled" if self._spool(events, n_spans) else "dropped"
-
-    def _append(self, store: Store, events: list[Event], source: str) -> AppendResult:
-        """``store.append``, with a fault of our own on one record (an exception that is not
-        the store's) kept as a dead letter instead of blocking the batch and the spool."""
-        try:
-            result = store.append(events, source=source)
-        except StoreError:
-            raise  # the database is away, or the store cannot work: spool and retry
-        except Exception:
-            log.exception(
-                "agentdocket: storing %d events failed; storing them one by one", len(events)
-            )
-            result = self._append_one_by_one(store, events, source)
-        self.stats.refused += result.refused
-        return result
-
-    def _append_one_by_one(self, store: Store, events: list[Event], source: str) -> AppendResult:
-        inserted = refused = 0
-        for event in events:
-            try:
-                one = store.append([event], source=source)
-            except StoreError:
-                raise
-            except Exception as exc:
-                store.keep_dead_letters(
-                    [DeadLetter.of_event(event, f"{type(exc).__name__}: {exc}", source)]
-                )
-                refused += 1
-            else:
-                inserted += one.inserted
-                refused += one.refused
-        return AppendResult(inserted, len(events) - inserted - refused, refused)
-
-    def _spool(self, events: list[Event], n_spans: int) -> bool:
-        try:
-            if self.spool.append(events):
-                self.stats.spooled += len(events)
-                self._ensure_replayer()
-                return True
-            reason = "spool_full"
-        except OSError:
-            log.exception("agentdocket: could not write the spool %s", self.spool.path)
-            reason = "spool_error"
-        self._dropped(reason, n_spans)
-        return False
-
-    def _connect(self) -> Store:
-        if self._store is None:
-            self._store = self._open(self.url)
-        return self._store
-
-    def _failed(self, exc: Exception) -> None:
-        self.stats.failures += 1
-        self._close_store()
-        self._retry_at = time.monotonic() + self._backoff
-        self._backoff = min(self._backoff * 2, self._retry_max)
-        now = time.monotonic()
-        if now - self._last_warning > 60:
-            self._last_warning = now
-            log.warning(
-                "agentdocket: the store at %s is unavailable (%s: %s); spooling to %s and retrying",
-                display_url(self.url),
-                type(exc).__name__,
-                str(exc).strip().splitlines()[0] if str(exc).strip() else "",
-                self.spool.directory,
-            )
-
-    def _close_store(self) -> None:
-        store, self._store = self._store, None
-        if store is not None:
-            try:
-                store.close()
-            except Exception:
-                log.debug("agentdocket: closing the store failed", exc_info=True)
-
-    # --- dropped spans ----------------------------------------------------------------------------
-
-    def _dropped(self, reason: str, n: int) -> None:
-        if n <= 0:
-            return
-        self.stats.dropped[reason] = self.stats.dropped.get(reason, 0) + n
-        drops = self._drops.setdefault(reason, _Drops())
-        now = datetime.now(UTC)
-        drops.count += n
-        drops.first = drops.first or now
-        drops.last = now
-        log.warning("agentdocket: dropped %d spans (%s)", n, reason)
-
     def _collect_queue_drops(self) -> None:
         processor = self._processor
         if processor is None:
             return
-        lost = processor.ended - self.stats.spans - processor.queued()
+        lost = processor.ended - self.sink.stats.spans - processor.queued()
         if lost > self._queue_drops_seen:
-            self._dropped("queue_full", lost - self._queue_drops_seen)
+            self.sink.dropped("queue_full", lost - self._queue_drops_seen)
             self._queue_drops_seen = lost
 
     @property
@@ -381,30 +124,6 @@ class StoreSpanExporter(SpanExporter):
         """Spans the watched processor's full queue dropped, as far as counted yet."""
         self._collect_queue_drops()
         return self._queue_drops_seen
-
-    def _report_drops(self, store: Store) -> None:
-        if not self._drops:
-            return
-        events = []
-        for reason, drops in sorted(self._drops.items()):
-            self._reports += 1
-            payload = TelemetryDropped(
-                count=drops.count,
-                reason=reason,  # type: ignore[arg-type]
-                first_dropped_at=format_ts(drops.first) if drops.first else None,
-                last_dropped_at=format_ts(drops.last) if drops.last else None,
-                process={"host": socket.gethostname(), "pid": os.getpid()},
-            )
-            events.append(
-                Event.create(
-                    trace_id=self._health_trace,
-                    span_id=uuid.uuid4().hex[:16],
-                    seq=self._reports,
-                    payload=payload,
-                )
-            )
-        store.append(events)
-        self._drops.clear()
 
 
 class CountingBatchSpanProcessor(BatchSpanProcessor):
@@ -427,5 +146,8 @@ class CountingBatchSpanProcessor(BatchSpanProcessor):
                 self.ended += 1
 
     def queued(self) -> int:
+        # No public way: the SDK exposes neither its queue's length nor a count of what its
+        # full queue discards. Read the length where it is; elsewhere 0, which undercounts
+        # drops until the queue is idle and never overcounts.
         queue = getattr(getattr(self, "_batch_processor", None), "_queue", None)
         return len(queue) if queue is not None else 0

@@ -11,17 +11,29 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
 
-from agentdocket.tracer import attributes as A
+from agentdocket.ingest import attributes as A
 from agentdocket.tracer.encode import document_attributes, message_attributes
 
-if TYPE_CHECKING:
-    from agentdocket.tracer.api import Run
+
+class Run(Protocol):
+    """What a step needs of the run it belongs to (:class:`agentdocket.tracer.api.Run`)."""
+
+    @property
+    def max_rows(self) -> int:
+        """How many result rows a SQL step records."""
+
+    def _start(self, name: str, attrs: dict[str, Any]) -> Span:
+        """A span for a step, under the run's current span."""
+
+    def _next_seq(self) -> int:
+        """The next position in the run's trace."""
+
 
 log = logging.getLogger("agentdocket.tracer")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -215,7 +227,7 @@ class SqlQuery(_Step):
         self._columns: list[str] | None = None
         self._rows: list[Any] | None = None
         self._row_count: int | None = None
-        self._max_rows = run._tracer.max_rows
+        self._max_rows = run.max_rows
 
     def __enter__(self) -> SqlQuery:
         self._open()

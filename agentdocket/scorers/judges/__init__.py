@@ -1,6 +1,6 @@
-"""LLM judges (000_b3c1d8e83c640636.txt): the prompts of Figures 7-10 word for word, and strict
-parsers of the replies they ask for. A reply that does not end in the asked format is
-unparseable: it is never guessed."""
+"""LLM judges ("On Evaluating the Integration of Reasoning and Action in LLM Agents with Database
+Question Answering"): the prompts of Figures 7-10 word for word, and strict parsers of the replies
+they ask for. A reply that does not end in the asked format is unparseable: it is never guessed."""
 
 from agentdocket.scorers.judges.parse import (
     Unparseable,

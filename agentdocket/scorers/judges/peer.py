@@ -1,6 +1,6 @@
-"""``review.peer.*``: reference-free peer review of the three sub-tasks of database QA
-(000_b3c1d8e83c640636.txt, Figures 8-10): interaction planning, tool employment, information
-synthesis.
+"""``review.peer.*``: reference-free peer review of the three sub-tasks of database QA ("On
+Evaluating the Integration of Reasoning and Action in LLM Agents with Database Question Answering",
+Figures 8-10): interaction planning, tool employment, information synthesis.
 
 For each run and sub-task, R reviewers (default 3) judge the agent's work with the review
 prompt; M meta-reviewers (default 3) read the reviews with the meta-review prompt; every one

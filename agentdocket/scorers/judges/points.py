@@ -1,5 +1,5 @@
 """``examiner.points``: the judge's weighted scoring points of an examined conversation
-(004_0944cfc0f779e309.txt). A point with ``eval_code`` is decided by the check the examiner
+("How to evaluate a LLM agent?"). A point with ``eval_code`` is decided by the check the examiner
 harness ran in the agent's working directory (recorded in the run as a call of
 ``examiner.eval_code``); any other point by the judge model, which reads the chat history
 (without the examiner's final stop message) and the statement, and answers in the case's JSON

@@ -1,5 +1,6 @@
-"""The judge prompts, word for word from Figures 7-10 of 000_b3c1d8e83c640636.txt (one text file
-each, beside this module), and their rendering.
+"""The judge prompts, word for word from Figures 7-10 of "On Evaluating the Integration of Reasoning
+and Action in LLM Agents with Database Question Answering" (one text file each, beside this module),
+and their rendering.
 
 Placeholders are the document's own: ``{question}``, ``{gold_answer}``, ``{answer}``,
 ``{database_text}``, ``{plan}``, ``{sql_results}``, ``{IP_reviews}``, ``{TE_reviews}``,

@@ -1,6 +1,7 @@
-"""``answer.reference``: the final response against the case's reference answer, judged by an
-LLM with the prompts of Figure 7 of 000_b3c1d8e83c640636.txt. Conclusive questions get Match /
-Not Match (passed = Match), interpretive ones a score of 1-5."""
+"""``answer.reference``: the final response against the case's reference answer, judged by an LLM
+with the prompts of Figure 7 of "On Evaluating the Integration of Reasoning and Action in LLM Agents
+with Database Question Answering". Conclusive questions get Match / Not Match (passed = Match),
+interpretive ones a score of 1-5."""
 
 from __future__ import annotations
 

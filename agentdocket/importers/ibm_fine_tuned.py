@@ -16,21 +16,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from agentdocket.adapters.ibm_coalitions import (
-    EPOCH,
-    NAMESPACE,
-    PAIRING,
-    IbmFormatError,
-    rules_for_service,
-)
-from agentdocket.adapters.runs import RunBuilder, read_json_list
-from agentdocket.adapters.toolalpaca import (
-    InputProblem,
-    ToolAlpacaFormatError,
-    api_cases,
-    parse_input,
-    read_apis,
-)
 from agentdocket.events import (
     Case,
     Dataset,
@@ -40,6 +25,21 @@ from agentdocket.events import (
     Response,
     RunFinished,
     RunStarted,
+)
+from agentdocket.importers.common import RunBuilder, read_json_list
+from agentdocket.importers.ibm_coalitions import (
+    EPOCH,
+    NAMESPACE,
+    PAIRING,
+    IbmFormatError,
+    rules_for_service,
+)
+from agentdocket.importers.toolalpaca import (
+    InputProblem,
+    ToolAlpacaFormatError,
+    api_cases,
+    parse_input,
+    read_apis,
 )
 
 

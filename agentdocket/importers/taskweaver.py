@@ -1,4 +1,5 @@
-"""TaskWeaver auto_eval cases (004_0944cfc0f779e309.txt) as a dataset of examiner / judge cases.
+"""TaskWeaver auto_eval cases ("How to evaluate a LLM agent?") as a dataset of examiner / judge
+cases.
 
 A folder holds ``evaluator_prompt.yaml``, ``virtual_user_prompt.yaml`` and ``cases/*/*.yaml``.
 Each case YAML has ``task_description``, ``scoring_points`` (``score_point``, ``weight``,
@@ -14,8 +15,8 @@ import base64
 from pathlib import Path
 from typing import Any
 
-from agentdocket.adapters.runs import SourceFormatError, read_yaml_mapping
 from agentdocket.events import Case, Dataset, ScoringPoint
+from agentdocket.importers.common import SourceFormatError, read_yaml_mapping
 
 DEFAULT_MAX_ROUNDS = 5  # the harness's default (evaluator_config_template.json may say more)
 

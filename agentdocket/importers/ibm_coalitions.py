@@ -33,7 +33,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from agentdocket.adapters.runs import RunBuilder, SourceFormatError, read_json_list
 from agentdocket.events import (
     ArgumentRules,
     Case,
@@ -46,6 +45,7 @@ from agentdocket.events import (
     RunFinished,
     RunStarted,
 )
+from agentdocket.importers.common import RunBuilder, SourceFormatError, read_json_list
 
 NAMESPACE = uuid.UUID("3b0e3f4e-1c55-5f0a-8d1e-6a2f4c9b7d21")
 IGNORED = ["appid", "api_key", "access_key"]

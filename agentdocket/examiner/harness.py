@@ -1,4 +1,4 @@
-"""The examiner harness (004_0944cfc0f779e309.txt): an examiner model converses with an agent
+"""The examiner harness ("How to evaluate a LLM agent?"): an examiner model converses with an agent
 under test from a case's task description, recorded through the tracer; afterwards each
 ``eval_code`` scoring point is checked in the agent's working directory.
 

@@ -36,7 +36,7 @@ class OtlpDecodeError(ValueError):
 
 @dataclass(slots=True)
 class ReceivedSpan:
-    """A span as received: what :func:`agentdocket.tracer.mapping.span_to_events` reads."""
+    """A span as received: what :func:`agentdocket.ingest.mapping.span_to_events` reads."""
 
     name: str
     context: SpanContext

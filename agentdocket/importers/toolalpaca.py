@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentdocket.adapters.runs import SourceFormatError, read_json_list
 from agentdocket.events import ArgumentRules, Case, Dataset, ExpectedCall
+from agentdocket.importers.common import SourceFormatError, read_json_list
 
 
 class ToolAlpacaFormatError(SourceFormatError):

@@ -34,9 +34,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from agentdocket.adapters.otlp import OtlpDecodeError, ReceivedSpan, decode_json, decode_protobuf
-from agentdocket.tracer.exporter import StoreSpanExporter
-from agentdocket.tracer.mapping import spans_to_events
+from agentdocket.ingest.mapping import spans_to_events
+from agentdocket.ingest.otlp import OtlpDecodeError, ReceivedSpan, decode_json, decode_protobuf
+from agentdocket.ingest.sink import Sink
 
 log = logging.getLogger("agentdocket.receiver")
 
@@ -98,12 +98,12 @@ class ReceiverStats:
 
 
 class Receiver:
-    """The application and its state: the sink (a :class:`StoreSpanExporter`: store, spool,
-    back-off), the token, the limits, and how many requests are in flight."""
+    """The application and its state: the sink (store, spool, back-off), the token, the
+    limits, and how many requests are in flight."""
 
     def __init__(
         self,
-        sink: StoreSpanExporter,
+        sink: Sink,
         *,
         token: str | None = None,
         max_body: int = DEFAULT_MAX_BODY,
@@ -246,5 +246,5 @@ class Receiver:
         return Response(b"" if protobuf else b"{}", 200, media_type=PROTOBUF if protobuf else JSON)
 
 
-def create_app(sink: StoreSpanExporter, **options: Any) -> Starlette:
+def create_app(sink: Sink, **options: Any) -> Starlette:
     return Receiver(sink, **options).app

@@ -17,7 +17,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from agentdocket.adapters.runs import RunBuilder, SourceFormatError, read_json_list
 from agentdocket.events import (
     Case,
     Dataset,
@@ -29,6 +28,7 @@ from agentdocket.events import (
     RunStarted,
     Verdict,
 )
+from agentdocket.importers.common import RunBuilder, SourceFormatError, read_json_list
 
 NAMESPACE = uuid.UUID("b1c7a3e2-5d4f-5e6a-9b8c-0d1e2f3a4b5c")
 EPOCH = datetime(2024, 6, 1, tzinfo=UTC)

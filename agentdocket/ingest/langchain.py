@@ -32,15 +32,15 @@ from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
 
 from agentdocket.events import Event
-from agentdocket.store.redaction import Redactor
-from agentdocket.tracer.decode import (
+from agentdocket.ingest.decode import (
     answer_text,
     content_text,
     jsonable,
     message_fields,
     plan_steps,
 )
-from agentdocket.tracer.exporter import StoreSpanExporter
+from agentdocket.ingest.sink import Sink
+from agentdocket.store.redaction import Redactor
 
 log = logging.getLogger("agentdocket.langchain")
 
@@ -323,7 +323,7 @@ class AgentdocketTracer(BaseTracer):
     """Record LangChain runs into agentdocket's store: ``config={"callbacks": [tracer]}``.
 
     ``url`` defaults to ``AGENTDOCKET_DATABASE_URL`` (else ./agentdocket.db); ``sink`` shares an
-    existing :class:`~agentdocket.tracer.StoreSpanExporter` instead. ``dataset``,
+    existing :class:`~agentdocket.ingest.sink.Sink` instead. ``dataset``,
     ``dataset_version``, ``case_id``, ``agent`` and ``strategy`` tag every run (the run's
     metadata can tag it too). Call :meth:`flush` to wait for queued runs, :meth:`close` at exit.
     """
@@ -334,7 +334,7 @@ class AgentdocketTracer(BaseTracer):
         self,
         url: str | None = None,
         *,
-        sink: StoreSpanExporter | None = None,
+        sink: Sink | None = None,
         spool_dir: str | None = None,
         redactor: Redactor | None = None,
         max_queue: int = 1000,
@@ -345,9 +345,7 @@ class AgentdocketTracer(BaseTracer):
         if unknown:
             raise TypeError(f"unknown settings {sorted(unknown)}; known: {RUN_SETTINGS}")
         self.settings = settings
-        self.sink = sink or StoreSpanExporter(
-            url, spool_dir=spool_dir, redactor=redactor, source="langchain"
-        )
+        self.sink = sink or Sink(url, spool_dir=spool_dir, redactor=redactor, source="langchain")
         self.dropped = 0  # runs lost to a full queue or a mapping failure
         self.failures = 0
         self._queue: queue.Queue[list[Event] | None] = queue.Queue(max_queue)
@@ -391,7 +389,7 @@ class AgentdocketTracer(BaseTracer):
         self.flush()
         self._queue.put(None)
         self._worker.join()
-        self.sink.shutdown()
+        self.sink.close()
 
 
 __all__ = ["AgentdocketTracer", "chat_message", "run_to_events"]

@@ -1,4 +1,5 @@
-"""GRAMMAR-Gen (002_614c9023fb85ae41.txt, section 4.2): grounded cases from a relational database.
+"""GRAMMAR-Gen ("GRAMMAR: Grounded and Modular Methodology for Assessment of Closed-Domain
+Retrieval-Augmented Language Models", section 4.2): grounded cases from a relational database.
 
 SQL templates hold placeholders ``'[Table.Column]'``. Each placeholder is filled with the values
 of ``SELECT DISTINCT Column FROM Table``; a template with several placeholders takes their
@@ -33,8 +34,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from agentdocket.adapters.runs import SourceFormatError, read_yaml_mapping
 from agentdocket.events import Case, Dataset
+from agentdocket.importers.common import SourceFormatError, read_yaml_mapping
 
 # '[Table.Column]' (quoted: a text value) or [Table.Column] (bare: a number)
 PLACEHOLDER = re.compile(r"'\[(\w+)\.(\w+)\]'|\[(\w+)\.(\w+)\]")

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentdocket.tracer import attributes as A
+from agentdocket.ingest import attributes as A
 
 
 def read_messages(

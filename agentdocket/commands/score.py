@@ -10,7 +10,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from agentdocket.commands.common import console, err, open_from, progress_bar
+from agentdocket.commands.common import FORMAT, console, echo_json, err, open_from, progress_bar
 from agentdocket.store import Store
 
 
@@ -126,9 +126,25 @@ def score(
 
 
 @click.command(name="scorers")
-def list_scorers() -> None:
+@FORMAT
+def list_scorers(fmt: str) -> None:
     """List the registered scorers, their versions and what they measure."""
     from agentdocket import scorers
+
+    if fmt == "json":
+        echo_json(
+            [
+                {
+                    "name": s.name,
+                    "version": s.version,
+                    "reads": list(s.inputs),
+                    "measures": s.description,
+                    "config": {k: v for k, v in s.config.items()},
+                }
+                for s in scorers.scorers()
+            ]
+        )
+        return
 
     table = Table(title="scorers", title_justify="left")
     for col in ("name", "version", "reads", "measures", "config"):

@@ -1,22 +1,31 @@
-"""Export of runs in the interchange format (see :mod:`agentdocket.store.interchange`):
+"""Export of runs in the interchange format (see :mod:`agentdocket.importers.interchange`):
 JSONL, one run per line, and Parquet with flat run columns for analysis."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from agentdocket.events import Case, Event, RunFinished, RunStarted, event_to_json, format_ts
-from agentdocket.store.interchange import ENVELOPE
+from agentdocket.importers.interchange import ENVELOPE
+from agentdocket.store import Store
 
 
 def _envelope(event: Event) -> dict[str, Any]:
     """The event's envelope fields, in the form the spool uses for whole events."""
     whole = event_to_json(event)
     return {key: whole[key] for key in ENVELOPE}
+
+
+def export_records(
+    store: Store, *, dataset: str | None = None, batch_size: int = 1000
+) -> Iterator[dict[str, Any]]:
+    """The interchange records of the stored runs (of ``dataset``), events as stored."""
+    for run in store.stored_runs(dataset=dataset, batch_size=batch_size):
+        yield to_record(run.trace_id, run.events, run.case, run.dataset, run.dataset_version)
 
 
 def to_record(

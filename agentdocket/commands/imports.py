@@ -1,8 +1,7 @@
-"""`agentdocket import ...` and `agentdocket export ...`."""
+"""`agentdocket import ...`: runs, datasets and published results from files."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +19,7 @@ def import_() -> None:
 
 
 def _import_traces(store: Store, path: Path) -> tuple[int, int, int]:
-    from agentdocket.store.interchange import ImportError_, read_file
+    from agentdocket.importers.interchange import ImportError_, read_file
 
     try:
         parsed = read_file(path)
@@ -53,43 +52,10 @@ def import_traces(ctx: click.Context, path: Path) -> None:
     console.print(f"{path}: {runs} runs, {inserted} events added, {dupes} already stored")
 
 
-@click.group()
-def export() -> None:
-    """Export runs from the store."""
-
-
-@export.command(name="traces")
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet"]), default="jsonl")
-@click.option("--dataset", help="Only runs of this dataset.")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Output file (default: standard output for jsonl; required for parquet).",
-)
-@click.pass_context
-def export_traces(ctx: click.Context, fmt: str, dataset: str | None, output: Path | None) -> None:
-    """Export runs (with steps, verdicts and cases) as JSONL or Parquet."""
-    from agentdocket.store.export import write_jsonl, write_parquet
-
-    with open_from(ctx) as store:
-        records = store.export_records(dataset=dataset)
-        if fmt == "parquet":
-            if output is None:
-                raise click.UsageError("--format parquet needs --output FILE")
-            n = write_parquet(records, output)
-        elif output is None:
-            n = write_jsonl(records, sys.stdout.buffer)
-        else:
-            with output.open("wb") as fh:
-                n = write_jsonl(records, fh)
-    err.print(f"exported {n} runs" + (f" to {output}" if output else ""))
-
-
 @contextmanager
 def _source_errors() -> Iterator[None]:
     """An importer's format error, which names the file and the place, as the command's error."""
-    from agentdocket.adapters.runs import SourceFormatError
+    from agentdocket.importers.common import SourceFormatError
 
     try:
         yield
@@ -157,25 +123,6 @@ def _ibm_source(path: Path, expected: Path | None) -> tuple[str, Path, Path | No
     return "single", path, None
 
 
-@export.command(name="verdicts")
-@click.option("--format", "fmt", type=click.Choice(["parquet", "csv"]), default="parquet")
-@click.option("--dataset", help="Only verdicts on runs of this dataset.")
-@click.option("--scorer", help="Only this scorer's verdicts (every version).")
-@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True)
-@click.pass_context
-def export_verdicts(
-    ctx: click.Context, fmt: str, dataset: str | None, scorer: str | None, output: Path
-) -> None:
-    """Export verdicts as a flat table (Parquet or CSV) for analysis: one row per verdict of
-    every version, with the run's dataset, case, agent and strategy."""
-    from agentdocket.store.export import write_verdicts
-    from agentdocket.store.scoring import verdict_export_rows
-
-    with open_from(ctx) as store:
-        n = write_verdicts(verdict_export_rows(store, dataset, scorer), output, fmt)
-    err.print(f"exported {n} verdicts to {output}")
-
-
 @import_.command(name="ibm-coalitions")
 @click.argument("path", type=click.Path(path_type=Path, exists=True))
 @click.option("--dataset", required=True, help="Name of the dataset the cases go into.")
@@ -193,7 +140,7 @@ def import_ibm(
     """Import raw outputs of the IBM coalitions study: a corrected_result.json (single models)
     or an api_data_0_11.json (fine-tuned), or a folder holding one. Tests become runs, with
     cases carrying the study's argument rules. Re-importing adds nothing."""
-    from agentdocket.adapters import ibm_coalitions, ibm_fine_tuned
+    from agentdocket.importers import ibm_coalitions, ibm_fine_tuned
 
     fmt, source, expected = _ibm_source(path, expected)
     agent = agent or (path.name if path.is_dir() else source.parent.name)
@@ -215,7 +162,7 @@ def import_toolalpaca(ctx: click.Context, path: Path, dataset: str) -> None:
     """Import a ToolAlpaca evaluation set (eval_real.json, eval_simulated.json) as a dataset of
     cases: expected plan = the golden actions, expected calls = those with their parsed inputs.
     An input that is not JSON is reported and kept as its raw string."""
-    from agentdocket.adapters import toolalpaca
+    from agentdocket.importers import toolalpaca
 
     with _source_errors():
         data, problems = toolalpaca.load(path, dataset)
@@ -230,7 +177,7 @@ def import_taskweaver(ctx: click.Context, folder: Path, dataset: str) -> None:
     """Import TaskWeaver auto_eval cases (FOLDER holds evaluator_prompt.yaml,
     virtual_user_prompt.yaml and cases/*/*.yaml) as examiner / judge cases: task description,
     weighted scoring points (with eval_code), data files, the examiner's and judge's prompts."""
-    from agentdocket.adapters.taskweaver import load
+    from agentdocket.importers.taskweaver import load
 
     with _source_errors():
         data, problems = load(folder, dataset)
@@ -246,7 +193,7 @@ def import_grammar(ctx: click.Context, path: Path, dataset: str, agent: str | No
     """Import a GRAMMAR results file (JSON records of query, answer, true and retrieved document
     ids, response, judgement, query_tag) as runs with their retrieval and response, cases grouped
     by query_tag, and the judgement as a verdict of grammar.judge."""
-    from agentdocket.adapters.grammar_results import load
+    from agentdocket.importers.grammar_results import load
 
     with _source_errors():
         data, events = load(path, dataset, agent)

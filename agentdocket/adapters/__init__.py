@@ -1,1 +1,0 @@
-"""agentdocket.adapters: not built yet (see the project issues)."""

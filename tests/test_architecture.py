@@ -1,0 +1,133 @@
+"""The layout's rules, checked on the source: no import cycle between modules or between
+packages, and dependencies pointing one way: event types (standard library only) <- store <-
+the rest <- commands <- cli."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "agentdocket"
+# Each package may import from the layers before it (and from itself), never after.
+LAYERS = [
+    {"events"},
+    {"store", "migrations"},
+    {"ingest", "importers", "scorers", "generators"},
+    {"tracer", "examiner", "demo"},
+    {"commands"},
+    {"cli"},
+]
+TOP = {"__init__"}  # agentdocket/__init__.py: the version, imported by anyone
+
+
+def _name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _imports(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the agentdocket modules it imports (at any level, TYPE_CHECKING included)."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    targets.append(sub if sub in modules else node.module)
+            for target in targets:
+                if target in modules and target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one node (Tarjan)."""
+    sys.setrecursionlimit(10_000)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in list(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_no_import_cycle_between_modules() -> None:
+    assert _cycles(_imports(_modules())) == []
+
+
+def test_no_import_cycle_between_packages() -> None:
+    packages: dict[str, set[str]] = defaultdict(set)
+    for module, targets in _imports(_modules()).items():
+        for target in targets:
+            if _package(module) != _package(target):
+                packages[_package(module)].add(_package(target))
+    assert _cycles(packages) == []
+
+
+def test_dependencies_point_one_way() -> None:
+    layer = {package: i for i, packages in enumerate(LAYERS) for package in packages}
+    modules = _modules()
+    assert {_package(m) for m in modules} - TOP <= set(layer), "a package with no layer"
+    wrong = [
+        f"{module} imports {target}"
+        for module, targets in _imports(modules).items()
+        for target in targets
+        if _package(target) not in TOP
+        and _package(module) not in TOP
+        and layer[_package(target)] > layer[_package(module)]
+    ]
+    assert wrong == []
+
+
+def test_event_types_use_the_standard_library_only() -> None:
+    allowed = set(sys.stdlib_module_names) | {"agentdocket"}
+    for path in (PACKAGE / "events").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                roots = {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                roots = {node.module.split(".")[0]}
+            else:
+                continue
+            assert roots <= allowed, f"{path.name} imports {roots - allowed}"
