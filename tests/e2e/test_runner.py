@@ -22,8 +22,7 @@ from agentdocket.scorers import Outcome, Scorer
 from agentdocket.scorers.runner import score_runs
 from agentdocket.scorers.tool_use import suffix_match
 from agentdocket.store import Store, open_store
-
-from .conftest import cli
+from tests.helpers.db import cli
 
 RULES = ["planner.suffix_match", "tools.slot_fill", "tools.procedural", "interaction.metrics"]
 

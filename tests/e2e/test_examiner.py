@@ -10,8 +10,7 @@ import pytest
 
 from agentdocket.examiner.harness import run_eval_code
 from agentdocket.store import open_store
-
-from .conftest import SHARED, cli, require_shared
+from tests.helpers.db import SHARED, cli, require_shared
 
 CASES = SHARED / "datasets" / "taskweaver-auto_eval"
 
@@ -62,7 +61,9 @@ def test_eval_code_passes_fails_times_out_and_reports_syntax_errors(tmp_path: Pa
 
 
 def _examine(url: str, *args: str) -> str:
-    return cli(url, "examine", "--agent", "tests.examined:make", "--cases", str(CASES), *args)
+    return cli(
+        url, "examine", "--agent", "tests.helpers.examined:make", "--cases", str(CASES), *args
+    )
 
 
 def test_an_echo_agent_is_examined_end_to_end(url: str) -> None:
@@ -72,9 +73,9 @@ def test_an_echo_agent_is_examined_end_to_end(url: str) -> None:
         "--case",
         "echo/echo",
         "--examiner",
-        "python:tests.examined:echo_examiner",
+        "python:tests.helpers.examined:echo_examiner",
         "--judge",
-        "python:tests.examined:yes_judge",
+        "python:tests.helpers.examined:yes_judge",
     )
     row = next(line for line in out.splitlines() if "│ echo/echo" in line)
     assert [c.strip() for c in row.split("│")[2:6]] == ["2", "keyword", "1/1", "1.00"]
@@ -160,9 +161,9 @@ def test_all_23_cases_run_end_to_end_and_the_report_shows_normalized_scores(
     out = _examine(
         sqlite_url,
         "--examiner",
-        "python:tests.examined:polite_examiner",
+        "python:tests.helpers.examined:polite_examiner",
         "--judge",
-        "python:tests.examined:yes_judge",
+        "python:tests.helpers.examined:yes_judge",
     )
     assert "examined 23 cases" in out
     report = json.loads(

@@ -25,9 +25,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from agentdocket.importers.interchange_export import export_records
 from agentdocket.store import open_store
 from agentdocket.tracer import CountingBatchSpanProcessor, StoreSpanExporter, Tracer
-from tests.conftest import accept_events_again, cli, refuse_events_containing
-from tests.factory import awkward_run_events, run_events
-from tests.otlp_server import Server
+from tests.helpers.db import accept_events_again, cli, refuse_events_containing
+from tests.helpers.factory import awkward_run_events, run_events
+from tests.helpers.otlp_server import Server
 
 NUL_QUESTION = "what is\x00this?"
 NUL_RESULT = "row\x00one"

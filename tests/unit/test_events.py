@@ -24,8 +24,7 @@ from agentdocket.events import (
     validate_payload,
 )
 from agentdocket.events.codec import from_json, to_json
-
-from .factory import run_events
+from tests.helpers.factory import run_events
 
 TID = "4bf92f3577b34da6a3ce929d0e0e4736"
 SPAN = "00f067aa0ba902b7"

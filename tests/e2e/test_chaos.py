@@ -18,8 +18,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agentdocket.store import open_store
-from tests.otlp_server import Server
-from tests.pg_cluster import Cluster
+from tests.helpers.otlp_server import Server
+from tests.helpers.pg_cluster import Cluster
 
 TRACES = 240  # each an agent span and two tool spans: 6 events
 PER_BATCH = 4

@@ -12,16 +12,8 @@ import pytest
 
 from agentdocket.events import Case, Dataset, ExpectedCall
 from agentdocket.store import DatasetConflict, Store, StoreError, open_store
-
-from .factory import T0, many_runs, run_events, verdict_event
-
-
-def projections(store: Store) -> dict[str, list[dict[str, Any]]]:
-    return {
-        "runs": store.rows("runs", "trace_id"),
-        "verdicts": store.rows("verdicts", "verdict_id"),
-        "steps": [dict(r) for r in store._dicts("SELECT * FROM steps ORDER BY trace_id, seq")],
-    }
+from tests.helpers.db import projections
+from tests.helpers.factory import T0, many_runs, run_events, verdict_event
 
 
 def test_append_and_read_back(store: Store) -> None:

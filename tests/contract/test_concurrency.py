@@ -7,9 +7,8 @@ import random
 
 from agentdocket.events import Event
 from agentdocket.store import open_store
-
-from .factory import many_runs
-from .test_store_contract import projections
+from tests.helpers.db import projections
+from tests.helpers.factory import many_runs
 
 WRITERS = 4
 

@@ -31,8 +31,8 @@ from agentdocket.store import DeadLetter, open_store
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from dashboards import build
 from dashboards.panels import OUTCOME, quantiles
-from tests.conftest import ROOT, SHARED, _drop, _fresh_pg, cli, require_shared, rounded
-from tests.test_grammar_eval import RECORDS
+from tests.helpers.db import ROOT, SHARED, cli, drop_database, fresh_pg, require_shared, rounded
+from tests.helpers.grammar_records import RECORDS
 
 DASHBOARDS = ROOT / "dashboards"
 IBM_CASE = SHARED / "datasets" / "ibm-coalitions" / "single-models" / "mistral_all"
@@ -152,7 +152,7 @@ def _stricter(trace: Any, config: Any) -> Outcome | None:
 @pytest.fixture(scope="module")
 def seeded(pg_template: tuple[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     require_shared(IBM_CASE)
-    url, name = _fresh_pg(pg_template)
+    url, name = fresh_pg(pg_template)
     tmp = tmp_path_factory.mktemp("seed")
     run_demo(url, spool_dir=tmp / "spool")
     cli(url, "import", "ibm-coalitions", str(IBM_CASE), "--dataset", "ibm-mistral")
@@ -183,7 +183,7 @@ def seeded(pg_template: tuple[str, str], tmp_path_factory: pytest.TempPathFactor
         score_runs(store, [stricter], trace_ids=ibm)
         store.keep_dead_letters([DeadLetter.of_raw('{"x": 1}', "test: refused", "seed")])
     yield url
-    _drop(pg_template[0], name)
+    drop_database(pg_template[0], name)
 
 
 def _rows(conn: psycopg.Connection[Any], text: str) -> tuple[list[str], list[tuple[Any, ...]]]:

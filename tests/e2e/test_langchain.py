@@ -12,8 +12,8 @@ from agentdocket.events import Trace
 from agentdocket.ingest.langchain import AgentdocketTracer
 from agentdocket.ingest.sink import Sink
 from agentdocket.store import open_store
-from tests.conftest import assert_absent, cli
-from tests.langchain_agent import get_weather, weather_agent, weather_dataset
+from tests.helpers.db import assert_absent, cli
+from tests.helpers.langchain_agent import get_weather, weather_agent, weather_dataset
 
 OPENAI_KEY = "sk-proj-Zq8T3xLw0aVbN4mR7yCe2uKd"
 

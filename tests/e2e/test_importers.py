@@ -11,8 +11,7 @@ from click.testing import CliRunner
 from agentdocket.cli import main
 from agentdocket.events import ExpectedCall
 from agentdocket.store import open_store
-
-from .conftest import SHARED, require_shared
+from tests.helpers.db import SHARED, require_shared
 
 TOOLALPACA = SHARED / "datasets" / "toolalpaca"
 IBM = SHARED / "datasets" / "ibm-coalitions"

@@ -12,36 +12,12 @@ from typing import Any
 
 import pytest
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, get_value
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agentdocket.events import Case, Event, validate_payload
 from agentdocket.store import open_store
 from agentdocket.store.sqlite import SqliteStore
-from agentdocket.tracer import CountingBatchSpanProcessor, StoreSpanExporter, Tracer
-
-
-class Recorder:
-    """A tracer whose spans go to the store (batched, as in production) and to memory."""
-
-    def __init__(self, url: str, spool: Path, **exporter: Any) -> None:
-        self.exporter = StoreSpanExporter(url, spool_dir=spool, **exporter)
-        self.memory = InMemorySpanExporter()
-        self.provider = TracerProvider()
-        self.processor = CountingBatchSpanProcessor(self.exporter)
-        self.provider.add_span_processor(self.processor)
-        self.provider.add_span_processor(SimpleSpanProcessor(self.memory))
-        self.tracer = Tracer(self.provider)
-
-    def flush(self) -> None:
-        assert self.processor.force_flush()
-
-    def close(self) -> None:
-        self.provider.shutdown()
-
-    def span(self, name: str) -> ReadableSpan:
-        return next(s for s in self.memory.get_finished_spans() if s.name == name)
+from agentdocket.tracer import Tracer
+from tests.helpers.recorder import Recorder
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "agentdocket"
+PACKAGE = Path(__file__).resolve().parents[2] / "agentdocket"
 # Each package may import from the layers before it (and from itself), never after.
 LAYERS = [
     {"events"},
@@ -131,3 +131,16 @@ def test_event_types_use_the_standard_library_only() -> None:
             else:
                 continue
             assert roots <= allowed, f"{path.name} imports {roots - allowed}"
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared test code lives in tests/helpers (or conftest fixtures), never in a test file."""
+    tests = PACKAGE.parent / "tests"
+    wrong = []
+    for path in tests.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                name = node.module.rsplit(".", 1)[-1]
+                if name.startswith("test_") or name == "conftest":
+                    wrong.append(f"{path.relative_to(tests)} imports {node.module}")
+    assert wrong == []

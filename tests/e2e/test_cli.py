@@ -13,6 +13,7 @@ from click.testing import CliRunner
 import agentdocket
 from agentdocket.cli import main
 from agentdocket.store import open_store
+from tests.helpers.db import cli
 
 AGENTDOCKET = str(Path(sys.executable).parent / "agentdocket")  # the installed console script
 
@@ -39,10 +40,18 @@ def test_demo_records_runs_of_three_strategies_through_the_tracer(tmp_path: Path
     # then scored by every scorer, and the report printed by strategy
     assert store.counts()["verdicts"] == 30 * 5
     assert "Loading weights" not in out
-    report = [line.split("│") for line in out.splitlines() if line.count("│") == 9]
-    planner = {r[1].strip(): r[4:7] for r in report if r[2].strip() == "planner.suffix_match"}
-    assert [x.strip() for x in planner["sequential"]] == ["10", "10", "0"]
-    assert [x.strip() for x in planner["no-interaction"]] == ["10", "0", "10"]
+    report = json.loads(
+        cli(
+            f"sqlite:///{tmp_path / 'agentdocket.db'}",
+            *("report", "--dataset", "concerts-demo", "--by", "strategy", "--format", "json"),
+        )
+    )
+    planner = {
+        strategy: group["scorers"]["planner.suffix_match"]
+        for strategy, group in report["groups"].items()
+    }
+    assert [planner["sequential"][k] for k in ("scored", "passed", "failed")] == [10, 10, 0]
+    assert [planner["no-interaction"][k] for k in ("scored", "passed", "failed")] == [10, 0, 10]
     # the cases came along, and a second demo records new runs against the same cases
     assert len(store.dataset("concerts-demo", "1").cases) == 10
     store.close()
@@ -57,16 +66,14 @@ def _sample(runner: CliRunner, url: str) -> None:
     assert done.exit_code == 0, done.output
 
 
-def test_runs_show_prints_a_timeline(url: str) -> None:
+def test_runs_show_gives_a_run_with_its_events(url: str) -> None:
     runner = CliRunner()
     _sample(runner, url)
-    shown = runner.invoke(main, ["--database", url, "runs", "show", "d069"], obj={})
-    assert shown.exit_code == 0, shown.output
-    text = shown.output
-    assert "Which stadium hosted the most concerts in 2024?" in text
-    assert "error: no such column: c.yr" in text
-    kinds = [line.split("│")[3].strip() for line in text.splitlines() if line.count("│") == 5]
-    kinds = [k for k in kinds if k]
+    shown = json.loads(cli(url, "runs", "show", "d069", "--format", "json"))
+    assert shown["run"]["question"] == "Which stadium hosted the most concerts in 2024?"
+    errors = [e["payload"].get("error") for e in shown["events"] if e["kind"] == "sql.executed"]
+    assert "no such column: c.yr" in errors
+    kinds = [e["kind"] for e in shown["events"]]
     assert kinds == [
         "run.started",
         "plan",
@@ -80,8 +87,8 @@ def test_runs_show_prints_a_timeline(url: str) -> None:
         "response",
         "run.finished",
     ]
-    listed = runner.invoke(main, ["--database", url, "runs", "list", "--agent", "nobody"], obj={})
-    assert "runs (0 of 6)" in listed.output
+    listed = json.loads(cli(url, "runs", "list", "--agent", "nobody", "--format", "json"))
+    assert (listed["total"], listed["runs"]) == (6, [])
     missing = runner.invoke(main, ["--database", url, "runs", "show", "ffff"], obj={})
     assert missing.exit_code == 1 and "no run with a trace id starting 'ffff'" in missing.output
 
@@ -98,15 +105,15 @@ def test_demo_runs_are_readable_with_runs_show(url: str, tmp_path: Path) -> None
     with open_store(url) as store:
         runs = store.list_runs(dataset="concerts-demo", limit=None)
         for run in runs:
-            shown = runner.invoke(
-                main, ["--database", url, "runs", "show", run["trace_id"]], obj={}
-            )
-            assert shown.exit_code == 0, shown.output
-            assert run["question"] in shown.output
+            shown = json.loads(cli(url, "runs", "show", run["trace_id"], "--format", "json"))
+            assert shown["run"]["question"] == run["question"]
+            assert shown["case"]["case_id"] == run["case_id"]
         q03 = next(r for r in runs if r["case_id"] == "q03" and r["strategy"] == "sequential")
-    text = runner.invoke(main, ["--database", url, "runs", "show", q03["trace_id"]], obj={}).output
-    assert "error: OperationalError: no such column: c.concert_year" in text
-    assert "The average age of the singers who performed in 2023 is 34.8." in text
+    shown = json.loads(cli(url, "runs", "show", q03["trace_id"], "--format", "json"))
+    errors = [e["payload"]["error"] for e in shown["events"] if e["kind"] == "tool.returned"]
+    assert "OperationalError: no such column: c.concert_year" in errors
+    [response] = [e["payload"]["text"] for e in shown["events"] if e["kind"] == "response"]
+    assert response == "The average age of the singers who performed in 2023 is 34.8."
 
 
 def test_schemas_are_printed_as_json_schema() -> None:

@@ -26,8 +26,7 @@ from agentdocket.scorers.judges.peer import SUBTASKS
 from agentdocket.scorers.judges.prompts import placeholders
 from agentdocket.scorers.runner import score_runs
 from agentdocket.store import Store, open_store
-
-from .conftest import SHARED, require_shared
+from tests.helpers.db import SHARED, require_shared
 
 SOURCE = SHARED / "seeds" / "000_b3c1d8e83c640636.txt"
 

@@ -14,8 +14,7 @@ from click.testing import CliRunner
 
 from agentdocket.cli import main
 from agentdocket.store import open_store
-
-from .conftest import SHARED, cli, require_shared
+from tests.helpers.db import SHARED, cli, require_shared
 
 IBM = SHARED / "datasets" / "ibm-coalitions"
 SINGLE = sorted(p.name for p in (IBM / "single-models").iterdir()) if IBM.is_dir() else []

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psycopg
 
-from tests.otlp_server import free_port
+from tests.helpers.otlp_server import free_port
 
 BIN = Path("/usr/lib/postgresql/15/bin")
 

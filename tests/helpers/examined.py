@@ -1,5 +1,5 @@
 """An agent to examine, and scripted examiner / judge models, for the examiner harness tests
-(named on the command line as tests.examined:...)."""
+(named on the command line as tests.helpers.examined:...)."""
 
 from __future__ import annotations
 

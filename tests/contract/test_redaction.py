@@ -19,8 +19,8 @@ from agentdocket.events import (
     validate_payload,
 )
 from agentdocket.store import RedactionConfigError, Redactor, open_store
-from tests.conftest import assert_absent, cli
-from tests.test_tracer import Recorder
+from tests.helpers.db import assert_absent, cli
+from tests.helpers.recorder import Recorder
 
 OPENAI_KEY = "sk-proj-Zq8T3xLw0aVbN4mR7yCe2uKd"
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"

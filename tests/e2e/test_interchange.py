@@ -13,9 +13,8 @@ from agentdocket.cli import main
 from agentdocket.events import Case, Dataset
 from agentdocket.importers.interchange_export import export_records, write_jsonl
 from agentdocket.store import open_store
-
-from .factory import many_runs
-from .test_store_contract import projections
+from tests.helpers.db import projections
+from tests.helpers.factory import many_runs
 
 
 def _cli(url: str, *args: str) -> str:

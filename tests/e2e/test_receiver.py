@@ -25,8 +25,8 @@ from agentdocket.cli import main
 from agentdocket.ingest.receiver import Receiver
 from agentdocket.ingest.sink import Sink
 from agentdocket.store import open_store
-from tests.conftest import assert_absent, cli
-from tests.otlp_server import Server
+from tests.helpers.db import assert_absent, cli
+from tests.helpers.otlp_server import Server
 
 OPENAI_KEY = "sk-proj-Zq8T3xLw0aVbN4mR7yCe2uKd"
 
@@ -142,7 +142,7 @@ def test_genai_spans_from_the_sdk_exporter_arrive_as_events(server: Server, url:
 def test_openinference_langchain_runs_are_scored(server: Server, url: str) -> None:
     from openinference.instrumentation.langchain import LangChainInstrumentor
 
-    from tests.langchain_agent import weather_agent, weather_dataset
+    from tests.helpers.langchain_agent import weather_agent, weather_dataset
 
     with open_store(url) as store:
         store.register_dataset(weather_dataset())

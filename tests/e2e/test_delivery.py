@@ -21,8 +21,8 @@ from agentdocket.ingest.mapping import spans_to_events
 from agentdocket.ingest.spool import HEADER, Spool
 from agentdocket.store import open_store
 from agentdocket.tracer import StoreSpanExporter
-from tests.netproxy import TcpProxy
-from tests.test_tracer import Recorder
+from tests.helpers.netproxy import TcpProxy
+from tests.helpers.recorder import Recorder, record_runs
 
 
 def _stored(url: str) -> list[dict[str, Any]]:
@@ -38,15 +38,6 @@ def _expected(recorder: Recorder) -> set[str]:
 EV, SPANS = 6, 4  # events and spans of one run recorded by _record
 
 
-def _record(recorder: Recorder, n: int, label: str) -> None:
-    for i in range(n):
-        with recorder.tracer.run("agent", question=f"{label}-{i}") as run:
-            run.plan(["sql"])
-            with run.tool_call("sql", {"q": i}) as call:
-                call.result([i])
-            run.respond(f"{label}-{i}")
-
-
 def _closed_port_url(url: str) -> str:
     proxy = TcpProxy("127.0.0.1", 1)  # only to find a free port; nothing listens there
     return make_url(url).set(port=proxy.port).render_as_string(hide_password=False)
@@ -58,12 +49,12 @@ def test_outage_and_recovery_deliver_every_event_exactly_once(pg_url: str, tmp_p
     via_proxy = target.set(port=proxy.port).render_as_string(hide_password=False)
     r = Recorder(via_proxy, tmp_path / "spool", retry_initial_s=0.01, retry_max_s=0.01)
     try:
-        _record(r, 5, "before")
+        record_runs(r, 5, "before")
         r.flush()
         assert r.exporter.stats.delivered == 5 * EV and r.exporter.stats.spooled == 0
 
         proxy.stop()  # connections cut, new ones refused
-        _record(r, 7, "during")  # the agent carries on; nothing raises
+        record_runs(r, 7, "during")  # the agent carries on; nothing raises
         r.flush()
         spooled = r.exporter.stats.spooled
         assert spooled == 7 * EV and r.exporter.stats.failures >= 1
@@ -71,7 +62,7 @@ def test_outage_and_recovery_deliver_every_event_exactly_once(pg_url: str, tmp_p
         assert r.exporter.spool.pending()
 
         proxy.start()
-        _record(r, 3, "after")
+        record_runs(r, 3, "after")
         r.flush()  # replays the spool first, then the new batch
         stored = _stored(pg_url)
         ids = [str(e["event_id"]) for e in stored]
@@ -91,11 +82,10 @@ CHILD = textwrap.dedent(
     """
     import json, sys, time
     from agentdocket.ingest.mapping import spans_to_events
-    from tests.test_tracer import Recorder
-    from tests.test_delivery import _record
+    from tests.helpers.recorder import Recorder, record_runs
 
     r = Recorder(sys.argv[1], sys.argv[2], retry_initial_s=60, replay_on_start=False)
-    _record(r, 6, "child")
+    record_runs(r, 6, "child")
     r.flush()
     ids = sorted(str(e.event_id) for e in spans_to_events(r.memory.get_finished_spans()))
     print(json.dumps({"spooled": r.exporter.stats.spooled, "ids": ids}), flush=True)
@@ -108,7 +98,7 @@ def test_the_spool_of_a_killed_process_is_delivered_at_the_next_start(
     pg_url: str, tmp_path: Path
 ) -> None:
     spool = tmp_path / "spool"
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, _closed_port_url(pg_url), str(spool)],
         cwd=root,
@@ -137,7 +127,7 @@ def test_the_spool_of_a_killed_process_is_delivered_at_the_next_start(
 
 def test_a_crash_between_delivery_and_cleanup_duplicates_nothing(url: str, tmp_path: Path) -> None:
     r = Recorder(_unreachable(url, tmp_path), tmp_path / "spool", retry_initial_s=60)
-    _record(r, 4, "x")
+    record_runs(r, 4, "x")
     r.flush()
     r.close()
     (spooled,) = list((tmp_path / "spool").iterdir())
@@ -182,7 +172,7 @@ def test_a_full_spool_drops_spans_and_reports_how_many(tmp_path: Path) -> None:
     down = _blocked_sqlite(tmp_path)
     r = Recorder(down, tmp_path / "spool", spool_max_bytes=6_000, retry_initial_s=60)
     for i in range(10):
-        _record(r, 1, f"r{i}")
+        record_runs(r, 1, f"r{i}")
         r.flush()  # one batch per run
     stats = r.exporter.stats
     dropped = stats.dropped["spool_full"]
@@ -236,7 +226,7 @@ def test_span_queue_overflow_is_counted_and_reported(tmp_path: Path) -> None:
 def test_a_torn_last_record_is_skipped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     r = Recorder(_blocked_sqlite(tmp_path), tmp_path / "spool", retry_initial_s=60)
     for i in range(3):
-        _record(r, 1, f"t{i}")
+        record_runs(r, 1, f"t{i}")
         r.flush()
     r.close()
     (path,) = list((tmp_path / "spool").iterdir())
@@ -253,7 +243,7 @@ def test_a_torn_last_record_is_skipped(tmp_path: Path, caplog: pytest.LogCapture
 def test_an_unwritable_spool_counts_drops_and_never_raises(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("a file where the spool directory should be")
     r = Recorder(_blocked_sqlite(tmp_path), tmp_path / "file" / "spool", retry_initial_s=60)
-    _record(r, 2, "lost")
+    record_runs(r, 2, "lost")
     r.flush()
     r.close()
     assert r.exporter.stats.dropped == {"spool_error": 2 * SPANS}
@@ -272,7 +262,7 @@ def test_a_spool_record_that_does_not_decode_is_quarantined_and_replay_goes_on(
     import zlib
 
     from agentdocket.ingest.spool import MAGIC
-    from tests.factory import many_runs
+    from tests.helpers.factory import many_runs
 
     spool = Spool(tmp_path / "spool")
     batch = many_runs(1)

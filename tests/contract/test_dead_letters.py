@@ -17,8 +17,8 @@ from agentdocket.events import Case, Dataset, Event, event_to_json
 from agentdocket.importers.interchange_export import export_records
 from agentdocket.store import RecordRefused, Store, StoreUnavailable, open_store
 from agentdocket.store.escaping import escape, unescape
-from tests.conftest import accept_events_again, refuse_events_containing
-from tests.factory import AWKWARD, awkward_run_events, many_runs, run_events
+from tests.helpers.db import accept_events_again, refuse_events_containing
+from tests.helpers.factory import AWKWARD, awkward_run_events, many_runs, run_events
 
 
 def _poisoned(event: Event, marker: str = "poison") -> Event:

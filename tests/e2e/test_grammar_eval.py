@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -15,38 +14,8 @@ from agentdocket import scorers
 from agentdocket.cli import main
 from agentdocket.scorers.runner import score_runs
 from agentdocket.store import open_store
-
-from .conftest import cli
-
-
-def _record(tag: str, judgement: str | None, true: list[str], got: list[str], n: int) -> Any:
-    return {
-        "query": f"question {tag} phrasing {n}",
-        "answer": f"answer {tag}",
-        "true_document_ids": true,
-        "retrieved_document_ids": got,
-        "gpt_response": [f"response {tag} {n}", "extra"],
-        "judgement": judgement,
-        "query_tag": tag,
-    }
-
-
-RECORDS = [
-    # A: robust, both right
-    _record("A", "Correct", ["d1"], ["d1"], 1),
-    _record("A", "Correct", ["d1"], ["d1"], 2),
-    # B: gap; the second is judged Correct but retrieved the wrong document (closed domain)
-    _record("B", "Incorrect", ["d2"], ["d2"], 1),
-    _record("B", "Correct", ["d2"], ["d7"], 2),
-    # C: non-robust; C2 had the context of the correct C1 (blame the language model), C3
-    # did not (blame retrieval)
-    _record("C", "Correct", ["d3"], ["d3"], 1),
-    _record("C", "Incorrect", ["d3"], ["d3"], 2),
-    _record("C", "Correct", ["d3"], ["d9"], 3),
-    # D: non-robust; no judgement counts as incorrect, with sufficient context
-    _record("D", "Correct", ["d4", "d5"], ["d5", "d4"], 1),
-    _record("D", None, ["d4", "d5"], ["d4", "d5"], 2),
-]
+from tests.helpers.db import cli
+from tests.helpers.grammar_records import RECORDS, record
 
 
 @pytest.fixture
@@ -115,15 +84,15 @@ def test_a_bad_record_names_its_index(tmp_path: Path) -> None:
 
 def test_compare_two_conditions_over_the_same_groups(url: str, results: Path) -> None:
     longer = [
-        _record("A", "Incorrect", ["d1"], ["d1"], 11),
-        _record("A", "Incorrect", ["d1"], ["d1"], 12),
-        _record("B", "Incorrect", ["d2"], ["d2"], 11),
-        _record("B", "Incorrect", ["d2"], ["d2"], 12),
-        _record("C", "Correct", ["d3"], ["d3"], 11),
-        _record("C", "Correct", ["d3"], ["d3"], 12),
-        _record("C", "Correct", ["d3"], ["d3"], 13),
-        _record("D", "Correct", ["d4"], ["d4"], 11),
-        _record("D", "Correct", ["d4"], ["d4"], 12),
+        record("A", "Incorrect", ["d1"], ["d1"], 11),
+        record("A", "Incorrect", ["d1"], ["d1"], 12),
+        record("B", "Incorrect", ["d2"], ["d2"], 11),
+        record("B", "Incorrect", ["d2"], ["d2"], 12),
+        record("C", "Correct", ["d3"], ["d3"], 11),
+        record("C", "Correct", ["d3"], ["d3"], 12),
+        record("C", "Correct", ["d3"], ["d3"], 13),
+        record("D", "Correct", ["d4"], ["d4"], 11),
+        record("D", "Correct", ["d4"], ["d4"], 12),
     ]
     other = results.with_name("long.json")
     other.write_text(json.dumps(longer))

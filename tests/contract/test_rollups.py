@@ -18,8 +18,8 @@ from agentdocket.commands.refresh_dashboards import Refresher
 from agentdocket.store import open_store
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from agentdocket.store.rollups import refresh
-from tests.conftest import cli, rounded
-from tests.factory import T0, many_runs, run_events, verdict_event
+from tests.helpers.db import cli, rounded
+from tests.helpers.factory import T0, many_runs, run_events, verdict_event
 
 pytestmark = pytest.mark.postgres
 
