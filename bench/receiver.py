@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 from agentdocket.store import open_store  # noqa: E402
 from agentdocket.store.config import parse_url, psycopg_conninfo  # noqa: E402
 from bench.common import fresh_database, postgres_url  # noqa: E402
-from tests.otlp_server import free_port  # noqa: E402
+from tests.helpers.otlp_server import free_port  # noqa: E402
 
 PEERS = ROOT / "bench" / ".peers"
 BATCH = 512

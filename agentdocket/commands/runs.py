@@ -127,7 +127,7 @@ def _summary(event: Event) -> str:
 def runs_show(ctx: click.Context, trace_id: str, width: int, fmt: str) -> None:
     """Show one run as a timeline of its steps (TRACE_ID may be abbreviated)."""
     with open_from(ctx) as store:
-        matches = store.find_traces(trace_id)
+        matches = store.find_runs(trace_id)
         if not matches:
             raise click.ClickException(f"no run with a trace id starting {trace_id!r}")
         if len(matches) > 1:

@@ -140,6 +140,16 @@ def list_scorers(fmt: str) -> None:
                     "reads": list(s.inputs),
                     "measures": s.description,
                     "config": {k: v for k, v in s.config.items()},
+                    "options": {
+                        name: {
+                            "types": [t.__name__ for t in o.types],
+                            "default": o.default,
+                            "description": o.description,
+                        }
+                        for name, o in s.options.items()
+                    },
+                    "details": dict(s.details),
+                    "metrics": {name: list(m) for name, m in s.metrics.items()},
                 }
                 for s in scorers.scorers()
             ]

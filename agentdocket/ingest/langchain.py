@@ -1,10 +1,11 @@
 """A langchain-core callback handler recording LangChain runs as agentdocket events.
 
-:class:`AgentdocketTracer` is a ``BaseTracer``: langchain-core assembles the run tree, and when
+:class:`AgentdocketHandler` is a ``BaseTracer``: langchain-core assembles the run tree, and when
 the root run ends its persist step hands the tree to :func:`run_to_events` (a pure function)
 and queues the events for a background thread, which stores them, or spools them while the
-database is away (the tracer's exporter does both, with its back-off). The agent's thread only
-maps and queues; nothing is ever raised into it, and a full queue drops runs and counts them.
+database is away (the shared :class:`~agentdocket.ingest.sink.Sink`, with its back-off). The
+agent's thread only maps and queues; nothing is ever raised into it, and a full queue drops
+runs and counts them.
 
 Mapping: the root run is the run (``run.started``, the answer as ``response``,
 ``run.finished``); chat model and LLM runs are ``llm.called`` (messages, model, temperature,
@@ -319,8 +320,8 @@ def _descendants(run: Run) -> Iterator[Run]:
 # --- the handler ------------------------------------------------------------------------------
 
 
-class AgentdocketTracer(BaseTracer):
-    """Record LangChain runs into agentdocket's store: ``config={"callbacks": [tracer]}``.
+class AgentdocketHandler(BaseTracer):
+    """Record LangChain runs into agentdocket's store: ``config={"callbacks": [handler]}``.
 
     ``url`` defaults to ``AGENTDOCKET_DATABASE_URL`` (else ./agentdocket.db); ``sink`` shares an
     existing :class:`~agentdocket.ingest.sink.Sink` instead. ``dataset``,
@@ -392,4 +393,4 @@ class AgentdocketTracer(BaseTracer):
         self.sink.close()
 
 
-__all__ = ["AgentdocketTracer", "chat_message", "run_to_events"]
+__all__ = ["AgentdocketHandler", "chat_message", "run_to_events"]

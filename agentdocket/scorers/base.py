@@ -46,6 +46,28 @@ Metric = tuple[str, str]
 
 
 @dataclass(frozen=True)
+class Option:
+    """One setting of a scorer: the types it takes, its default, what it means."""
+
+    types: tuple[type, ...]
+    default: Any
+    description: str
+
+    def check(self, scorer: str, name: str, value: Any) -> None:
+        if value is None and self.default is None:
+            return
+        if not isinstance(value, self.types) and not callable(value):
+            wanted = " or ".join(t.__name__ for t in self.types)
+            raise TypeError(
+                f"scorer {scorer}: option {name!r} takes {wanted}, not {type(value).__name__}"
+            )
+
+
+def option(types: type | tuple[type, ...], default: Any, description: str) -> Option:
+    return Option(types if isinstance(types, tuple) else (types,), default, description)
+
+
+@dataclass(frozen=True)
 class Scorer:
     """A named, versioned scorer with its configuration.
 
@@ -66,6 +88,27 @@ class Scorer:
     # "group": the scorer judges each run among the runs of its case's semantic group; the
     # runner hands it whole groups, and a run's input hash covers its whole group
     scope: Literal["run", "group"] = "run"
+    # The settings it takes (``config`` holds the values it runs with; a declared option absent
+    # from it is unset, so that declaring one never changes an input hash) and the keys of the
+    # details its verdicts carry, each with what it means: one place for reports, dashboards and
+    # docs to read them from.
+    options: Mapping[str, Option] = field(default_factory=dict)
+    details: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.options:
+            return
+        unknown = sorted(set(self.config) - set(self.options))
+        if unknown:
+            raise KeyError(
+                f"scorer {self.name}: unknown options {', '.join(unknown)}; it takes "
+                f"{', '.join(sorted(self.options))}"
+            )
+        for name, value in self.config.items():
+            self.options[name].check(self.name, name, value)
+        missing = sorted({d for d, _ in self.metrics.values()} - set(self.details))
+        if missing:
+            raise KeyError(f"scorer {self.name}: metrics read undeclared details {missing}")
 
     def score(self, trace: Trace) -> Outcome | None:
         return self.fn(trace, self.config)

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentdocket.events import Trace
-from agentdocket.scorers.base import Outcome
+from agentdocket.scorers.base import Outcome, Scorer, option, register
 
 METRICS = {
     "accuracy": ("correct", "mean"),
@@ -181,3 +181,43 @@ def compare_conditions(
         "level": level,
         "samples": samples,
     }
+
+
+register(
+    Scorer(
+        "grammar.groups",
+        "1",
+        "GRAMMAR-Eval: runs judged within their semantic group (Gap / Robust / Non-robust), "
+        "closed-domain correctness, context comparison (retrieval vs language model)",
+        grammar_groups,
+        config={"judge": "grammar.judge", "closed_domain": True},
+        inputs=("retrieval", "verdict", "case"),
+        batch=grammar_groups_batch,
+        metrics=METRICS,
+        scope="group",
+        options={
+            "judge": option(str, "grammar.judge", "the scorer whose verdict says Correct"),
+            "closed_domain": option(
+                bool, True, "a correct run must also retrieve exactly the true documents"
+            ),
+        },
+        details={
+            "group": "str: the semantic group (the case's group)",
+            "tag": "str: the group's tag, Gap, Robust or Non-robust",
+            "correct": "bool: the run is correct",
+            "retrieval_correct": "bool: it retrieved exactly the true documents",
+            "retrieved_ids": "list[str]: the documents it retrieved",
+            "refined_correct": "bool: correct, outside gap groups",
+            "refined_retrieval_correct": "bool: retrieval correct, outside gap groups",
+            "blame": "str: 'retrieval' or 'language_model' (an incorrect non-robust run)",
+            "blame_retrieval": "int: 1 when blamed on retrieval",
+            "blame_language_model": "int: 1 when blamed on the language model",
+            "group_representative": "int: 1 on one run per group (group-level counts)",
+            "group_has_correct": "int: the group has a correct run (on the representative)",
+            "group_size": "int: runs in the group (on the representative)",
+            "gap": "int: 1 for a gap group (on the representative)",
+            "robust": "int: 1 for a robust group (on the representative)",
+            "non_robust": "int: 1 for a non-robust group (on the representative)",
+        },
+    )
+)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentdocket.events import Trace
-from agentdocket.scorers.base import Outcome
+from agentdocket.scorers.base import Outcome, Scorer, register
 
 
 def _words(text: str | None) -> int:
@@ -36,3 +36,25 @@ def interaction_metrics(trace: Trace, config: Mapping[str, Any]) -> Outcome | No
             "answer_length": _words(trace.response),
         }
     )
+
+
+register(
+    Scorer(
+        "interaction.metrics",
+        "1",
+        "plan length (words), SQL generated, valid SQL (no error, rows returned), answer length",
+        interaction_metrics,
+        inputs=("plan", "sql.executed", "response"),
+        metrics={
+            m: (m, "mean")
+            for m in ("plan_length", "plan_steps", "sql_generated", "sql_valid", "answer_length")
+        },
+        details={
+            "plan_length": "int: words in the plan's text",
+            "plan_steps": "int: steps in the plan",
+            "sql_generated": "int: SQL queries the agent ran",
+            "sql_valid": "int: those that ran without error and returned rows",
+            "answer_length": "int: words in the response",
+        },
+    )
+)

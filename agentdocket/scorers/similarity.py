@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentdocket.events import Trace
-from agentdocket.scorers.base import Outcome
+from agentdocket.scorers.base import Outcome, Scorer, register
 from agentdocket.scorers.rouge import rouge_l
-from agentdocket.scorers.tool_use import Similarity, similarity_function
+from agentdocket.scorers.tool_use import SIMILARITY, Similarity, similarity_function
 
 
 def _reference(trace: Trace) -> tuple[str, str] | None:
@@ -75,3 +75,29 @@ def response_similarity_batch(
 
 def response_similarity(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
     return response_similarity_batch([trace], config)[0]
+
+
+register(
+    Scorer(
+        "response.similarity",
+        "1",
+        "final response vs the case's stub response: all-MiniLM-L6-v2 cosine, ROUGE-L P/R/F "
+        "(reference = stub)",
+        response_similarity,
+        config={"similarity": "all-MiniLM-L6-v2"},
+        inputs=("response", "case"),
+        batch=response_similarity_batch,
+        metrics={
+            m: (m, "mean")
+            for m in ("cosine", "rougeL_precision", "rougeL_recall", "rougeL_fmeasure")
+        },
+        options={"similarity": SIMILARITY},
+        details={
+            "reference": "str: what the response was compared with: 'stub' or 'reference'",
+            "cosine": "float: cosine similarity of the two embeddings",
+            "rougeL_precision": "float: LCS / response tokens (reference = stub)",
+            "rougeL_recall": "float: LCS / reference tokens",
+            "rougeL_fmeasure": "float: their harmonic mean",
+        },
+    )
+)

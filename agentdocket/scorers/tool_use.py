@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentdocket.events import ArgumentRules, ExpectedCall, ToolCall, Trace
-from agentdocket.scorers.base import Outcome, remembered
+from agentdocket.scorers.base import Outcome, Scorer, option, register, remembered
 
 Similarity = Callable[[Sequence[tuple[str, str]]], Sequence[float]]
 # A case attribute choosing how expected calls are paired with executed ones: "optimal" (the
@@ -282,3 +282,68 @@ def procedural(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
         failure_type=failure,
         details={"planner_passed": plan.passed, "slot_fill_passed": slots.passed},
     )
+
+
+# --- declarations ---------------------------------------------------------------------------
+
+SIMILARITY = option(
+    (str,),
+    "all-MiniLM-L6-v2",
+    "the embedding model for cosine similarity, or a function from text pairs to scores",
+)
+
+register(
+    Scorer(
+        "planner.suffix_match",
+        "1",
+        "the generated plan equals the expected plan or ends with it; details: extra steps",
+        suffix_match,
+        inputs=("plan", "case"),
+        metrics={
+            "extra_steps_total": ("extra_steps", "sum"),
+            "extra_steps_mean": ("extra_steps", "mean"),
+        },
+        details={
+            "expected": "list[str]: the expected plan's tools",
+            "generated": "list[str]: the run's plan's tools",
+            "extra_steps": "int: steps before the expected suffix (a passing plan)",
+            "extra": "list[str]: those steps' tools",
+        },
+    )
+)
+register(
+    Scorer(
+        "tools.slot_fill",
+        "2",  # 2 reads plan steps: a call recorded with a bare value takes its model's arguments
+        "every expected call matched by a distinct executed call with equal arguments "
+        "(the case's rules), in any order",
+        slot_fill,
+        config={"similarity": "all-MiniLM-L6-v2"},
+        inputs=("plan", "tool.called", "case"),
+        metrics={"matched_fraction": ("matched_fraction", "mean")},
+        options={"similarity": SIMILARITY},
+        details={
+            "pairing": "str: 'optimal' (a maximum matching) or 'in_order' (the case's choice)",
+            "expected_calls": "int: calls the case expects",
+            "executed_calls": "int: calls the run made",
+            "matched": "dict[str, str]: expected call index -> the executed call's id",
+            "matched_fraction": "float: expected calls matched",
+            "unmatched": "list[dict]: each unmatched expected call, with its closest differences",
+        },
+    )
+)
+register(
+    Scorer(
+        "tools.procedural",
+        "1",
+        "overall procedural accuracy: planner.suffix_match and tools.slot_fill both pass",
+        procedural,
+        config={"similarity": "all-MiniLM-L6-v2"},
+        inputs=("plan", "tool.called", "case"),
+        options={"similarity": SIMILARITY},
+        details={
+            "planner_passed": "bool: planner.suffix_match passed",
+            "slot_fill_passed": "bool: tools.slot_fill passed",
+        },
+    )
+)

@@ -485,8 +485,9 @@ class Store(ScoringStore, DeadLetterStore, ABC):
             sql += f" LIMIT {int(limit)}"
         return list(self._dicts(sql, params))
 
-    def find_traces(self, prefix: str) -> list[str]:
-        """Trace ids starting with ``prefix`` (for abbreviated ids on the command line)."""
+    def find_runs(self, prefix: str) -> list[str]:
+        """Trace ids of the runs whose id starts with ``prefix`` (abbreviated ids on the command
+        line)."""
         rows = self._read(
             "SELECT trace_id FROM runs WHERE trace_id LIKE ? ORDER BY trace_id LIMIT 10",
             (prefix.lower() + "%",),

@@ -24,10 +24,10 @@ from agentdocket import __version__
 from agentdocket.events import Case, PlanStep
 from agentdocket.ingest import attributes as A
 from agentdocket.tracer.steps import (
-    LlmCall,
+    LlmCallStep,
     RetrievalStep,
-    SqlQuery,
-    ToolCall,
+    SqlStep,
+    ToolCallStep,
     record_error,
     wrap_tool,
 )
@@ -254,16 +254,14 @@ class Run:
             attrs[A.PLAN_TEXT] = A.text_value(text)
         self._instant("plan", attrs)
 
-    def tool_call(self, tool: str, arguments: Any = None) -> ToolCall:
+    def tool_call(self, tool: str, arguments: Any = None) -> ToolCallStep:
         """A tool call; a context manager (``call.result(value)`` records the result) or a
         decorator for the tool function."""
-        return ToolCall(self, tool, arguments)
+        return ToolCallStep(self, tool, arguments)
 
-    def sql(
-        self, query: str, *, database: str | None = None, system: str | None = None
-    ) -> SqlQuery:
+    def sql(self, query: str, *, database: str | None = None, system: str | None = None) -> SqlStep:
         """A SQL query; ``with run.sql(q) as s: ...; s.result(columns, rows)``."""
-        return SqlQuery(self, query, database, system)
+        return SqlStep(self, query, database, system)
 
     def execute_sql(
         self, connection: Any, query: str, params: Any = (), *, database: str | None = None
@@ -304,10 +302,10 @@ class Run:
         input_tokens: int | None = None,
         output_tokens: int | None = None,
         attributes: Mapping[str, Any] | None = None,
-    ) -> LlmCall:
+    ) -> LlmCallStep:
         """An LLM call by the agent's ``role`` (planner, slot_filler, ...). With ``output`` it
         is recorded at once; without, use it as a context manager and call ``.output(...)``."""
-        step = LlmCall(self, model, role, messages, temperature, attributes)
+        step = LlmCallStep(self, model, role, messages, temperature, attributes)
         if output is not None:
             step._open()
             step.output(output, input_tokens=input_tokens, output_tokens=output_tokens)

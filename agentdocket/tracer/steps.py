@@ -109,7 +109,7 @@ def _tracer_for_orphans() -> trace.Tracer:
     return trace.get_tracer("agentdocket")
 
 
-class ToolCall(_Step):
+class ToolCallStep(_Step):
     """A tool call: ``with run.tool_call("search", {"q": "..."}) as call: call.result(hits)``.
 
     Also a decorator: ``@run.tool_call("search")`` records each call of the function with its
@@ -139,7 +139,7 @@ class ToolCall(_Step):
         self._result: Any = None
         self._has_result = False
 
-    def __enter__(self) -> ToolCall:
+    def __enter__(self) -> ToolCallStep:
         self._open()
         return self
 
@@ -193,20 +193,20 @@ def wrap_tool(fn: F, tool: str, run_of: Callable[[], Run | None]) -> F:
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            with ToolCall(run_of(), tool, arguments(args, kwargs)) as call:
+            with ToolCallStep(run_of(), tool, arguments(args, kwargs)) as call:
                 return call.result(await fn(*args, **kwargs))
 
         return async_wrapper  # type: ignore[return-value]
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with ToolCall(run_of(), tool, arguments(args, kwargs)) as call:
+        with ToolCallStep(run_of(), tool, arguments(args, kwargs)) as call:
             return call.result(fn(*args, **kwargs))
 
     return wrapper  # type: ignore[return-value]
 
 
-class SqlQuery(_Step):
+class SqlStep(_Step):
     """A SQL query against the agent's database: ``with run.sql(q) as s: s.result(cols, rows)``."""
 
     __slots__ = ("_columns", "_max_rows", "_row_count", "_rows")
@@ -229,7 +229,7 @@ class SqlQuery(_Step):
         self._row_count: int | None = None
         self._max_rows = run.max_rows
 
-    def __enter__(self) -> SqlQuery:
+    def __enter__(self) -> SqlStep:
         self._open()
         return self
 
@@ -296,7 +296,7 @@ class RetrievalStep(_Step):
             span.set_attributes(self._docs)
 
 
-class LlmCall(_Step):
+class LlmCallStep(_Step):
     """An LLM call: ``with run.llm_call(model, role, messages) as call: call.output(reply)``."""
 
     __slots__ = ("_out",)
@@ -328,7 +328,7 @@ class LlmCall(_Step):
         super().__init__(run, f"{A.OP_CHAT} {model}", attrs)
         self._out: dict[str, Any] | None = None
 
-    def __enter__(self) -> LlmCall:
+    def __enter__(self) -> LlmCallStep:
         if self._span is None and not self._closed:
             self._open()
         return self

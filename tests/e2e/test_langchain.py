@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agentdocket.events import Trace
-from agentdocket.ingest.langchain import AgentdocketTracer
+from agentdocket.ingest.langchain import AgentdocketHandler
 from agentdocket.ingest.sink import Sink
 from agentdocket.store import open_store
 from tests.helpers.db import assert_absent, cli
@@ -24,7 +24,7 @@ def _traces(url: str) -> list[Trace]:
 
 
 def test_the_run_tree_becomes_events(url: str, tmp_path: Path) -> None:
-    tracer = AgentdocketTracer(url, spool_dir=str(tmp_path / "spool"), strategy="loop")
+    tracer = AgentdocketHandler(url, spool_dir=str(tmp_path / "spool"), strategy="loop")
     try:
         agent = weather_agent("Paris", retrieve=True)
         answer = agent.invoke(
@@ -90,7 +90,7 @@ def test_the_run_tree_becomes_events(url: str, tmp_path: Path) -> None:
 def test_handler_runs_are_scored(url: str, tmp_path: Path) -> None:
     with open_store(url) as store:
         store.register_dataset(weather_dataset())
-    tracer = AgentdocketTracer(url, spool_dir=str(tmp_path / "spool"), dataset="weather")
+    tracer = AgentdocketHandler(url, spool_dir=str(tmp_path / "spool"), dataset="weather")
     try:
         for case, city in (("paris", "Paris"), ("rome", "Milan")):
             weather_agent(city).invoke(
@@ -124,7 +124,7 @@ def test_runs_wait_in_the_spool_while_the_database_is_away(tmp_path: Path) -> No
         return open_store(u)
 
     sink = Sink(url, spool_dir=tmp_path / "spool", store_factory=factory, retry_initial_s=0.0)
-    tracer = AgentdocketTracer(sink=sink)
+    tracer = AgentdocketHandler(sink=sink)
     assert weather_agent("Paris").invoke("Weather?", config={"callbacks": [tracer]})
     tracer.flush()
     assert sink.stats.spooled > 0 and sink.stats.delivered == 0
@@ -144,7 +144,7 @@ def test_a_failing_tool_is_recorded_and_the_agent_sees_only_its_own_error(
         get_weather.invoke({"city": 42, "unknown": True})
         return "unreachable"
 
-    tracer = AgentdocketTracer(sqlite_url, spool_dir=str(tmp_path / "spool"))
+    tracer = AgentdocketHandler(sqlite_url, spool_dir=str(tmp_path / "spool"))
     with pytest.raises(Exception, match="validation error"):
         RunnableLambda(broken).invoke("x", config={"callbacks": [tracer]})
     tracer.close()
@@ -155,7 +155,7 @@ def test_a_failing_tool_is_recorded_and_the_agent_sees_only_its_own_error(
 
 
 def test_a_secret_through_the_handler_never_reaches_the_database(url: str, tmp_path: Path) -> None:
-    tracer = AgentdocketTracer(url, spool_dir=str(tmp_path / "spool"))
+    tracer = AgentdocketHandler(url, spool_dir=str(tmp_path / "spool"))
     weather_agent("Paris", secret=OPENAI_KEY).invoke(
         f"Use key {OPENAI_KEY}", config={"callbacks": [tracer]}
     )

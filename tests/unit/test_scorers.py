@@ -4,6 +4,7 @@ interaction metrics."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import uuid
 from collections.abc import Sequence
@@ -175,3 +176,37 @@ def test_scorers_skip_traces_without_a_case(tmp_path: Path) -> None:
     assert scorers.get("planner.suffix_match").verdict(bare) is None
     assert scorers.get("tools.slot_fill").verdict(bare) is None
     assert scorers.get("planner.suffix_match").verdict(trace) is None  # no expected plan
+
+
+def test_every_scorer_declares_its_options_details_and_metrics() -> None:
+    for s in scorers.scorers():
+        assert s.details, f"{s.name} declares no details"
+        assert set(s.config) <= set(s.options), s.name
+        assert {detail for detail, _ in s.metrics.values()} <= set(s.details), s.name
+    with pytest.raises(KeyError, match="unknown options nope; it takes similarity"):
+        dataclasses.replace(scorers.get("tools.slot_fill"), config={"nope": 1})
+    with pytest.raises(TypeError, match="option 'closed_domain' takes bool, not str"):
+        dataclasses.replace(scorers.get("grammar.groups"), config={"closed_domain": "yes"})
+
+
+def test_rule_based_outcomes_carry_only_declared_details() -> None:
+    case = Case(
+        case_id="c",
+        expected_plan=["sql"],
+        expected_calls=[ExpectedCall("sql", {"q": "a"})],
+        stub_response="two singers",
+    )
+    traces = [
+        _trace([("sql", {"q": "a"})], case, ["x", "sql"]),
+        _trace([("sql", {"q": "b"}), ("sql", {"q": "c"})], case, ["other"]),
+        _trace([], case, []),
+    ]
+    config = {"similarity": _words_similarity}
+    for name in ("planner.suffix_match", "tools.slot_fill", "tools.procedural"):
+        scorer = dataclasses.replace(
+            scorers.get(name), config=config if name != "planner.suffix_match" else {}
+        )
+        for trace in traces:
+            outcome = scorer.score(trace)
+            assert outcome is not None
+            assert set(outcome.details) <= set(scorer.details), (name, outcome.details)

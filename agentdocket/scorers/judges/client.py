@@ -30,6 +30,7 @@ import orjson
 
 from agentdocket.events import ChatMessage, Event, LlmCalled
 from agentdocket.events.model import now
+from agentdocket.scorers.base import option
 from agentdocket.scorers.judges.parse import Unparseable
 from agentdocket.store.projections import JUDGE_CACHE_KEY as CACHE_KEY
 
@@ -314,3 +315,14 @@ def judge_trace_id(subject_trace_id: str, scorer: str, config: Mapping[str, Any]
     body = f"{subject_trace_id}/{scorer}/{config.get('model')!s}/{config.get('temperature')}"
     digest = hashlib.sha256(body.encode()).hexdigest()[:32]
     return digest if digest != "0" * 32 else "1" * 32
+
+
+# The options every LLM judge takes (a model is needed to run one: --judge, or config["model"]).
+JUDGE_OPTIONS = {
+    "model": option(
+        (str, object), None, "the judge model: a langchain-core chat model, or 'provider:name'"
+    ),
+    "temperature": option((float, int), 0.0, "sampling temperature of the judge's calls"),
+    "retries": option(int, 2, "times an unparseable reply is asked again"),
+    "max_concurrency": option(int, None, "calls in flight at once (default: the session's)"),
+}

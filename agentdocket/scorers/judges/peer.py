@@ -22,8 +22,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentdocket.events import Trace
-from agentdocket.scorers.base import Outcome
+from agentdocket.scorers.base import Outcome, Scorer, option, register
 from agentdocket.scorers.judges.client import (
+    JUDGE_OPTIONS,
     Answer,
     Ask,
     current_session,
@@ -190,3 +191,57 @@ def peer_review_batch(
             judge_trace_id=tids[i],
         )
     return out
+
+
+def _peer(subtask: str) -> Scorer:
+    def batch(traces: Sequence[Trace], config: Mapping[str, Any]) -> list[Outcome | None]:
+        return peer_review_batch(subtask, traces, config)
+
+    def one(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
+        return batch([trace], config)[0]
+
+    words = subtask.replace("_", " ")
+    return Scorer(
+        f"review.peer.{subtask}",
+        "1",
+        f"peer review of {words} (Figures 8-10): R reviewers, M meta-reviewers, the "
+        "majority of the meta-reviewers decides Perfect / Imperfect",
+        one,
+        config={
+            "model": None,
+            "temperature": 0.7,
+            "n_reviewers": 3,
+            "n_meta_reviewers": 3,
+            "retries": 2,
+        },
+        inputs=("run.started", "plan", "sql.executed", "retrieval", "response", "case"),
+        batch=batch,
+        metrics={
+            "reviewer_agreement": ("reviewers_unanimous", "mean"),
+            "meta_reviewer_agreement": ("meta_reviewers_unanimous", "mean"),
+        },
+        judge=True,
+        options={
+            **JUDGE_OPTIONS,
+            "temperature": option((float, int), 0.7, "sampling temperature (the study: 0.7)"),
+            "n_reviewers": option(int, 3, "reviewers per run (R)"),
+            "n_meta_reviewers": option(int, 3, "meta-reviewers per run (M)"),
+            "reviewers": option(list, None, "a jury: reviewer models used in turn"),
+            "meta_reviewers": option(list, None, "a jury: meta-reviewer models used in turn"),
+        },
+        details={
+            "subtask": "str: interaction_planning, tool_employment or information_synthesis",
+            "reviewer_decisions": "list[str]: each reviewer's Perfect / Imperfect",
+            "meta_reviewer_decisions": "list[str]: each meta-reviewer's decision",
+            "reviewer_models": "list[str]: the reviewers' models, in order",
+            "meta_reviewer_models": "list[str]: the meta-reviewers' models, in order",
+            "temperature": "float: the calls' temperature",
+            "reviewers_unanimous": "bool: the reviewers agreed",
+            "meta_reviewers_unanimous": "bool: the meta-reviewers agreed",
+            "perfect_meta_reviews": "int: meta-reviews deciding Perfect",
+        },
+    )
+
+
+for _subtask in SUBTASKS:
+    register(_peer(_subtask))

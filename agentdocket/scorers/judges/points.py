@@ -14,8 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentdocket.events import Trace
-from agentdocket.scorers.base import Outcome
+from agentdocket.scorers.base import Outcome, Scorer, register
 from agentdocket.scorers.judges.client import (
+    JUDGE_OPTIONS,
     Answer,
     Ask,
     current_session,
@@ -151,3 +152,26 @@ def examiner_points_batch(
 
 def examiner_points(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
     return examiner_points_batch([trace], config)[0]
+
+
+register(
+    Scorer(
+        "examiner.points",
+        "1",
+        "weighted scoring points of an examined conversation, by eval_code or by the judge; "
+        "normalized score = weight hit / total weight",
+        examiner_points,
+        config={"model": None, "temperature": 0.0, "retries": 2},
+        inputs=("message", "tool.called", "tool.returned", "case"),
+        batch=examiner_points_batch,
+        metrics={"normalized_score": ("normalized_score", "mean")},
+        judge=True,
+        options=JUDGE_OPTIONS,
+        details={
+            "points": "list[dict]: each point, its weight, how it was decided and whether hit",
+            "hit_weight": "float: weight of the points hit",
+            "total_weight": "float: weight of all points",
+            "normalized_score": "float: hit_weight / total_weight",
+        },
+    )
+)

@@ -9,8 +9,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentdocket.events import Trace
-from agentdocket.scorers.base import Outcome
+from agentdocket.scorers.base import Outcome, Scorer, register
 from agentdocket.scorers.judges.client import (
+    JUDGE_OPTIONS,
     Ask,
     current_session,
     judge_trace_id,
@@ -99,3 +100,28 @@ def answer_reference_batch(
 
 def answer_reference(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
     return answer_reference_batch([trace], config)[0]
+
+
+register(
+    Scorer(
+        "answer.reference",
+        "1",
+        "LLM judge against the reference answer (Figure 7 prompts): conclusive questions "
+        "Match / Not Match, interpretive ones a score of 1-5",
+        answer_reference,
+        config={"model": None, "temperature": 0.0, "retries": 2},
+        inputs=("response", "case"),
+        batch=answer_reference_batch,
+        metrics={"score_mean": ("score", "mean")},
+        judge=True,
+        options=JUDGE_OPTIONS,
+        details={
+            "question_type": "str: 'conclusive' or 'interpretive'",
+            "model": "str: the judge model",
+            "temperature": "float: its temperature",
+            "attempts": "int: calls until a reply parsed",
+            "cached": "bool: served from the judge-call cache",
+            "score": "int: the judge's 1-5 score (interpretive questions)",
+        },
+    )
+)
