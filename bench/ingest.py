@@ -44,8 +44,8 @@ from agentdocket.events import (
     ToolReturned,
 )
 from agentdocket.store import open_store
-from agentdocket.store.base import EVENT_COLUMNS, dumps
 from agentdocket.store.config import parse_url, psycopg_conninfo
+from agentdocket.store.recorder import EVENT_COLUMNS, dumps
 from bench.common import fresh_database, postgres_url
 
 WORDS = [
@@ -209,7 +209,7 @@ def store_append(url: str, events: list[Event], batch: int) -> tuple[float, floa
     """Seconds to append all events to a fresh store, and to append them all again (retry)."""
     store = open_store(url)
     try:
-        store._conn.execute("CHECKPOINT")  # type: ignore[attr-defined]
+        store.recorder._conn.execute("CHECKPOINT")  # type: ignore[attr-defined]
         start = time.perf_counter()
         result = store.append(events, batch_size=batch)
         first = time.perf_counter() - start

@@ -59,8 +59,7 @@ def export_verdicts(
     """Export verdicts as a flat table (Parquet or CSV) for analysis: one row per verdict of
     every version, with the run's dataset, case, agent and strategy."""
     from agentdocket.importers.interchange_export import write_verdicts
-    from agentdocket.store.reading import verdict_export_rows
 
     with open_from(ctx) as store:
-        n = write_verdicts(verdict_export_rows(store, dataset, scorer), output, fmt)
+        n = write_verdicts(store.verdict_export_rows(dataset, scorer), output, fmt)
     err.print(f"exported {n} verdicts to {output}")

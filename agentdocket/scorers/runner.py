@@ -34,7 +34,7 @@ from agentdocket.scorers.embeddings import EmbeddingsUnavailable
 from agentdocket.scorers.groups import group_batches, group_digests, group_of
 from agentdocket.scorers.judges.client import JudgeSession, JudgeUnavailable, judging
 from agentdocket.store import Store, open_store
-from agentdocket.store.reading import CaseCache, judge_replies
+from agentdocket.store.reading import CaseCache
 from agentdocket.store.rollups import Refreshed
 
 # Verdict events sit after every step of their run in trace order (seq, then time).
@@ -139,7 +139,7 @@ def score_batch(store: Store, chosen: Sequence[Scorer], traces: Sequence[Trace])
     events: list[Event] = []
     ids = [t.trace_id for t in traces]
     ts = now()
-    session = JudgeSession(lambda keys: judge_replies(store, keys))
+    session = JudgeSession(store.judge_replies)
     with shared_outcomes(), judging(session):
         for scorer in chosen:
             tally = result.tallies.setdefault(

@@ -5,7 +5,8 @@ Only this package talks to agentdocket's own database.
 
 from __future__ import annotations
 
-from agentdocket.store.base import AppendResult, Store
+from agentdocket.store.appending import AppendResult
+from agentdocket.store.base import Store
 from agentdocket.store.config import ENV_VAR, ConfigError, database_url, display_url, parse_url
 from agentdocket.store.dead_letters import DeadLetter, Retried
 from agentdocket.store.errors import DatasetConflict, RecordRefused, StoreError, StoreUnavailable
@@ -61,9 +62,9 @@ def open_store(
                 f"{head}: run `agentdocket migrate`"
             )
     if dialect == "postgresql":
-        from agentdocket.store.postgres import PostgresStore
+        from agentdocket.store.postgres import PostgresRecorder
 
-        return PostgresStore(url, redactor)
-    from agentdocket.store.sqlite import SqliteStore
+        return Store(PostgresRecorder(url), redactor)
+    from agentdocket.store.sqlite import SqliteRecorder
 
-    return SqliteStore(url, redactor)
+    return Store(SqliteRecorder(url), redactor)

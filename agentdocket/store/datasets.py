@@ -2,36 +2,39 @@
 
 from __future__ import annotations
 
-from abc import ABC
 from collections import Counter, defaultdict
 from typing import Any
 
 from agentdocket.events import Case, Dataset
 from agentdocket.store.errors import DatasetConflict, StoreError
 from agentdocket.store.escaping import escape, escape_text
-from agentdocket.store.primitives import Primitives
+from agentdocket.store.recorder import Recorder
+from agentdocket.store.redaction import Redactor
 
 
-class DatasetStore(Primitives, ABC):
-    """Registering datasets and reading cases. Declares the database primitives that
-    :class:`~agentdocket.store.base.Store` and its backends implement."""
+class DatasetRegistry:
+    """Registering datasets and reading their cases."""
+
+    def __init__(self, db: Recorder, redactor: Redactor) -> None:
+        self.db = db
+        self.redactor = redactor
 
     def register_dataset(self, dataset: Dataset) -> bool:
         """Store a dataset version. True if new; False if the identical version was there.
 
         Raises :class:`DatasetConflict` if that version exists with different content.
         """
-        with self._write() as conn:
-            return self._register_on(conn, dataset)
+        with self.db._write() as conn:
+            return self.register_on(conn, dataset)
 
-    def _register_on(self, conn: Any, dataset: Dataset) -> bool:
+    def register_on(self, conn: Any, dataset: Dataset) -> bool:
         dataset = self.redactor.dataset(dataset)
         counts = Counter(c.case_id for c in dataset.cases)
         dupes = sorted(case_id for case_id, n in counts.items() if n > 1)
         if dupes:
             raise StoreError(f"dataset {dataset.name}: duplicate case ids {', '.join(dupes[:5])}")
         digest = dataset.content_hash()
-        existing = self._read_on(
+        existing = self.db._read_on(
             conn,
             "SELECT content_hash FROM datasets WHERE name = ? AND version = ?",
             (escape_text(dataset.name), escape_text(dataset.version)),
@@ -43,7 +46,7 @@ class DatasetStore(Primitives, ABC):
                 f"dataset {dataset.name!r} version {dataset.version!r} already exists with "
                 "different cases; datasets are immutable, register a new version"
             )
-        self._execute(
+        self.db._execute(
             conn,
             "INSERT INTO datasets (name, version, description, content_hash, "
             "n_cases) VALUES (?, ?, ?, ?, ?)",
@@ -72,18 +75,18 @@ class DatasetStore(Primitives, ABC):
                 i,
                 None if c.question_type is None else escape_text(c.question_type),
                 None if c.group is None else escape_text(c.group),
-                self._to_db("data", escape(c.to_json())),
+                self.db._to_db("data", escape(c.to_json())),
             )
             for i, c in enumerate(dataset.cases)
         ]
-        self._merge(conn, "cases", columns, ("dataset", "dataset_version", "case_id"), rows, "")
+        self.db._merge(conn, "cases", columns, ("dataset", "dataset_version", "case_id"), rows, "")
         return True
 
     def datasets(self) -> list[dict[str, Any]]:
-        return list(self._dicts("SELECT * FROM datasets ORDER BY name, created_at, version"))
+        return list(self.db._dicts("SELECT * FROM datasets ORDER BY name, created_at, version"))
 
     def latest_version(self, name: str) -> str | None:
-        rows = self._read(
+        rows = self.db._read(
             "SELECT version FROM datasets WHERE name = ? "
             "ORDER BY created_at DESC, version DESC LIMIT 1",
             (name,),
@@ -93,20 +96,20 @@ class DatasetStore(Primitives, ABC):
     def dataset(self, name: str, version: str | None = None) -> Dataset:
         version = version or self.latest_version(name)
         meta = list(
-            self._dicts("SELECT * FROM datasets WHERE name = ? AND version = ?", (name, version))
+            self.db._dicts("SELECT * FROM datasets WHERE name = ? AND version = ?", (name, version))
         )
         if not meta:
             raise StoreError(f"no dataset {name!r}" + (f" version {version!r}" if version else ""))
         cases = tuple(
             Case.from_json(r["data"])
-            for r in self._dicts(
+            for r in self.db._dicts(
                 "SELECT data FROM cases WHERE dataset = ? AND dataset_version = ? ORDER BY ordinal",
                 (name, version),
             )
         )
         return Dataset(name, str(version), cases, meta[0]["description"])
 
-    def _cases_for(self, runs: list[dict[str, Any]]) -> dict[str, tuple[str, Case]]:
+    def cases_for(self, runs: list[dict[str, Any]]) -> dict[str, tuple[str, Case]]:
         """For each run naming a case: (dataset version, case), keyed by trace id.
 
         A run that names no dataset version gets the case from the latest version.
@@ -129,12 +132,12 @@ class DatasetStore(Primitives, ABC):
             for start in range(0, len(case_ids), 500):
                 chunk = case_ids[start : start + 500]
                 marks = ", ".join("?" for _ in chunk)
-                for case_id, data in self._read(
+                for case_id, data in self.db._read(
                     f"SELECT case_id, data FROM cases WHERE dataset = ? AND dataset_version = ?"
                     f" AND case_id IN ({marks})",
                     (dataset, version, *chunk),
                 ):
-                    found[case_id] = Case.from_json(self._from_db("data", data))
+                    found[case_id] = Case.from_json(self.db._from_db("data", data))
             for case_id, trace_id in pairs:
                 if case_id in found:
                     out[trace_id] = (version, found[case_id])

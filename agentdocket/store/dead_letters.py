@@ -1,7 +1,7 @@
 """Dead letters: records the database refused, kept whole with their error and origin.
 
 A dead letter is never dropped and never changed. It is *resolved* once its event is in the log,
-which :meth:`DeadLetterStore.retry_dead_letters` achieves when the cause has been fixed (a
+which :meth:`agentdocket.store.Store.retry_dead_letters` achieves when the cause has been fixed (a
 constraint relaxed, the software upgraded). The same refused content is kept once, however
 often it is sent: its id is a hash of the raw record.
 """
@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from agentdocket.events import Event, PayloadError, event_from_json, event_to_json
 from agentdocket.store.errors import RecordRefused, StoreError
-from agentdocket.store.primitives import Primitives
+from agentdocket.store.recorder import Recorder
 
 DEAD_LETTER_COLUMNS = (
     "letter_id",
@@ -132,36 +131,34 @@ class Retried:
     error: str | None = None
 
 
-class DeadLetterStore(Primitives, ABC):
-    """Keeping, listing and retrying dead letters (mixed into :class:`~agentdocket.store.Store`)."""
+class DeadLetters:
+    """Keeping, listing and retrying dead letters."""
 
-    @abstractmethod
-    def _append_strict(self, events: list[Event]) -> int:
-        """Append, raising :class:`RecordRefused` (naming the event) instead of keeping a dead
-        letter; nothing is written then."""
+    def __init__(self, db: Recorder) -> None:
+        self.db = db
 
-    def keep_dead_letters(self, letters: Iterable[DeadLetter]) -> int:
+    def keep(self, letters: Iterable[DeadLetter]) -> int:
         """Store dead letters (from a file kept while the database was away); the same letter
         twice is kept once. Returns how many were given."""
         letters = list(letters)
         if letters:
-            with self._write() as conn:
-                self._keep_dead_letters_on(conn, letters)
+            with self.db._write() as conn:
+                self.keep_on(conn, letters)
         return len(letters)
 
-    def _keep_dead_letters_on(self, conn: Any, letters: Sequence[DeadLetter]) -> None:
+    def keep_on(self, conn: Any, letters: Sequence[DeadLetter]) -> None:
         convert = {"received_at"}
         rows = [
             tuple(
-                self._to_db(c, getattr(d, c)) if c in convert else getattr(d, c)
+                self.db._to_db(c, getattr(d, c)) if c in convert else getattr(d, c)
                 for c in DEAD_LETTER_COLUMNS
             )
             for d in {d.letter_id: d for d in letters}.values()
         ]
         conflict = "ON CONFLICT (letter_id) DO NOTHING"
-        self._merge(conn, "dead_letters", DEAD_LETTER_COLUMNS, ("letter_id",), rows, conflict)
+        self.db._merge(conn, "dead_letters", DEAD_LETTER_COLUMNS, ("letter_id",), rows, conflict)
 
-    def dead_letters(
+    def letters(
         self, *, resolved: bool | None = False, limit: int | None = None
     ) -> list[dict[str, Any]]:
         """Dead letters, oldest first, each with ``resolved``; by default the unresolved ones
@@ -170,13 +167,13 @@ class DeadLetterStore(Primitives, ABC):
         sql = f"SELECT * FROM dead_letters_state {where} ORDER BY received_at, letter_id"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [self._letter_row(r) for r in self._dicts(sql)]
+        return [self._letter_row(r) for r in self.db._dicts(sql)]
 
-    def dead_letter(self, letter_id: str) -> dict[str, Any]:
+    def get(self, letter_id: str) -> dict[str, Any]:
         """One dead letter by its id or a unique prefix of it."""
         rows = [
             self._letter_row(r)
-            for r in self._dicts(
+            for r in self.db._dicts(
                 "SELECT * FROM dead_letters_state WHERE letter_id LIKE ? ORDER BY letter_id "
                 "LIMIT 2",
                 (letter_id.lower() + "%",),
@@ -188,21 +185,24 @@ class DeadLetterStore(Primitives, ABC):
             raise StoreError(f"dead letter id {letter_id!r} is ambiguous; give more of it")
         return rows[0]
 
-    def dead_letter_counts(self) -> dict[str, int]:
+    def counts(self) -> dict[str, int]:
         """How many dead letters are kept, and how many of them are not resolved yet."""
-        rows = self._read(
+        rows = self.db._read(
             "SELECT count(*), coalesce(sum(CASE WHEN resolved THEN 0 ELSE 1 END), 0) "
             "FROM dead_letters_state"
         )
         return {"total": int(rows[0][0]), "unresolved": int(rows[0][1])}
 
-    def retry_dead_letters(self, letter_ids: Sequence[str] | None = None) -> list[Retried]:
-        """Append the events of these dead letters (default: every unresolved one) again.
+    def retry(
+        self, append_strict: Callable[[list[Event]], int], letter_ids: Sequence[str] | None = None
+    ) -> list[Retried]:
+        """Append the events of these dead letters (default: every unresolved one) again with
+        ``append_strict``, which raises :class:`RecordRefused` instead of keeping a dead letter.
         Each is tried alone: one still refused does not hold the others."""
         if letter_ids is None:
-            rows = self.dead_letters(resolved=False)
+            rows = self.letters(resolved=False)
         else:
-            rows = [self.dead_letter(i) for i in letter_ids]
+            rows = [self.get(i) for i in letter_ids]
         out = []
         for row in rows:
             letter = DeadLetter(**{c: row[c] for c in DEAD_LETTER_COLUMNS})
@@ -215,7 +215,7 @@ class DeadLetterStore(Primitives, ABC):
                 out.append(Retried(letter.letter_id, "undecodable", str(exc)))
                 continue
             try:
-                self._append_strict([event])
+                append_strict([event])
             except RecordRefused as exc:
                 out.append(Retried(letter.letter_id, "refused", exc.reason))
                 continue

@@ -5,8 +5,9 @@ Every backend maps its driver's exceptions into this tree (see ``classify`` in
 exception leaves the store. What a caller does depends only on the branch:
 
 - :class:`StoreUnavailable` (transient): the database could not be reached or could not finish
-  now (connection refused or lost, a timeout, a serialization failure or deadlock, too many
-  connections, a locked SQLite file). Back off, keep the data (the spool), try again.
+  now (connection refused or lost, a timeout, too many connections, a locked SQLite file).
+  Back off, keep the data (the spool), try again. Its :class:`WriteConflict` (a deadlock or
+  serialization failure between concurrent writers) is retried at once by the store itself.
 - :class:`RecordRefused` (permanent): the database refuses this record's data (an encoding it
   cannot hold, a value out of range, a violated constraint). Sending it again fails again, so it
   is never retried blindly: :meth:`Store.append` isolates it and keeps it as a dead letter, and
@@ -34,6 +35,11 @@ class StoreUnavailable(StoreError):
     """The database is away or could not finish now; the same call may succeed later."""
 
     transient = True
+
+
+class WriteConflict(StoreUnavailable):
+    """A concurrent writer got in the way (a deadlock, a serialization failure): the transaction
+    left nothing behind, and the same write may be retried at once."""
 
 
 class RecordRefused(StoreError):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -15,13 +14,18 @@ from psycopg import errors, sql
 from psycopg.types.json import Jsonb
 
 from agentdocket.events import Event
-from agentdocket.store.base import DATA_ERRORS, EVENT_COLUMNS, JSON_COLUMNS, TIME_COLUMNS, Store
 from agentdocket.store.config import display_url, parse_url, psycopg_conninfo
-from agentdocket.store.errors import RecordRefused, StoreError, StoreUnavailable
+from agentdocket.store.errors import RecordRefused, StoreError, StoreUnavailable, WriteConflict
 from agentdocket.store.escaping import ESC, unescape_text
 from agentdocket.store.escaping import loads as stored_loads
 from agentdocket.store.projections import Projection, project
-from agentdocket.store.redaction import Redactor
+from agentdocket.store.recorder import (
+    DATA_ERRORS,
+    EVENT_COLUMNS,
+    JSON_COLUMNS,
+    TIME_COLUMNS,
+    Recorder,
+)
 from agentdocket.store.rollups import Refreshed, refresh
 
 EVENT_TYPES = ["uuid", "text", "text", "text", "int8", "timestamptz", "text", "int2", "jsonb"]
@@ -69,6 +73,8 @@ def classify(exc: psycopg.Error) -> StoreError:
     message = diag.message_primary or (text.splitlines()[0] if text else type(exc).__name__)
     if diag.message_detail:
         message += f" ({diag.message_detail})"
+    if state in DEADLOCKS:
+        return WriteConflict(message, code=state)
     if state[:2] in TRANSIENT_CLASSES or state in TRANSIENT_STATES:
         return StoreUnavailable(message, code=state)
     if not state and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
@@ -91,13 +97,15 @@ def _dumps_jsonb(value: Any) -> Jsonb:
     return Jsonb(value, dumps=orjson.dumps)
 
 
-class PostgresStore(Store):
+class PostgresRecorder(Recorder):
+    """PostgreSQL through psycopg 3: binary COPY for events and projection rows."""
+
     dialect = "postgresql"
     least = "least"
     greatest = "greatest"
 
-    def __init__(self, url: str, redactor: Redactor | None = None) -> None:
-        super().__init__(url, redactor)
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
         self._conninfo = psycopg_conninfo(parse_url(url))
         try:
             self._conn = psycopg.connect(self._conninfo, autocommit=True)
@@ -126,18 +134,6 @@ class PostgresStore(Store):
             raise classify(exc) from exc
         except DATA_ERRORS as exc:
             raise RecordRefused(f"{type(exc).__name__}: {exc}") from exc
-
-    def _append_batch(self, events: list[Event], source: str) -> tuple[int, int]:
-        # Deadlocks between concurrent writers of the same traces are retried: the batch is
-        # idempotent, and the failed transaction left nothing behind.
-        for attempt in range(5):
-            try:
-                return super()._append_batch(events, source)
-            except StoreUnavailable as exc:
-                if exc.code not in DEADLOCKS or attempt == 4:
-                    raise
-                time.sleep(0.05 * (attempt + 1))
-        raise AssertionError("unreachable")
 
     def ping(self) -> None:
         with mapped_errors():

@@ -1,14 +1,12 @@
-"""Reading for the scorers and their reports: traces in bulk (only the event kinds the scorers
-judge), the verdicts already stored, and the verdict rows a report aggregates.
+"""Reading the store: events and traces, runs, and what the scorers and their reports read.
 
-Traces are read a batch of runs at a time: one query for the runs, one for their events of the
-wanted kinds, cases from a cache that lives as long as the iteration. The backends supply the
-one query whose speed matters, :meth:`_scoring_rows`, with values already as Python types.
+Traces are read a batch of runs at a time for scoring: one query for the runs, one for their
+events of the wanted kinds (the one query whose speed matters, supplied by each recorder),
+cases from a cache that lives as long as the iteration.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
@@ -16,7 +14,9 @@ from datetime import datetime
 from typing import Any
 
 from agentdocket.events import Case, Event, Trace
-from agentdocket.store.datasets import DatasetStore
+from agentdocket.store.datasets import DatasetRegistry
+from agentdocket.store.errors import StoreError
+from agentdocket.store.recorder import EVENT_COLUMNS, Recorder
 
 # (dataset, dataset version, case id) -> the case, or None when the dataset lacks it
 CaseCache = dict[tuple[str, str, str], Case | None]
@@ -48,25 +48,158 @@ class ReportVerdict:
     label: str | None = None
 
 
-class ScoringStore(DatasetStore, ABC):
-    """Bulk reads for scoring and reporting (mixed into :class:`~agentdocket.store.Store`)."""
+@dataclass(frozen=True)
+class StoredRun:
+    """A run's events as stored, in trace order, with its dataset and case."""
 
-    @abstractmethod
-    def trace_ids(
+    trace_id: str
+    events: list[Event]
+    case: Case | None
+    dataset: str | None
+    dataset_version: str | None
+
+
+VERDICT_EXPORT_SQL = (
+    "SELECT v.verdict_id, v.trace_id, r.dataset, r.case_id, r.agent, r.agent_version, "
+    "r.strategy, v.scorer, v.scorer_version, v.passed, v.score, v.label, v.failure_type, "
+    "v.rationale, v.details, v.input_hash, v.judge_trace_id, v.ts "
+    "FROM verdicts v LEFT JOIN runs r ON r.trace_id = v.trace_id"
+)
+TABLES = frozenset(
+    {"runs", "steps", "verdicts", "verdicts_latest", "judge_calls", "datasets", "cases", "events"}
+)
+
+
+class Reader:
+    """Every read of the store but datasets' and dead letters'."""
+
+    def __init__(self, db: Recorder, datasets: DatasetRegistry) -> None:
+        self.db = db
+        self.datasets = datasets
+
+    def counts(self) -> dict[str, int]:
+        out = {}
+        for table in ("events", "runs", "steps", "verdicts", "judge_calls", "datasets", "cases"):
+            out[table] = int(self.db._read(f"SELECT count(*) FROM {table}")[0][0])
+        return out
+
+    def rows(self, table: str, order_by: str) -> list[dict[str, Any]]:
+        """All rows of a projection or reference table, decoded, in a stable order."""
+        if table not in TABLES:
+            raise StoreError(f"unknown table {table!r}")
+        return [dict(r) for r in self.db._dicts(f"SELECT * FROM {table} ORDER BY {order_by}")]
+
+    def events(self, trace_id: str) -> list[Event]:
+        """The stored events of one trace, as stored (not upcast), in trace order."""
+        sql = (
+            f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE trace_id = ? "
+            "ORDER BY seq, ts, event_id"
+        )
+        return [self.db._event(r) for r in self.db._read(sql, (trace_id,))]
+
+    def read_trace(self, trace_id: str) -> Trace | None:
+        events = self.events(trace_id)
+        if not events:
+            return None
+        found = self.datasets.cases_for([run]) if (run := self.run(trace_id)) else {}
+        return Trace.from_events(events, found[trace_id][1] if trace_id in found else None)
+
+    def iter_traces(
         self,
         *,
         dataset: str | None = None,
-        agent: str | None = None,
-        since: datetime | None = None,
-    ) -> list[str]: ...
+        trace_ids: Sequence[str] | None = None,
+        batch_size: int = 1000,
+    ) -> Iterator[list[Trace]]:
+        """Whole traces in batches, each with its case, ordered by start time then trace id
+        (the scorers' bulk reader, reading every event kind)."""
+        yield from self.scoring_batches(
+            kinds=None, dataset=dataset, trace_ids=trace_ids, batch_size=batch_size
+        )
 
-    @abstractmethod
-    def _any(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
-        """A condition "``column`` is one of ``values``" and its parameters."""
+    def _events_of(self, ids: Sequence[str]) -> dict[str, list[Event]]:
+        """Stored events of several traces, each list in trace order."""
+        by_trace: dict[str, list[Event]] = defaultdict(list)
+        marks = ", ".join("?" for _ in ids)
+        sql = (
+            f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE trace_id IN ({marks}) "
+            "ORDER BY trace_id, seq, ts, event_id"
+        )
+        for row in self.db._read(sql, ids):
+            event = self.db._event(row)
+            by_trace[event.trace_id].append(event)
+        return by_trace
 
-    @abstractmethod
-    def _scoring_events(self, ids: Sequence[str], kinds: Collection[str] | None) -> list[Event]:
-        """The events of these traces (of these kinds; all kinds when None), in trace order."""
+    def _runs_and_cases(
+        self, ids: Sequence[str]
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[str, Case]]]:
+        """Run rows of the traces, and for each run with a case: (dataset version, case)."""
+        marks = ", ".join("?" for _ in ids)
+        runs = {
+            r["trace_id"]: r
+            for r in self.db._dicts(f"SELECT * FROM runs WHERE trace_id IN ({marks})", ids)
+        }
+        return runs, self.datasets.cases_for(list(runs.values()))
+
+    def stored_runs(
+        self, *, dataset: str | None = None, batch_size: int = 1000
+    ) -> Iterator[StoredRun]:
+        """Every run (of ``dataset``) with its events as stored (not upcast) and its case, in
+        order of first event, read a batch at a time: what an export writes."""
+        ids = self.trace_ids(dataset=dataset)
+        for start in range(0, len(ids), batch_size):
+            chunk = ids[start : start + batch_size]
+            events = self._events_of(chunk)
+            runs, cases = self._runs_and_cases(chunk)
+            for tid in chunk:
+                run = runs.get(tid, {})
+                version, case = cases.get(tid, (None, None))
+                yield StoredRun(tid, events[tid], case, run.get("dataset"), version)
+
+    def trace_ids(
+        self, *, dataset: str | None = None, agent: str | None = None, since: datetime | None = None
+    ) -> list[str]:
+        where, params = self._run_filter(dataset=dataset, agent=agent, since=since)
+        sql = f"SELECT trace_id FROM runs {where} ORDER BY first_ts, trace_id"
+        return [r[0] for r in self.db._read(sql, params)]
+
+    def _run_filter(
+        self, *, dataset: str | None, agent: str | None, since: datetime | None
+    ) -> tuple[str, list[Any]]:
+        clauses, params = [], []
+        if dataset is not None:
+            clauses.append("dataset = ?")
+            params.append(dataset)
+        if agent is not None:
+            clauses.append("agent = ?")
+            params.append(agent)
+        if since is not None:
+            clauses.append("first_ts >= ?")
+            params.append(self.db._to_db("ts", since))
+        return ("WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+    def run(self, trace_id: str) -> dict[str, Any] | None:
+        found = list(self.db._dicts("SELECT * FROM runs WHERE trace_id = ?", (trace_id,)))
+        return found[0] if found else None
+
+    def list_runs(
+        self, *, dataset: str | None = None, agent: str | None = None, limit: int | None = 50
+    ) -> list[dict[str, Any]]:
+        """Runs, newest first."""
+        where, params = self._run_filter(dataset=dataset, agent=agent, since=None)
+        sql = f"SELECT * FROM runs {where} ORDER BY first_ts DESC, trace_id"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return list(self.db._dicts(sql, params))
+
+    def find_runs(self, prefix: str) -> list[str]:
+        """Trace ids of the runs whose id starts with ``prefix`` (abbreviated ids on the command
+        line)."""
+        rows = self.db._read(
+            "SELECT trace_id FROM runs WHERE trace_id LIKE ? ORDER BY trace_id LIMIT 10",
+            (prefix.lower() + "%",),
+        )
+        return [r[0] for r in rows]
 
     # --- traces ---------------------------------------------------------------------------
 
@@ -97,17 +230,17 @@ class ScoringStore(DatasetStore, ABC):
         if not ids:
             return []
         cache = {} if cache is None else cache
-        where, params = self._any("trace_id", ids)
+        where, params = self.db._any("trace_id", ids)
         runs = {
             r[0]: r
-            for r in self._read(
+            for r in self.db._read(
                 f"SELECT trace_id, dataset, dataset_version, case_id FROM runs WHERE {where}",
                 params,
             )
         }
         self._fill_cases(runs.values(), cache)
         by_trace: dict[str, list[Event]] = defaultdict(list)
-        for event in self._scoring_events(ids, kinds):
+        for event in self.db._scoring_events(ids, kinds):
             by_trace[event.trace_id].append(event)
         out = []
         for tid in ids:
@@ -129,7 +262,7 @@ class ScoringStore(DatasetStore, ABC):
                 continue
             if not version:
                 if dataset not in latest:
-                    latest[dataset] = self.latest_version(dataset)
+                    latest[dataset] = self.datasets.latest_version(dataset)
                 resolved = latest[dataset]
                 if resolved is None:
                     cache[(dataset, "", case_id)] = None
@@ -148,22 +281,22 @@ class ScoringStore(DatasetStore, ABC):
     def _cases(self, dataset: str, version: str, case_ids: Sequence[str]) -> dict[str, Case]:
         found: dict[str, Case] = {}
         for start in range(0, len(case_ids), 500):
-            where, params = self._any("case_id", case_ids[start : start + 500])
-            rows = self._read(
+            where, params = self.db._any("case_id", case_ids[start : start + 500])
+            rows = self.db._read(
                 "SELECT case_id, data FROM cases WHERE dataset = ? AND dataset_version = ? "
                 f"AND {where}",
                 [dataset, version, *params],
             )
             for case_id, data in rows:
-                found[case_id] = Case.from_json(self._from_db("data", data))
+                found[case_id] = Case.from_json(self.db._from_db("data", data))
         return found
 
     def trace_groups(self, ids: Sequence[str]) -> dict[str, str]:
         """The semantic group of each run's case (runs whose case has a group)."""
         out: dict[str, str] = {}
         for start in range(0, len(ids), 2000):
-            where, params = self._any("r.trace_id", ids[start : start + 2000])
-            rows = self._read(
+            where, params = self.db._any("r.trace_id", ids[start : start + 2000])
+            rows = self.db._read(
                 "SELECT r.trace_id, c.group_id FROM runs r JOIN cases c ON c.dataset = r.dataset "
                 "AND c.dataset_version = r.dataset_version AND c.case_id = r.case_id "
                 f"WHERE {where} AND c.group_id IS NOT NULL",
@@ -176,15 +309,7 @@ class ScoringStore(DatasetStore, ABC):
 
     def verdict_keys(self, scorer: str, version: str, ids: Sequence[str]) -> set[tuple[str, str]]:
         """(trace id, input hash) of the verdicts this scorer version already gave these runs."""
-        if not ids:
-            return set()
-        where, params = self._any("trace_id", ids)
-        rows = self._read(
-            "SELECT trace_id, input_hash FROM verdicts WHERE scorer = ? AND scorer_version = ? "
-            f"AND {where}",
-            [scorer, version, *params],
-        )
-        return {(r[0], r[1]) for r in rows}
+        return self.db.verdict_keys(scorer, version, ids)
 
     def scorer_versions(self, dataset: str | None = None) -> dict[str, list[str]]:
         """The scorer versions that judged runs (of ``dataset``), as stored."""
@@ -194,7 +319,7 @@ class ScoringStore(DatasetStore, ABC):
             sql += " JOIN runs r ON r.trace_id = v.trace_id WHERE r.dataset = ?"
             params.append(dataset)
         out: dict[str, list[str]] = defaultdict(list)
-        for scorer, version in self._read(sql, params):
+        for scorer, version in self.db._read(sql, params):
             out[scorer].append(version)
         return dict(out)
 
@@ -213,7 +338,7 @@ class ScoringStore(DatasetStore, ABC):
                 r["strategy"],
                 r["models"] or {},
             )
-            for r in self._dicts(sql, params)
+            for r in self.db._dicts(sql, params)
         ]
 
     def report_verdicts(
@@ -244,42 +369,34 @@ class ScoringStore(DatasetStore, ABC):
                     r["details"],
                     r["label"],
                 )
-                for r in self._dicts(sql, params)
+                for r in self.db._dicts(sql, params)
             )
         return out
 
+    def verdict_export_rows(
+        self, dataset: str | None = None, scorer: str | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Every stored verdict (all versions) with its run's dataset, case, agent and
+        strategy."""
+        clauses, params = [], []
+        if dataset is not None:
+            clauses.append("r.dataset = ?")
+            params.append(dataset)
+        if scorer is not None:
+            clauses.append("v.scorer = ?")
+            params.append(scorer)
+        sql = VERDICT_EXPORT_SQL + (" WHERE " + " AND ".join(clauses) if clauses else "")
+        order = " ORDER BY v.scorer, v.scorer_version, v.trace_id, v.ts"
+        yield from self.db._dicts(sql + order, params)
 
-VERDICT_EXPORT_SQL = (
-    "SELECT v.verdict_id, v.trace_id, r.dataset, r.case_id, r.agent, r.agent_version, "
-    "r.strategy, v.scorer, v.scorer_version, v.passed, v.score, v.label, v.failure_type, "
-    "v.rationale, v.details, v.input_hash, v.judge_trace_id, v.ts "
-    "FROM verdicts v LEFT JOIN runs r ON r.trace_id = v.trace_id"
-)
-
-
-def verdict_export_rows(
-    store: ScoringStore, dataset: str | None = None, scorer: str | None = None
-) -> Iterator[dict[str, Any]]:
-    """Every stored verdict (all versions) with its run's dataset, case, agent and strategy."""
-    clauses, params = [], []
-    if dataset is not None:
-        clauses.append("r.dataset = ?")
-        params.append(dataset)
-    if scorer is not None:
-        clauses.append("v.scorer = ?")
-        params.append(scorer)
-    sql = VERDICT_EXPORT_SQL + (" WHERE " + " AND ".join(clauses) if clauses else "")
-    yield from store._dicts(sql + " ORDER BY v.scorer, v.scorer_version, v.trace_id, v.ts", params)
-
-
-def judge_replies(store: ScoringStore, keys: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """Cached judge replies by cache key: (reply, trace id of the recorded call)."""
-    out: dict[str, tuple[str, str]] = {}
-    unique = sorted(set(keys))
-    for start in range(0, len(unique), 500):
-        where, params = store._any("cache_key", unique[start : start + 500])
-        for key, reply, trace_id in store._read(
-            f"SELECT cache_key, reply, trace_id FROM judge_calls WHERE {where}", params
-        ):
-            out[key] = (reply, trace_id)
-    return out
+    def judge_replies(self, keys: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """Cached judge replies by cache key: (reply, trace id of the recorded call)."""
+        out: dict[str, tuple[str, str]] = {}
+        unique = sorted(set(keys))
+        for start in range(0, len(unique), 500):
+            where, params = self.db._any("cache_key", unique[start : start + 500])
+            for key, reply, trace_id in self.db._read(
+                f"SELECT cache_key, reply, trace_id FROM judge_calls WHERE {where}", params
+            ):
+                out[key] = (reply, trace_id)
+        return out

@@ -11,20 +11,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentdocket.events import Event, format_ts
-from agentdocket.store.base import (
-    DATA_ERRORS,
-    EVENT_COLUMNS,
-    JSON_COLUMNS,
-    TIME_COLUMNS,
-    Store,
-    dumps,
-)
 from agentdocket.store.config import parse_url, sqlite_path
 from agentdocket.store.errors import RecordRefused, StoreError, StoreUnavailable
 from agentdocket.store.escaping import ESC, unescape_text
 from agentdocket.store.escaping import loads as stored_loads
 from agentdocket.store.projections import Projection, project
-from agentdocket.store.redaction import Redactor
+from agentdocket.store.recorder import (
+    DATA_ERRORS,
+    EVENT_COLUMNS,
+    JSON_COLUMNS,
+    TIME_COLUMNS,
+    Recorder,
+    dumps,
+)
 
 BOOL_COLUMNS = frozenset({"passed"})
 # sqlite3 has no error codes worth mapping by number in Python 3.11; its messages tell.
@@ -64,13 +63,15 @@ def _parse_ts(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
 
 
-class SqliteStore(Store):
+class SqliteRecorder(Recorder):
+    """SQLite, the embedded default: WAL mode, one writer at a time."""
+
     dialect = "sqlite"
     least = "min"
     greatest = "max"
 
-    def __init__(self, url: str, redactor: Redactor | None = None) -> None:
-        super().__init__(url, redactor)
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
         self.path = sqlite_path(parse_url(url))
         with mapped_errors():
             self._conn = sqlite3.connect(

@@ -14,8 +14,8 @@ import pytest
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, get_value
 
 from agentdocket.events import Case, Event, validate_payload
-from agentdocket.store import open_store
-from agentdocket.store.sqlite import SqliteStore
+from agentdocket.store import Store, open_store
+from agentdocket.store.sqlite import SqliteRecorder
 from agentdocket.tracer import Tracer
 from tests.helpers.recorder import Recorder
 
@@ -251,12 +251,15 @@ def test_async_tools_and_threads(recorder: Recorder) -> None:
 def test_the_exporters_database_work_is_not_traced(url: str, tmp_path: Path) -> None:
     seen: list[object] = []
 
-    class Watching(SqliteStore):
+    class Watching(Store):
         def append(self, events: Any, batch_size: int = 10_000, **options: Any) -> Any:
             seen.append(get_value(_SUPPRESS_INSTRUMENTATION_KEY))
             return super().append(events, batch_size, **options)
 
-    r = Recorder(url, tmp_path / "spool", store_factory=Watching)
+    def watching(u: str) -> Store:
+        return Watching(SqliteRecorder(u))
+
+    r = Recorder(url, tmp_path / "spool", store_factory=watching)
     with r.tracer.run("qa") as run:
         run.respond("ok")
     r.flush()

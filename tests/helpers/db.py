@@ -160,5 +160,7 @@ def projections(store: Store) -> dict[str, list[dict[str, Any]]]:
     return {
         "runs": store.rows("runs", "trace_id"),
         "verdicts": store.rows("verdicts", "verdict_id"),
-        "steps": [dict(r) for r in store._dicts("SELECT * FROM steps ORDER BY trace_id, seq")],
+        "steps": [
+            dict(r) for r in store.recorder._dicts("SELECT * FROM steps ORDER BY trace_id, seq")
+        ],
     }

@@ -1,0 +1,180 @@
+"""Appending events: deduplicated, escaped, redacted, inserted with their projections in one
+transaction per batch; a record the database refuses is isolated and kept as a dead letter.
+
+The event log only ever receives INSERTs. A re-sent event (same id) adds nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from agentdocket.events import Dataset, Event
+from agentdocket.store.datasets import DatasetRegistry
+from agentdocket.store.dead_letters import DeadLetter, DeadLetters
+from agentdocket.store.errors import RecordRefused, WriteConflict
+from agentdocket.store.escaping import escape
+from agentdocket.store.projector import Projector
+from agentdocket.store.recorder import DATA_ERRORS, Recorder
+from agentdocket.store.redaction import Redactor
+
+log = logging.getLogger("agentdocket.store")
+
+BATCH = 10_000
+CONFLICT_RETRIES = 5
+Refusals = list[tuple[Event, RecordRefused]]
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    inserted: int
+    duplicates: int
+    refused: int = 0  # kept as dead letters (see :mod:`agentdocket.store.dead_letters`)
+
+
+def _escaped(event: Event) -> Event:
+    payload = escape(event.payload)
+    return event if payload is event.payload else replace(event, payload=payload)
+
+
+class Appender:
+    """Writes events, and with them their projections and dead letters."""
+
+    def __init__(
+        self,
+        db: Recorder,
+        projector: Projector,
+        datasets: DatasetRegistry,
+        dead_letters: DeadLetters,
+        redactor: Redactor,
+    ) -> None:
+        self.db = db
+        self.projector = projector
+        self.datasets = datasets
+        self.dead_letters = dead_letters
+        self.redactor = redactor
+
+    def append(
+        self, events: Iterable[Event], batch_size: int = BATCH, *, source: str = "append"
+    ) -> AppendResult:
+        """See :meth:`agentdocket.store.Store.append`."""
+        inserted = duplicates = refused = 0
+        batch: list[Event] = []
+        for event in events:
+            batch.append(event)
+            if len(batch) >= batch_size:
+                n, r = self._append_batch(batch, source)
+                inserted, duplicates, refused = (
+                    inserted + n,
+                    duplicates + len(batch) - n - r,
+                    refused + r,
+                )
+                batch = []
+        if batch:
+            n, r = self._append_batch(batch, source)
+            inserted, duplicates, refused = (
+                inserted + n,
+                duplicates + len(batch) - n - r,
+                refused + r,
+            )
+        return AppendResult(inserted, duplicates, refused)
+
+    def _append_batch(self, events: list[Event], source: str) -> tuple[int, int]:
+        # A conflict with a concurrent writer of the same traces (a deadlock) is retried: the
+        # batch is idempotent, and the failed transaction left nothing behind.
+        for attempt in range(CONFLICT_RETRIES):
+            try:
+                return self._append_batch_once(events, source)
+            except WriteConflict:
+                if attempt == CONFLICT_RETRIES - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    def _append_batch_once(self, events: list[Event], source: str) -> tuple[int, int]:
+        with self.db._write() as conn:
+            inserted, refusals = self.append_on(conn, events)
+            if refusals:
+                letters = [DeadLetter.of_event(e, exc, source) for e, exc in refusals]
+                self.dead_letters.keep_on(conn, letters)
+                for e, exc in refusals:
+                    log.warning(
+                        "agentdocket: event %s of trace %s (from %s) refused and kept as a dead "
+                        "letter: %s",
+                        e.event_id,
+                        e.trace_id,
+                        source,
+                        exc,
+                    )
+            return inserted, len(refusals)
+
+    def append_strict(self, events: list[Event]) -> int:
+        """Append, raising :class:`RecordRefused` (naming the event) instead of keeping a dead
+        letter; nothing is written then."""
+        with self.db._write() as conn:
+            inserted, refusals = self.append_on(conn, events)
+            if refusals:
+                event, exc = refusals[0]
+                raise exc.about(str(event.event_id))
+            return inserted
+
+    def import_all(
+        self, datasets: Sequence[Dataset], events: Sequence[Event], batch_size: int = BATCH
+    ) -> AppendResult:
+        """See :meth:`agentdocket.store.Store.import_all`."""
+        with self.db._write() as conn:
+            for dataset in datasets:
+                self.datasets.register_on(conn, dataset)
+            inserted = 0
+            for start in range(0, len(events), batch_size):
+                n, refusals = self.append_on(conn, list(events[start : start + batch_size]))
+                if refusals:
+                    event, exc = refusals[0]
+                    raise exc.about(str(event.event_id))
+                inserted += n
+        return AppendResult(inserted, len(events) - inserted)
+
+    def append_on(self, conn: Any, events: list[Event]) -> tuple[int, Refusals]:
+        """Insert and project ``events`` on ``conn``: how many were new, and the events the
+        database refused (everything else is written)."""
+        unique = list({e.event_id: e for e in events}.values())
+        prepared, refusals = self._prepare(unique)
+        inserted, refused = self._insert_isolating(conn, prepared)
+        return inserted, refusals + refused
+
+    def _prepare(self, events: list[Event]) -> tuple[list[Event], Refusals]:
+        """Events as they are written: escaped (:mod:`agentdocket.store.escaping`), then
+        redacted. An event that cannot be prepared is refused."""
+        try:
+            return self.redactor.events([_escaped(e) for e in events]), []
+        except DATA_ERRORS:
+            pass
+        prepared, refused = [], []
+        for event in events:
+            try:
+                prepared.extend(self.redactor.events([_escaped(event)]))
+            except DATA_ERRORS as exc:
+                refused.append((event, RecordRefused(f"{type(exc).__name__}: {exc}")))
+        return prepared, refused
+
+    def _insert_isolating(self, conn: Any, events: list[Event]) -> tuple[int, Refusals]:
+        """Insert and project ``events`` in a savepoint. If the database refuses the batch,
+        halve it until the refused events stand alone (about three times the work of one
+        insert for one bad event in a batch), so that all the others are written."""
+        if not events:
+            return 0, []
+        try:
+            with self.db._savepoint(conn):
+                inserted, projection = self.db._insert_events(conn, events)
+                self.projector.apply(conn, projection)
+            return inserted, []
+        except RecordRefused as exc:
+            if len(events) == 1:
+                return 0, [(events[0], exc.about(str(events[0].event_id)))]
+        middle = len(events) // 2
+        first, refused_first = self._insert_isolating(conn, events[:middle])
+        second, refused_second = self._insert_isolating(conn, events[middle:])
+        return first + second, refused_first + refused_second

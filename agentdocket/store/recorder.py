@@ -1,0 +1,192 @@
+"""The recorder: what each database supplies, and nothing else.
+
+A small class per backend (:class:`~agentdocket.store.postgres.PostgresRecorder`,
+:class:`~agentdocket.store.sqlite.SqliteRecorder`): its connection, transactions and savepoints,
+queries written with ``?`` placeholders, value conversion, the bulk insert of events and the
+merge of projection rows, with every driver error mapped into the store's error tree
+(:mod:`agentdocket.store.errors`). The parts of the store that do not depend on the database
+(appending, projecting, datasets, dead letters, reading) are written against it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from operator import attrgetter
+from typing import Any
+
+import orjson
+
+from agentdocket.events import Event
+from agentdocket.store.projections import Projection
+from agentdocket.store.rollups import Refreshed
+
+EVENT_COLUMNS = (
+    "event_id",
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "seq",
+    "ts",
+    "kind",
+    "schema_version",
+    "payload",
+)
+JSON_COLUMNS = frozenset({"models", "attributes", "details", "payload", "data"})
+TIME_COLUMNS = frozenset(
+    {"ts", "started_at", "ended_at", "first_ts", "last_ts", "created_at", "received_at"}
+)
+# Errors of Python's own making while a record is encoded for the database (an integer past 64
+# bits, a value no JSON encoder takes): the record's fault, like a value the database refuses.
+DATA_ERRORS = (TypeError, ValueError, OverflowError)
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text (UTF-8, no NaN)."""
+    return orjson.dumps(value).decode()
+
+
+class Recorder(ABC):
+    """One database's connection and primitives."""
+
+    dialect: str
+    least: str  # SQL of the two-argument minimum and maximum
+    greatest: str
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    # --- connection ---------------------------------------------------------------------------
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def ping(self) -> None:
+        """Raise :class:`StoreUnavailable` unless the database answers now."""
+
+    @abstractmethod
+    def _write(self) -> AbstractContextManager[Any]:
+        """A write transaction on a connection (retrying is the caller's)."""
+
+    @abstractmethod
+    def _savepoint(self, conn: Any) -> AbstractContextManager[None]:
+        """A savepoint on ``conn``: rolled back if its body raises, which it raises mapped into
+        the store's error tree (a record's encoding error as :class:`RecordRefused`)."""
+
+    @abstractmethod
+    def _lock_for_rebuild(self, conn: Any) -> None: ...
+
+    # --- reading ------------------------------------------------------------------------------
+
+    @abstractmethod
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run a read-only query written with ``?`` placeholders."""
+
+    @abstractmethod
+    def _read_on(
+        self, conn: Any, sql: str, params: Sequence[Any] = ()
+    ) -> list[tuple[Any, ...]]: ...
+
+    @abstractmethod
+    def _read_with_names(
+        self, sql: str, params: Sequence[Any] = ()
+    ) -> tuple[list[str], list[tuple[Any, ...]]]: ...
+
+    @abstractmethod
+    def _stream_on(self, conn: Any, sql: str, size: int) -> Iterator[list[tuple[Any, ...]]]:
+        """Stream a query's rows on a given (write) connection."""
+
+    @abstractmethod
+    def _any(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """A condition "``column`` is one of ``values``" and its parameters."""
+
+    @abstractmethod
+    def _scoring_events(self, ids: Sequence[str], kinds: Collection[str] | None) -> list[Event]:
+        """The events of these traces (of these kinds; all kinds when None), in trace order."""
+
+    def verdict_keys(self, scorer: str, version: str, ids: Sequence[str]) -> set[tuple[str, str]]:
+        """(trace id, input hash) of the verdicts this scorer version already gave these runs."""
+        if not ids:
+            return set()
+        where, params = self._any("trace_id", ids)
+        rows = self._read(
+            "SELECT trace_id, input_hash FROM verdicts WHERE scorer = ? AND scorer_version = ? "
+            f"AND {where}",
+            [scorer, version, *params],
+        )
+        return {(r[0], r[1]) for r in rows}
+
+    def refresh_dashboards(
+        self, progress: Callable[[int, int], None] | None = None
+    ) -> Refreshed | None:
+        """Bring the dashboards' hourly rollups up to date; None where there are none."""
+        return None
+
+    def _dicts(self, sql: str, params: Sequence[Any] = ()) -> Iterator[dict[str, Any]]:
+        names, data = self._read_with_names(sql, params)
+        for r in data:
+            yield {n: self._from_db(n, v) for n, v in zip(names, r, strict=True)}
+
+    def _event(self, row: Sequence[Any]) -> Event:
+        values = {c: self._from_db(c, v) for c, v in zip(EVENT_COLUMNS, row, strict=True)}
+        return Event(
+            event_id=uuid.UUID(str(values["event_id"])),
+            trace_id=values["trace_id"],
+            span_id=values["span_id"],
+            parent_span_id=values["parent_span_id"],
+            seq=int(values["seq"]),
+            ts=values["ts"],
+            kind=values["kind"],
+            payload=values["payload"],
+            schema_version=int(values["schema_version"]),
+        )
+
+    # --- writing ------------------------------------------------------------------------------
+
+    @abstractmethod
+    def _execute(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> None: ...
+
+    @abstractmethod
+    def _insert_events(self, conn: Any, events: Sequence[Event]) -> tuple[int, Projection]:
+        """Insert events, skipping those already stored; return how many were inserted and the
+        projection of those (a backend may compute it while the database digests the rows)."""
+
+    @abstractmethod
+    def _merge(
+        self,
+        conn: Any,
+        table: str,
+        columns: Sequence[str],
+        key: Sequence[str],
+        rows: list[tuple[Any, ...]],
+        conflict: str,
+    ) -> None:
+        """Insert rows into a projection table; rows whose key exists go through ``conflict``
+        (an ``ON CONFLICT ... DO ...`` clause; empty for tables where a clash is an error)."""
+
+    # --- values -------------------------------------------------------------------------------
+
+    @abstractmethod
+    def _to_db(self, column: str, value: Any) -> Any: ...
+
+    @abstractmethod
+    def _from_db(self, column: str, value: Any) -> Any: ...
+
+    @abstractmethod
+    def _converts(self, column: str) -> bool:
+        """Whether values of this column need :meth:`_to_db`."""
+
+    def _rows(self, columns: Sequence[str], objects: Iterable[Any]) -> list[tuple[Any, ...]]:
+        """Objects as database rows (only the columns that need it are converted)."""
+        get = attrgetter(*columns)
+        convert = [(i, c) for i, c in enumerate(columns) if self._converts(c)]
+        out = []
+        for obj in objects:
+            row = list(get(obj))
+            for i, c in convert:
+                row[i] = self._to_db(c, row[i])
+            out.append(tuple(row))
+        return out
