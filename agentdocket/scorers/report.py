@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from agentdocket.scorers.base import Metric, get, version_key
-from agentdocket.store.reading import ReportRun, ReportVerdict
+from agentdocket.store.scoring_reads import ReportRun, ReportVerdict
 
 GROUPINGS = ("agent", "version", "strategy", "model")
 

@@ -8,7 +8,8 @@ per-database :class:`~agentdocket.store.recorder.Recorder`:
 - :class:`~agentdocket.store.projector.Projector`: the projection upserts, and rebuilding;
 - :class:`~agentdocket.store.datasets.DatasetRegistry`: datasets and cases;
 - :class:`~agentdocket.store.dead_letters.DeadLetters`: records the database refused;
-- :class:`~agentdocket.store.reading.Reader`: events, traces, runs, and what scorers read.
+- :class:`~agentdocket.store.reading.Reader`: events, traces and runs;
+- :class:`~agentdocket.store.scoring_reads.ScoringReader`: what scorers and reports read.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from agentdocket.store.appending import BATCH, Appender, AppendResult
 from agentdocket.store.datasets import DatasetRegistry
 from agentdocket.store.dead_letters import DeadLetter, DeadLetters, Retried
 from agentdocket.store.projector import Projector
-from agentdocket.store.reading import CaseCache, Reader, ReportRun, ReportVerdict, StoredRun
+from agentdocket.store.reading import Reader, StoredRun
 from agentdocket.store.recorder import Recorder
 from agentdocket.store.redaction import Redactor
 from agentdocket.store.rollups import Refreshed
+from agentdocket.store.scoring_reads import CaseCache, ReportRun, ReportVerdict, ScoringReader
 
 
 class Store:
@@ -42,6 +44,7 @@ class Store:
             recorder, self.projector, self.registry, self.letters, self.redactor
         )
         self.reader = Reader(recorder, self.registry)
+        self.scoring = ScoringReader(recorder, self.registry, self.reader)
 
     @property
     def url(self) -> str:
@@ -169,7 +172,9 @@ class Store:
         batch_size: int = 1000,
     ) -> Iterator[list[Trace]]:
         """Whole traces in batches, each with its case, ordered by start time then trace id."""
-        return self.reader.iter_traces(dataset=dataset, trace_ids=trace_ids, batch_size=batch_size)
+        return self.scoring.scoring_batches(
+            kinds=None, dataset=dataset, trace_ids=trace_ids, batch_size=batch_size
+        )
 
     def stored_runs(
         self, *, dataset: str | None = None, batch_size: int = 1000
@@ -209,43 +214,43 @@ class Store:
     ) -> Iterator[list[Trace]]:
         """Runs in batches as traces holding only events of ``kinds`` (every kind when None),
         each with its case."""
-        return self.reader.scoring_batches(
+        return self.scoring.scoring_batches(
             kinds=kinds, dataset=dataset, since=since, trace_ids=trace_ids, batch_size=batch_size
         )
 
     def traces_for_scoring(
         self, ids: Sequence[str], kinds: Collection[str] | None, cache: CaseCache | None = None
     ) -> list[Trace]:
-        return self.reader.traces_for_scoring(ids, kinds, cache)
+        return self.scoring.traces_for_scoring(ids, kinds, cache)
 
     def trace_groups(self, ids: Sequence[str]) -> dict[str, str]:
         """The semantic group of each run's case (runs whose case has a group)."""
-        return self.reader.trace_groups(ids)
+        return self.scoring.trace_groups(ids)
 
     def verdict_keys(self, scorer: str, version: str, ids: Sequence[str]) -> set[tuple[str, str]]:
         """(trace id, input hash) of the verdicts this scorer version already gave these runs."""
-        return self.reader.verdict_keys(scorer, version, ids)
+        return self.scoring.verdict_keys(scorer, version, ids)
 
     def scorer_versions(self, dataset: str | None = None) -> dict[str, list[str]]:
-        return self.reader.scorer_versions(dataset)
+        return self.scoring.scorer_versions(dataset)
 
     def report_runs(self, dataset: str | None = None) -> list[ReportRun]:
-        return self.reader.report_runs(dataset)
+        return self.scoring.report_runs(dataset)
 
     def report_verdicts(
         self, versions: dict[str, str], dataset: str | None = None
     ) -> list[ReportVerdict]:
         """The latest verdict per run (and step) of each scorer at the given version."""
-        return self.reader.report_verdicts(versions, dataset)
+        return self.scoring.report_verdicts(versions, dataset)
 
     def verdict_export_rows(
         self, dataset: str | None = None, scorer: str | None = None
     ) -> Iterator[dict[str, Any]]:
-        return self.reader.verdict_export_rows(dataset, scorer)
+        return self.scoring.verdict_export_rows(dataset, scorer)
 
     def judge_replies(self, keys: Sequence[str]) -> dict[str, tuple[str, str]]:
         """Cached judge replies by cache key: (reply, trace id of the recorded call)."""
-        return self.reader.judge_replies(keys)
+        return self.scoring.judge_replies(keys)
 
     def cases_for(self, runs: list[dict[str, Any]]) -> dict[str, tuple[str, Case]]:
         """For each run naming a case: (dataset version, case), keyed by trace id."""

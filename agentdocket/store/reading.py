@@ -1,14 +1,9 @@
-"""Reading the store: events and traces, runs, and what the scorers and their reports read.
-
-Traces are read a batch of runs at a time for scoring: one query for the runs, one for their
-events of the wanted kinds (the one query whose speed matters, supplied by each recorder),
-cases from a cache that lives as long as the iteration.
-"""
+"""Reading the store: events, traces and runs, as stored."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -17,35 +12,6 @@ from agentdocket.events import Case, Event, Trace
 from agentdocket.store.datasets import DatasetRegistry
 from agentdocket.store.errors import StoreError
 from agentdocket.store.recorder import EVENT_COLUMNS, Recorder
-
-# (dataset, dataset version, case id) -> the case, or None when the dataset lacks it
-CaseCache = dict[tuple[str, str, str], Case | None]
-
-
-@dataclass(frozen=True)
-class ReportRun:
-    """What a report needs of a run."""
-
-    trace_id: str
-    status: str | None
-    agent: str | None
-    agent_version: str | None
-    strategy: str | None
-    models: dict[str, str]
-
-
-@dataclass(frozen=True)
-class ReportVerdict:
-    """The latest verdict of one scorer version on one run (or step)."""
-
-    trace_id: str
-    scorer: str
-    scorer_version: str
-    passed: bool | None
-    score: float | None
-    failure_type: str | None
-    details: dict[str, Any]
-    label: str | None = None
 
 
 @dataclass(frozen=True)
@@ -59,19 +25,13 @@ class StoredRun:
     dataset_version: str | None
 
 
-VERDICT_EXPORT_SQL = (
-    "SELECT v.verdict_id, v.trace_id, r.dataset, r.case_id, r.agent, r.agent_version, "
-    "r.strategy, v.scorer, v.scorer_version, v.passed, v.score, v.label, v.failure_type, "
-    "v.rationale, v.details, v.input_hash, v.judge_trace_id, v.ts "
-    "FROM verdicts v LEFT JOIN runs r ON r.trace_id = v.trace_id"
-)
 TABLES = frozenset(
     {"runs", "steps", "verdicts", "verdicts_latest", "judge_calls", "datasets", "cases", "events"}
 )
 
 
 class Reader:
-    """Every read of the store but datasets' and dead letters'."""
+    """Events, traces and runs."""
 
     def __init__(self, db: Recorder, datasets: DatasetRegistry) -> None:
         self.db = db
@@ -103,19 +63,6 @@ class Reader:
             return None
         found = self.datasets.cases_for([run]) if (run := self.run(trace_id)) else {}
         return Trace.from_events(events, found[trace_id][1] if trace_id in found else None)
-
-    def iter_traces(
-        self,
-        *,
-        dataset: str | None = None,
-        trace_ids: Sequence[str] | None = None,
-        batch_size: int = 1000,
-    ) -> Iterator[list[Trace]]:
-        """Whole traces in batches, each with its case, ordered by start time then trace id
-        (the scorers' bulk reader, reading every event kind)."""
-        yield from self.scoring_batches(
-            kinds=None, dataset=dataset, trace_ids=trace_ids, batch_size=batch_size
-        )
 
     def _events_of(self, ids: Sequence[str]) -> dict[str, list[Event]]:
         """Stored events of several traces, each list in trace order."""
@@ -200,203 +147,3 @@ class Reader:
             (prefix.lower() + "%",),
         )
         return [r[0] for r in rows]
-
-    # --- traces ---------------------------------------------------------------------------
-
-    def scoring_batches(
-        self,
-        *,
-        kinds: Collection[str] | None,
-        dataset: str | None = None,
-        since: datetime | None = None,
-        trace_ids: Sequence[str] | None = None,
-        batch_size: int = 2000,
-    ) -> Iterator[list[Trace]]:
-        """Runs in batches as traces holding only events of ``kinds`` (every kind when None),
-        each with its case. Runs of ``trace_ids``, else of ``dataset`` / ``since``."""
-        ids = (
-            list(trace_ids)
-            if trace_ids is not None
-            else self.trace_ids(dataset=dataset, since=since)
-        )
-        cache: CaseCache = {}
-        for start in range(0, len(ids), batch_size):
-            yield self.traces_for_scoring(ids[start : start + batch_size], kinds, cache)
-
-    def traces_for_scoring(
-        self, ids: Sequence[str], kinds: Collection[str] | None, cache: CaseCache | None = None
-    ) -> list[Trace]:
-        """The runs among ``ids`` as (partial) traces with their cases, in the order given."""
-        if not ids:
-            return []
-        cache = {} if cache is None else cache
-        where, params = self.db._any("trace_id", ids)
-        runs = {
-            r[0]: r
-            for r in self.db._read(
-                f"SELECT trace_id, dataset, dataset_version, case_id FROM runs WHERE {where}",
-                params,
-            )
-        }
-        self._fill_cases(runs.values(), cache)
-        by_trace: dict[str, list[Event]] = defaultdict(list)
-        for event in self.db._scoring_events(ids, kinds):
-            by_trace[event.trace_id].append(event)
-        out = []
-        for tid in ids:
-            run = runs.get(tid)
-            if run is None:
-                continue
-            _, dataset, version, case_id = run
-            case = cache.get((dataset, version or "", case_id)) if dataset and case_id else None
-            out.append(Trace.partial(tid, by_trace.get(tid, ()), case))
-        return out
-
-    def _fill_cases(self, runs: Collection[tuple[Any, ...]], cache: CaseCache) -> None:
-        """Put the cases these runs name into ``cache``. A run naming no dataset version gets
-        the latest version's case (cached under the empty version)."""
-        wanted: dict[tuple[str, str], set[str]] = defaultdict(set)
-        latest: dict[str, str | None] = {}
-        for _, dataset, version, case_id in runs:
-            if not (dataset and case_id) or (dataset, version or "", case_id) in cache:
-                continue
-            if not version:
-                if dataset not in latest:
-                    latest[dataset] = self.datasets.latest_version(dataset)
-                resolved = latest[dataset]
-                if resolved is None:
-                    cache[(dataset, "", case_id)] = None
-                    continue
-                wanted[(dataset, resolved)].add(case_id)
-            else:
-                wanted[(dataset, version)].add(case_id)
-        for (dataset, version), case_ids in wanted.items():
-            found = self._cases(dataset, version, sorted(case_ids))
-            for case_id in case_ids:
-                case = found.get(case_id)
-                cache[(dataset, version, case_id)] = case
-                if latest.get(dataset) == version:
-                    cache[(dataset, "", case_id)] = case
-
-    def _cases(self, dataset: str, version: str, case_ids: Sequence[str]) -> dict[str, Case]:
-        found: dict[str, Case] = {}
-        for start in range(0, len(case_ids), 500):
-            where, params = self.db._any("case_id", case_ids[start : start + 500])
-            rows = self.db._read(
-                "SELECT case_id, data FROM cases WHERE dataset = ? AND dataset_version = ? "
-                f"AND {where}",
-                [dataset, version, *params],
-            )
-            for case_id, data in rows:
-                found[case_id] = Case.from_json(self.db._from_db("data", data))
-        return found
-
-    def trace_groups(self, ids: Sequence[str]) -> dict[str, str]:
-        """The semantic group of each run's case (runs whose case has a group)."""
-        out: dict[str, str] = {}
-        for start in range(0, len(ids), 2000):
-            where, params = self.db._any("r.trace_id", ids[start : start + 2000])
-            rows = self.db._read(
-                "SELECT r.trace_id, c.group_id FROM runs r JOIN cases c ON c.dataset = r.dataset "
-                "AND c.dataset_version = r.dataset_version AND c.case_id = r.case_id "
-                f"WHERE {where} AND c.group_id IS NOT NULL",
-                params,
-            )
-            out.update({tid: group for tid, group in rows})
-        return out
-
-    # --- verdicts -------------------------------------------------------------------------
-
-    def verdict_keys(self, scorer: str, version: str, ids: Sequence[str]) -> set[tuple[str, str]]:
-        """(trace id, input hash) of the verdicts this scorer version already gave these runs."""
-        return self.db.verdict_keys(scorer, version, ids)
-
-    def scorer_versions(self, dataset: str | None = None) -> dict[str, list[str]]:
-        """The scorer versions that judged runs (of ``dataset``), as stored."""
-        sql = "SELECT DISTINCT v.scorer, v.scorer_version FROM verdicts v"
-        params: list[Any] = []
-        if dataset is not None:
-            sql += " JOIN runs r ON r.trace_id = v.trace_id WHERE r.dataset = ?"
-            params.append(dataset)
-        out: dict[str, list[str]] = defaultdict(list)
-        for scorer, version in self.db._read(sql, params):
-            out[scorer].append(version)
-        return dict(out)
-
-    def report_runs(self, dataset: str | None = None) -> list[ReportRun]:
-        sql = "SELECT trace_id, status, agent, agent_version, strategy, models FROM runs"
-        params: list[Any] = []
-        if dataset is not None:
-            sql += " WHERE dataset = ?"
-            params.append(dataset)
-        return [
-            ReportRun(
-                r["trace_id"],
-                r["status"],
-                r["agent"],
-                r["agent_version"],
-                r["strategy"],
-                r["models"] or {},
-            )
-            for r in self.db._dicts(sql, params)
-        ]
-
-    def report_verdicts(
-        self, versions: dict[str, str], dataset: str | None = None
-    ) -> list[ReportVerdict]:
-        """The latest verdict per run (and step) of each scorer at the given version."""
-        out: list[ReportVerdict] = []
-        for scorer, version in sorted(versions.items()):
-            sql = (
-                "SELECT v.trace_id, v.scorer, v.scorer_version, v.passed, v.score, "
-                "v.failure_type, v.details, v.label FROM verdicts_latest v"
-            )
-            params: list[Any] = [scorer, version]
-            if dataset is not None:
-                sql += " JOIN runs r ON r.trace_id = v.trace_id"
-            sql += " WHERE v.scorer = ? AND v.scorer_version = ?"
-            if dataset is not None:
-                sql += " AND r.dataset = ?"
-                params.append(dataset)
-            out.extend(
-                ReportVerdict(
-                    r["trace_id"],
-                    r["scorer"],
-                    r["scorer_version"],
-                    r["passed"],
-                    r["score"],
-                    r["failure_type"],
-                    r["details"],
-                    r["label"],
-                )
-                for r in self.db._dicts(sql, params)
-            )
-        return out
-
-    def verdict_export_rows(
-        self, dataset: str | None = None, scorer: str | None = None
-    ) -> Iterator[dict[str, Any]]:
-        """Every stored verdict (all versions) with its run's dataset, case, agent and
-        strategy."""
-        clauses, params = [], []
-        if dataset is not None:
-            clauses.append("r.dataset = ?")
-            params.append(dataset)
-        if scorer is not None:
-            clauses.append("v.scorer = ?")
-            params.append(scorer)
-        sql = VERDICT_EXPORT_SQL + (" WHERE " + " AND ".join(clauses) if clauses else "")
-        order = " ORDER BY v.scorer, v.scorer_version, v.trace_id, v.ts"
-        yield from self.db._dicts(sql + order, params)
-
-    def judge_replies(self, keys: Sequence[str]) -> dict[str, tuple[str, str]]:
-        """Cached judge replies by cache key: (reply, trace id of the recorded call)."""
-        out: dict[str, tuple[str, str]] = {}
-        unique = sorted(set(keys))
-        for start in range(0, len(unique), 500):
-            where, params = self.db._any("cache_key", unique[start : start + 500])
-            for key, reply, trace_id in self.db._read(
-                f"SELECT cache_key, reply, trace_id FROM judge_calls WHERE {where}", params
-            ):
-                out[key] = (reply, trace_id)
-        return out

@@ -109,6 +109,7 @@ def test_every_acknowledged_trace_is_stored_once_across_a_database_restart(
         while health()["spooled"] or health()["database"] != "reachable":
             assert time.monotonic() < deadline, health()
             time.sleep(0.2)
+        print(f"acknowledged {len(acknowledged)} of {TRACES} traces across the restart")
         assert len(acknowledged) >= TRACES * 0.9, "too few batches were acknowledged"
         log = server.log.read_text()
     finally:
