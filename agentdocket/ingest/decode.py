@@ -124,12 +124,34 @@ def plan_steps(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+# Roles a ``(role, text)`` pair may name (LangChain's message-like tuples).
+ROLES = frozenset({"user", "human", "assistant", "ai", "system", "developer", "tool", "function"})
+
+
 def message_fields(value: Any) -> Mapping[str, Any] | None:
-    """A chat message's fields from its serialised forms: LangChain's ``dumpd`` constructor
+    """A chat message's fields from any of its forms: LangChain's ``dumpd`` constructor
     (``{"lc": 1, "id": [..., "AIMessage"], "kwargs": {...}}``), OpenInference's
-    ``{"type": ..., "data": {...}}``, or a plain ``{"type"/"role": ..., "content": ...}``."""
-    if not isinstance(value, Mapping):
+    ``{"type": ..., "data": {...}}``, a plain ``{"type"/"role": ..., "content": ...}``, a
+    ``(role, text)`` pair, or a message object (anything with a string ``type`` and a
+    ``content``, as langchain-core's messages have): never its ``repr``."""
+    if isinstance(value, tuple | list):
+        if (
+            len(value) == 2
+            and isinstance(value[0], str)
+            and value[0].lower() in ROLES
+            and isinstance(value[1], str | list)
+        ):
+            return {"role": value[0], "content": value[1]}
         return None
+    if not isinstance(value, Mapping):
+        kind, content = getattr(value, "type", None), getattr(value, "content", None)
+        if not isinstance(kind, str) or content is None:
+            return None
+        fields: dict[str, Any] = {"type": kind, "content": content}
+        for name in ("name", "tool_call_id", "tool_calls", "id"):
+            if getattr(value, name, None) is not None:
+                fields[name] = getattr(value, name)
+        return fields
     if value.get("lc") == 1 and isinstance(value.get("kwargs"), Mapping):
         return value["kwargs"]  # type: ignore[no-any-return]
     if isinstance(value.get("data"), Mapping) and "content" in value["data"]:

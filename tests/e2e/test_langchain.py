@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableLambda
 
 from agentdocket.events import Trace
 from agentdocket.ingest.langchain import AgentdocketHandler
@@ -161,3 +163,36 @@ def test_a_secret_through_the_handler_never_reaches_the_database(url: str, tmp_p
     )
     tracer.close()
     assert_absent(url, OPENAI_KEY)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        [("user", "Weather in Paris?")],
+        [HumanMessage("Weather in Paris?")],
+        ("user", "Weather in Paris?"),
+    ],
+    ids=["tuple-in-list", "message-object", "tuple"],
+)
+def test_message_objects_and_tuples_are_read_as_text_never_repr(
+    sqlite_url: str, tmp_path: Path, question: Any
+) -> None:
+    """A graph-style agent takes and returns message objects (LangGraph's state): the run's
+    question and answer are their text."""
+
+    def agent(state: dict[str, Any]) -> dict[str, Any]:
+        reply = AIMessage(content=[{"type": "text", "text": "It is 18 C in Paris."}])
+        return {"messages": [*state["messages"], reply]}
+
+    handler = AgentdocketHandler(sqlite_url, spool_dir=str(tmp_path / "spool"))
+    try:
+        messages = question if isinstance(question, list) else [question]
+        RunnableLambda(agent).with_config(run_name="graph").invoke(
+            {"messages": messages}, config={"callbacks": [handler]}
+        )
+        handler.flush()
+    finally:
+        handler.close()
+    [trace] = _traces(sqlite_url)
+    assert trace.started is not None and trace.started.question == "Weather in Paris?"
+    assert trace.response == "It is 18 C in Paris."
