@@ -39,8 +39,9 @@ def read_messages(
     if isinstance(structured, list):
         for m in structured:
             if isinstance(m, dict):
+                default_role = "tool" if _is_tool_response(m) else "user"
                 message: dict[str, Any] = {
-                    "role": str(m.get("role", "user")),
+                    "role": str(m.get("role") or default_role),
                     "content": _parts_text(m),
                 }
                 calls = _parts_tool_calls(m)
@@ -81,13 +82,36 @@ def jsonable(value: Any) -> Any:
 
 
 def _parts_text(message: Mapping[str, Any]) -> str:
+    """A GenAI message's text: its text (and reasoning) parts, and the ``response`` of its
+    ``tool_call_response`` parts (a tool's result handed back to the model)."""
     if isinstance(message.get("content"), str):
         return str(message["content"])
+    return parts_text(message.get("parts"))
+
+
+def parts_text(parts: Any) -> str:
+    """The text of a list of GenAI message parts (see :func:`_parts_text`)."""
+    if not isinstance(parts, list):
+        return ""
+    texts = []
+    for p in parts:
+        if not isinstance(p, dict):
+            continue
+        if p.get("type") == "tool_call_response":
+            response = p.get("response")
+            texts.append(response if isinstance(response, str) else A.dumps(response))
+        elif p.get("content") is not None:
+            texts.append(str(p["content"]))
+    return "\n".join(t for t in texts if t)
+
+
+def _is_tool_response(message: Mapping[str, Any]) -> bool:
     parts = message.get("parts")
-    if isinstance(parts, list):
-        texts = [str(p.get("content", "")) for p in parts if isinstance(p, dict)]
-        return "\n".join(t for t in texts if t)
-    return ""
+    return (
+        isinstance(parts, list)
+        and bool(parts)
+        and all(isinstance(p, dict) and p.get("type") == "tool_call_response" for p in parts)
+    )
 
 
 def _drop_none(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

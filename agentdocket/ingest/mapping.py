@@ -9,7 +9,7 @@ with the problem noted, never dropped.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -23,6 +23,7 @@ from agentdocket.ingest.decode import (
     jsonable,
     opt_int,
     opt_str,
+    parts_text,
     plan_steps,
     read_messages,
     tool_message,
@@ -49,6 +50,9 @@ class SpanLike(Protocol):
     def end_time(self) -> int | None: ...
     @property
     def status(self) -> Status: ...
+    @property
+    def events(self) -> Sequence[Any]:
+        """Span events, each with a ``name`` and ``attributes`` (``exception`` is read)."""
 
 
 def ts_of(ns: int | None) -> datetime:
@@ -61,6 +65,20 @@ def spans_to_events(spans: Iterable[SpanLike], *, keep_unrecognized: bool = Fals
     for span in spans:
         out.extend(span_to_events(span, keep_unrecognized=keep_unrecognized))
     return out
+
+
+def exception_text(span: SpanLike) -> str | None:
+    """The last recorded exception of a span (its ``exception`` event, as the OpenTelemetry
+    conventions record one): ``Type: message``, or either alone."""
+    for event in reversed(tuple(getattr(span, "events", None) or ())):
+        if getattr(event, "name", None) != "exception":
+            continue
+        attrs = getattr(event, "attributes", None) or {}
+        kind, message = attrs.get("exception.type"), attrs.get("exception.message")
+        parts = [str(p) for p in (kind, message) if p not in (None, "")]
+        if parts:
+            return ": ".join(parts)
+    return None
 
 
 def span_to_events(span: SpanLike, *, keep_unrecognized: bool = False) -> list[Event]:
@@ -107,7 +125,11 @@ class _Mapper:
         status = span.status
         self.error: str | None = None
         if status.status_code is StatusCode.ERROR:
-            self.error = status.description or str(attrs.get(A.ERROR_TYPE) or "error")
+            self.error = (
+                status.description
+                or exception_text(span)
+                or str(attrs.get(A.ERROR_TYPE) or "error")
+            )
         self.ours = A.KIND in attrs
         seq = attrs.get(A.SEQ)
         self.seq = seq if isinstance(seq, int) and seq >= 0 else 0
@@ -318,6 +340,11 @@ class _Mapper:
             "error": self.error,
             "attributes": extra,
         }
+        given = A.loads(self.attrs.get(A.GEN_AI_SYSTEM_INSTRUCTIONS))
+        instructions = given if isinstance(given, str) else parts_text(given)
+        inputs: list[dict[str, Any]] = payload["input_messages"]  # type: ignore[assignment]
+        if instructions and not (inputs and inputs[0].get("role") == "system"):
+            payload["input_messages"] = [{"role": "system", "content": instructions}, *inputs]
         outputs: list[dict[str, Any]] = payload["output_messages"]  # type: ignore[assignment]
         events = [self.event("llm.called", payload)]
         if not self.ours:  # a foreign model's tool calls are the agent's plan

@@ -34,6 +34,18 @@ class OtlpDecodeError(ValueError):
     """The request is not a valid OTLP trace export; the message names the place."""
 
 
+@dataclass(frozen=True, slots=True)
+class ReceivedEvent:
+    """A span event as received (only those the mapping reads are kept: ``exception``)."""
+
+    name: str
+    attributes: dict[str, Any]
+
+
+# The span events the mapping reads; others are not decoded.
+KEPT_EVENTS = frozenset({"exception"})
+
+
 @dataclass(slots=True)
 class ReceivedSpan:
     """A span as received: what :func:`agentdocket.ingest.mapping.span_to_events` reads."""
@@ -45,6 +57,7 @@ class ReceivedSpan:
     start_time: int
     end_time: int
     status: Status
+    events: tuple[ReceivedEvent, ...] = ()
 
 
 def _context(trace_id: bytes, span_id: bytes) -> SpanContext:
@@ -77,6 +90,7 @@ def _span(
     message: Any,
     service: Any,
     where: str,
+    events: tuple[ReceivedEvent, ...] = (),
 ) -> ReceivedSpan:
     _check_ids(trace_id, span_id, parent, where)
     if not isinstance(name, str):
@@ -99,6 +113,7 @@ def _span(
         start_time=start,
         end_time=max(end, start),
         status=Status(_STATUS[code], message or None) if code == 2 else Status(_STATUS[code]),
+        events=events,
     )
 
 
@@ -137,6 +152,13 @@ def decode_protobuf(body: bytes) -> list[ReceivedSpan]:
                         message=sp.status.message,
                         service=service,
                         where=where,
+                        events=tuple(
+                            ReceivedEvent(
+                                ev.name, _pb_attributes(ev.attributes, f"{where}.events[{k}]")
+                            )
+                            for k, ev in enumerate(sp.events)
+                            if ev.name in KEPT_EVENTS
+                        ),
                     )
                 )
     return spans
@@ -210,9 +232,19 @@ def decode_json(body: bytes) -> list[ReceivedSpan]:
                         message=_member(status, "message", "message", f"{where}.status", str),
                         service=service,
                         where=where,
+                        events=_json_events(sp, where),
                     )
                 )
     return spans
+
+
+def _json_events(span: Mapping[str, Any], where: str) -> tuple[ReceivedEvent, ...]:
+    out = []
+    for k, ev in _items(span, "events", "events", where):
+        name = _member(ev, "name", "name", f"{where}.events[{k}]", str) or ""
+        if name in KEPT_EVENTS:
+            out.append(ReceivedEvent(name, _json_attributes(ev, f"{where}.events[{k}]")))
+    return tuple(out)
 
 
 def _member(obj: Mapping[str, Any], camel: str, snake: str, where: str, kind: type) -> Any:

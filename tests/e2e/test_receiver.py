@@ -375,3 +375,97 @@ def test_a_secret_sent_to_the_receiver_never_reaches_the_database(
     r = _post(client, orjson.dumps(request), **{"content-type": "application/json"})
     assert r.status_code == 200
     assert_absent(sqlite_url, OPENAI_KEY)
+
+
+def test_a_failing_tools_message_comes_from_its_exception_event(server: Server, url: str) -> None:
+    """Instrumentations often set an error status with no description and record the text only
+    as the span's ``exception`` event: the tool's error is that text, through protobuf and
+    JSON."""
+    from opentelemetry.trace import Status, StatusCode
+
+    provider = _provider(server.endpoint)
+    tracer = provider.get_tracer("test")
+    with (
+        tracer.start_as_current_span(
+            "invoke_agent bot",
+            attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "bot"},
+        ),
+        tracer.start_as_current_span(
+            "execute_tool get_weather",
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "get_weather",
+                "gen_ai.tool.call.id": "call_1",
+            },
+        ) as span,
+    ):
+        span.record_exception(ValueError("no city named Atlantis"))
+        span.set_status(Status(StatusCode.ERROR))
+    provider.shutdown()
+    request = _request("7b8efff798038103d269b633813fc60c")
+    json_span = request["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    json_span["status"] = {"code": 2}
+    json_span["events"] = [
+        {"name": "log", "attributes": []},
+        {
+            "name": "exception",
+            "timeUnixNano": "1700000000400000000",
+            "attributes": [
+                {"key": "exception.type", "value": {"stringValue": "TimeoutError"}},
+                {"key": "exception.message", "value": {"stringValue": "search took 30 s"}},
+            ],
+        },
+    ]
+    reply = httpx.post(
+        server.endpoint, content=orjson.dumps(request), headers={"content-type": "application/json"}
+    )
+    assert reply.status_code == 200, reply.text
+    errors = sorted(p["error"] for _, kind, p in _events(url) if kind == "tool.returned")
+    assert errors == ["TimeoutError: search took 30 s", "ValueError: no city named Atlantis"]
+
+
+def test_genai_tool_results_and_system_instructions_are_kept(server: Server, url: str) -> None:
+    """A ``tool_call_response`` part is the tool's result handed back to the model (a tool
+    message with that text, not an empty user message); ``gen_ai.system_instructions`` is the
+    conversation's system message."""
+    provider = _provider(server.endpoint)
+    tracer = provider.get_tracer("test")
+    with tracer.start_as_current_span(
+        "chat gpt-x",
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": "gpt-x",
+            "gen_ai.system_instructions": orjson.dumps(
+                [{"type": "text", "content": "Answer in one sentence."}]
+            ).decode(),
+            "gen_ai.input.messages": orjson.dumps(
+                [
+                    {"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]},
+                    {
+                        "role": "assistant",
+                        "parts": [
+                            {
+                                "type": "tool_call",
+                                "id": "call_1",
+                                "name": "get_weather",
+                                "arguments": {"city": "Paris"},
+                            }
+                        ],
+                    },
+                    {"parts": [{"type": "tool_call_response", "id": "call_1", "response": "18 C"}]},
+                ]
+            ).decode(),
+        },
+    ):
+        pass
+    provider.shutdown()
+    [llm] = [p for _, kind, p in _events(url) if kind == "llm.called"]
+    assert [(m["role"], m["content"]) for m in llm["input_messages"]] == [
+        ("system", "Answer in one sentence."),
+        ("user", "Weather in Paris?"),
+        ("assistant", ""),
+        ("tool", "18 C"),
+    ]
+    assert llm["input_messages"][2]["tool_calls"] == [
+        {"name": "get_weather", "arguments": {"city": "Paris"}, "id": "call_1"}
+    ]
