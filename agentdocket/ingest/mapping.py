@@ -30,6 +30,25 @@ from agentdocket.ingest.decode import (
 )
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Where frameworks keep a retrieved document's id and score when the standard attributes are
+# missing (LlamaIndex, LangChain retrievers), in order of preference.
+METADATA_IDS = ("id", "doc_id", "document_id", "node_id", "source")
+METADATA_SCORES = ("score", "relevance_score", "similarity")
+
+
+def named_arguments(value: Any) -> Any:
+    """A tool's arguments by name: a wrapper of keyword arguments (``{"kwargs": {...}}``, with
+    no or empty positional ``args``, as LlamaIndex records them) is unwrapped."""
+    if (
+        isinstance(value, dict)
+        and isinstance(value.get("kwargs"), dict)
+        and set(value) <= {"args", "kwargs"}
+        and not value.get("args")
+    ):
+        return value["kwargs"]
+    return value
+
+
 MAPPING_ERROR = "agentdocket.mapping_error"
 
 
@@ -247,7 +266,7 @@ class _Mapper:
     def tool(self) -> list[Event]:
         name = str(self.get(A.TOOL_NAME, A.GEN_AI_TOOL_NAME) or self.span.name)
         raw_args = self.get(A.INPUT_VALUE, A.GEN_AI_TOOL_CALL_ARGUMENTS)
-        args = A.loads(raw_args)
+        args = named_arguments(A.loads(raw_args))
         if not isinstance(args, dict):
             args = raw_args if isinstance(raw_args, str) else A.dumps(raw_args)
         if self.attrs.get(A.OUTPUT_VALUE) is not None:
@@ -295,12 +314,20 @@ class _Mapper:
             meta = A.loads(d.get(A.DOCUMENT_METADATA))
             score = d.get(A.DOCUMENT_SCORE)
             content = d.get(A.DOCUMENT_CONTENT)
+            meta = meta if isinstance(meta, dict) else {}
+            found_id = d.get(A.DOCUMENT_ID)
+            if found_id is None:  # frameworks that keep ids and scores in the metadata
+                found_id = next((meta[k] for k in METADATA_IDS if meta.get(k) is not None), i)
+            if not isinstance(score, int | float) or isinstance(score, bool):
+                score = next((meta[k] for k in METADATA_SCORES if meta.get(k) is not None), None)
             docs.append(
                 {
-                    "id": str(d.get(A.DOCUMENT_ID, i)),
-                    "score": float(score) if isinstance(score, int | float) else None,
+                    "id": str(found_id),
+                    "score": float(score)
+                    if isinstance(score, int | float) and not isinstance(score, bool)
+                    else None,
                     "text": str(content) if content is not None else None,
-                    "metadata": meta if isinstance(meta, dict) else {},
+                    "metadata": meta,
                 }
             )
         query = self.get(A.INPUT_VALUE, A.GEN_AI_RETRIEVAL_QUERY)

@@ -469,3 +469,45 @@ def test_genai_tool_results_and_system_instructions_are_kept(server: Server, url
     assert llm["input_messages"][2]["tool_calls"] == [
         {"name": "get_weather", "arguments": {"city": "Paris"}, "id": "call_1"}
     ]
+
+
+def test_keyword_wrapped_arguments_and_metadata_ids_are_unwrapped(server: Server, url: str) -> None:
+    """LlamaIndex records a tool's input as ``{"args": [], "kwargs": {...}}``, and frameworks
+    keep a retrieved document's id and score in its metadata: both are read by name."""
+    provider = _provider(server.endpoint)
+    tracer = provider.get_tracer("test")
+    with tracer.start_as_current_span(
+        "agent", attributes={"openinference.span.kind": "AGENT", "input.value": "Paris?"}
+    ):
+        with tracer.start_as_current_span(
+            "get_weather",
+            attributes={
+                "openinference.span.kind": "TOOL",
+                "tool.name": "get_weather",
+                "input.value": '{"args": [], "kwargs": {"city": "Paris"}}',
+                "output.value": "18 C",
+            },
+        ):
+            pass
+        with tracer.start_as_current_span(
+            "retrieve",
+            attributes={
+                "openinference.span.kind": "RETRIEVER",
+                "input.value": "paris weather",
+                "retrieval.documents.0.document.content": "Paris is mild.",
+                "retrieval.documents.0.document.metadata": '{"doc_id": "wiki-paris", "score": 0.8}',
+                "retrieval.documents.1.document.content": "Lyon is warm.",
+                "retrieval.documents.1.document.id": "wiki-lyon",
+                "retrieval.documents.1.document.score": 0.4,
+            },
+        ):
+            pass
+    provider.shutdown()
+    events = _events(url)
+    [called] = [p for _, kind, p in events if kind == "tool.called"]
+    assert called["arguments"] == {"city": "Paris"}
+    [retrieval] = [p for _, kind, p in events if kind == "retrieval"]
+    assert [(d["id"], d["score"]) for d in retrieval["documents"]] == [
+        ("wiki-paris", 0.8),
+        ("wiki-lyon", 0.4),
+    ]
