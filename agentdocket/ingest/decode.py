@@ -224,3 +224,52 @@ def tool_message(value: Any) -> Mapping[str, Any] | None:
     if fields is None or not ("tool_call_id" in fields or fields.get("type") == "tool"):
         return None
     return fields
+
+
+# --- values frameworks record their own way ------------------------------------------------
+
+# Where frameworks keep a retrieved document's id and score when the standard attributes are
+# missing (LlamaIndex, LangChain retrievers), in order of preference.
+METADATA_IDS = ("id", "doc_id", "document_id", "node_id", "source")
+METADATA_SCORES = ("score", "relevance_score", "similarity")
+
+
+def named_arguments(value: Any) -> Any:
+    """A tool's arguments by name: a wrapper of keyword arguments (``{"kwargs": {...}}``, with
+    no or empty positional ``args``, as LlamaIndex records them) is unwrapped."""
+    if (
+        isinstance(value, dict)
+        and isinstance(value.get("kwargs"), dict)
+        and set(value) <= {"args", "kwargs"}
+        and not value.get("args")
+    ):
+        return value["kwargs"]
+    return value
+
+
+def document_identity(
+    found_id: Any, score: Any, metadata: Mapping[str, Any], position: int
+) -> tuple[str, float | None]:
+    """A retrieved document's id and score: the standard attributes, else the first of
+    :data:`METADATA_IDS` / :data:`METADATA_SCORES` in its metadata, else its position and no
+    score."""
+    if found_id is None:
+        found_id = next((metadata[k] for k in METADATA_IDS if metadata.get(k) is not None), None)
+    if not isinstance(score, int | float) or isinstance(score, bool):
+        score = next((metadata[k] for k in METADATA_SCORES if metadata.get(k) is not None), None)
+    number = isinstance(score, int | float) and not isinstance(score, bool)
+    return str(position if found_id is None else found_id), float(score) if number else None
+
+
+def exception_text(events: Sequence[Any] | None) -> str | None:
+    """The last exception recorded among a span's events (an ``exception`` event, as the
+    OpenTelemetry conventions record one): ``Type: message``, or either alone."""
+    for event in reversed(tuple(events or ())):
+        if getattr(event, "name", None) != "exception":
+            continue
+        attrs = getattr(event, "attributes", None) or {}
+        kind, message = attrs.get("exception.type"), attrs.get("exception.message")
+        parts = [str(p) for p in (kind, message) if p not in (None, "")]
+        if parts:
+            return ": ".join(parts)
+    return None

@@ -20,7 +20,10 @@ from agentdocket.ingest import attributes as A
 from agentdocket.ingest.decode import (
     answer_text,
     attribute_json,
+    document_identity,
+    exception_text,
     jsonable,
+    named_arguments,
     opt_int,
     opt_str,
     parts_text,
@@ -30,25 +33,6 @@ from agentdocket.ingest.decode import (
 )
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-# Where frameworks keep a retrieved document's id and score when the standard attributes are
-# missing (LlamaIndex, LangChain retrievers), in order of preference.
-METADATA_IDS = ("id", "doc_id", "document_id", "node_id", "source")
-METADATA_SCORES = ("score", "relevance_score", "similarity")
-
-
-def named_arguments(value: Any) -> Any:
-    """A tool's arguments by name: a wrapper of keyword arguments (``{"kwargs": {...}}``, with
-    no or empty positional ``args``, as LlamaIndex records them) is unwrapped."""
-    if (
-        isinstance(value, dict)
-        and isinstance(value.get("kwargs"), dict)
-        and set(value) <= {"args", "kwargs"}
-        and not value.get("args")
-    ):
-        return value["kwargs"]
-    return value
-
-
 MAPPING_ERROR = "agentdocket.mapping_error"
 
 
@@ -84,20 +68,6 @@ def spans_to_events(spans: Iterable[SpanLike], *, keep_unrecognized: bool = Fals
     for span in spans:
         out.extend(span_to_events(span, keep_unrecognized=keep_unrecognized))
     return out
-
-
-def exception_text(span: SpanLike) -> str | None:
-    """The last recorded exception of a span (its ``exception`` event, as the OpenTelemetry
-    conventions record one): ``Type: message``, or either alone."""
-    for event in reversed(tuple(getattr(span, "events", None) or ())):
-        if getattr(event, "name", None) != "exception":
-            continue
-        attrs = getattr(event, "attributes", None) or {}
-        kind, message = attrs.get("exception.type"), attrs.get("exception.message")
-        parts = [str(p) for p in (kind, message) if p not in (None, "")]
-        if parts:
-            return ": ".join(parts)
-    return None
 
 
 def span_to_events(span: SpanLike, *, keep_unrecognized: bool = False) -> list[Event]:
@@ -146,7 +116,7 @@ class _Mapper:
         if status.status_code is StatusCode.ERROR:
             self.error = (
                 status.description
-                or exception_text(span)
+                or exception_text(span.events)
                 or str(attrs.get(A.ERROR_TYPE) or "error")
             )
         self.ours = A.KIND in attrs
@@ -312,20 +282,15 @@ class _Mapper:
         docs = []
         for i, d in enumerate(A.indexed(self.attrs, A.RETRIEVAL_DOCUMENTS)):
             meta = A.loads(d.get(A.DOCUMENT_METADATA))
-            score = d.get(A.DOCUMENT_SCORE)
-            content = d.get(A.DOCUMENT_CONTENT)
             meta = meta if isinstance(meta, dict) else {}
-            found_id = d.get(A.DOCUMENT_ID)
-            if found_id is None:  # frameworks that keep ids and scores in the metadata
-                found_id = next((meta[k] for k in METADATA_IDS if meta.get(k) is not None), i)
-            if not isinstance(score, int | float) or isinstance(score, bool):
-                score = next((meta[k] for k in METADATA_SCORES if meta.get(k) is not None), None)
+            content = d.get(A.DOCUMENT_CONTENT)
+            found_id, score = document_identity(
+                d.get(A.DOCUMENT_ID), d.get(A.DOCUMENT_SCORE), meta, i
+            )
             docs.append(
                 {
-                    "id": str(found_id),
-                    "score": float(score)
-                    if isinstance(score, int | float) and not isinstance(score, bool)
-                    else None,
+                    "id": found_id,
+                    "score": score,
                     "text": str(content) if content is not None else None,
                     "metadata": meta,
                 }
