@@ -5,19 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.table import Table
 
-from agentdocket.commands.common import FORMAT, console, err, open_from
+from agentdocket.commands.common import FORMAT, console, echo_json, err, open_from
 from agentdocket.events import format_ts
-
-
-def _json_row(row: dict[str, Any]) -> dict[str, Any]:
-    out = dict(row)
-    out["received_at"] = format_ts(row["received_at"])
-    return out
 
 
 @click.group(name="dead-letters")
@@ -46,7 +39,7 @@ def list_(ctx: click.Context, everything: bool, limit: int, fmt: str) -> None:
         rows = store.dead_letters(resolved=None if everything else False, limit=limit or None)
         counts = store.dead_letter_counts()
     if fmt == "json":
-        click.echo(json.dumps({"counts": counts, "dead_letters": [_json_row(r) for r in rows]}))
+        echo_json({"counts": counts, "dead_letters": rows})
         return
     title = f"dead letters ({counts['unresolved']} unresolved of {counts['total']})"
     table = Table(title=title, title_justify="left")
@@ -73,7 +66,7 @@ def show(ctx: click.Context, letter_id: str, fmt: str) -> None:
     with open_from(ctx) as store:
         row = store.dead_letter(letter_id)
     if fmt == "json":
-        click.echo(json.dumps(_json_row(row)))
+        echo_json(row)
         return
     for key in ("letter_id", "received_at", "source", "event_id", "trace_id", "code", "error"):
         value = format_ts(row[key]) if key == "received_at" else row[key]
@@ -99,7 +92,7 @@ def retry(ctx: click.Context, letter_ids: tuple[str, ...], everything: bool, fmt
     with open_from(ctx) as store:
         results = store.retry_dead_letters(None if everything else list(letter_ids))
     if fmt == "json":
-        click.echo(json.dumps([r.__dict__ for r in results]))
+        echo_json([r.__dict__ for r in results])
     else:
         for r in results:
             line = f"{r.letter_id[:12]} {r.outcome}"
@@ -126,7 +119,7 @@ def export(ctx: click.Context, everything: bool, output: Path | None) -> None:
         rows = store.dead_letters(resolved=None if everything else False)
     lines = []
     for row in rows:
-        record = _json_row(row)
+        record = dict(row, received_at=format_ts(row["received_at"]))
         try:
             record["event"] = json.loads(row["raw"])
         except ValueError:

@@ -69,14 +69,13 @@ class DeadLetter:
         code: str | None = None,
         event_id: str | None = None,
         trace_id: str | None = None,
-        received_at: datetime | None = None,
     ) -> DeadLetter:
         letter_id = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         return cls(
             letter_id,
             event_id,
             trace_id,
-            received_at or datetime.now(UTC),
+            datetime.now(UTC),
             source,
             error,
             code,
@@ -92,31 +91,6 @@ class DeadLetter:
         if not isinstance(obj, dict):
             raise PayloadError(f"dead letter {self.letter_id}", "not an event object")
         return event_from_json(obj, f"dead letter {self.letter_id}")
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "letter_id": self.letter_id,
-            "event_id": self.event_id,
-            "trace_id": self.trace_id,
-            "received_at": self.received_at.isoformat(),
-            "source": self.source,
-            "error": self.error,
-            "code": self.code,
-            "raw": self.raw,
-        }
-
-    @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> DeadLetter:
-        return cls(
-            str(obj["letter_id"]),
-            obj.get("event_id"),
-            obj.get("trace_id"),
-            datetime.fromisoformat(str(obj["received_at"])),
-            str(obj["source"]),
-            str(obj["error"]),
-            obj.get("code"),
-            str(obj["raw"]),
-        )
 
 
 Outcome = Literal["stored", "refused", "resolved", "undecodable"]
@@ -138,8 +112,8 @@ class DeadLetters:
         self.db = db
 
     def keep(self, letters: Iterable[DeadLetter]) -> int:
-        """Store dead letters (from a file kept while the database was away); the same letter
-        twice is kept once. Returns how many were given."""
+        """Store dead letters (a spool record that does not decode, a fault of ours on one
+        record); the same letter twice is kept once. Returns how many were given."""
         letters = list(letters)
         if letters:
             with self.db._write() as conn:
@@ -147,14 +121,8 @@ class DeadLetters:
         return len(letters)
 
     def keep_on(self, conn: Any, letters: Sequence[DeadLetter]) -> None:
-        convert = {"received_at"}
-        rows = [
-            tuple(
-                self.db._to_db(c, getattr(d, c)) if c in convert else getattr(d, c)
-                for c in DEAD_LETTER_COLUMNS
-            )
-            for d in {d.letter_id: d for d in letters}.values()
-        ]
+        unique = {d.letter_id: d for d in letters}.values()
+        rows = self.db._rows(DEAD_LETTER_COLUMNS, unique)
         conflict = "ON CONFLICT (letter_id) DO NOTHING"
         self.db._merge(conn, "dead_letters", DEAD_LETTER_COLUMNS, ("letter_id",), rows, conflict)
 
@@ -223,7 +191,5 @@ class DeadLetters:
         return out
 
     def _letter_row(self, row: dict[str, Any]) -> dict[str, Any]:
-        row["resolved"] = bool(row["resolved"])
-        if row.get("event_id") is not None:
-            row["event_id"] = str(row["event_id"])
+        row["resolved"] = bool(row["resolved"])  # SQLite gives 0 / 1
         return row
