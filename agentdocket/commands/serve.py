@@ -166,5 +166,3 @@ def serve(
             f"agentdocket: stopped by {signal.Signals(server.stopped_by).name}; "
             f"{receiver.stats.spans} spans received"
         )
-    if server.started is False:
-        raise click.ClickException(f"could not listen on {host}:{port}")
