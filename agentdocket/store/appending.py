@@ -16,7 +16,7 @@ from agentdocket.events import Dataset, Event
 from agentdocket.store.datasets import DatasetRegistry
 from agentdocket.store.dead_letters import DeadLetter, DeadLetters
 from agentdocket.store.errors import RecordRefused, WriteConflict
-from agentdocket.store.escaping import escape
+from agentdocket.store.escaping import escape_json
 from agentdocket.store.projector import Projector
 from agentdocket.store.recorder import DATA_ERRORS, Recorder
 from agentdocket.store.redaction import Redactor
@@ -33,11 +33,6 @@ class AppendResult:
     inserted: int
     duplicates: int
     refused: int = 0  # kept as dead letters (see :mod:`agentdocket.store.dead_letters`)
-
-
-def _escaped(event: Event) -> Event:
-    payload = escape(event.payload)
-    return event if payload is event.payload else replace(event, payload=payload)
 
 
 class Appender:
@@ -149,16 +144,23 @@ class Appender:
         """Events as they are written: escaped (:mod:`agentdocket.store.escaping`), then
         redacted. An event that cannot be prepared is refused."""
         try:
-            return self.redactor.events([_escaped(e) for e in events]), []
+            return [self._prepared(e) for e in events], []
         except DATA_ERRORS:
             pass
         prepared, refused = [], []
         for event in events:
             try:
-                prepared.extend(self.redactor.events([_escaped(event)]))
+                prepared.append(self._prepared(event))
             except DATA_ERRORS as exc:
                 refused.append((event, RecordRefused(f"{type(exc).__name__}: {exc}")))
         return prepared, refused
+
+    def _prepared(self, event: Event) -> Event:
+        # one serialisation of the payload serves both probes: escaping's and redaction's
+        payload, text = escape_json(event.payload)
+        if payload is not event.payload:
+            event = replace(event, payload=payload)
+        return self.redactor.event(event, text) if self.redactor.active else event
 
     def _insert_isolating(self, conn: Any, events: list[Event]) -> tuple[int, Refusals]:
         """Insert and project ``events`` in a savepoint. If the database refuses the batch,

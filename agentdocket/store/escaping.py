@@ -69,18 +69,22 @@ def _walk(value: Any, text: Any) -> Any:
     return value
 
 
-def needs_escape(value: Any) -> bool:
-    """Whether ``value`` (a JSON-like object) holds a character that must be escaped."""
+def escape_json(value: Any) -> tuple[Any, str | None]:
+    """``value`` with its strings escaped (the same object when nothing needs it), and, when
+    nothing did, its JSON text: a further probe of the same value (redaction's) can read that
+    instead of serialising it again."""
     try:
         raw = orjson.dumps(value)
     except TypeError:  # a lone surrogate (or a value no JSON can hold: the walk tells)
-        return True
-    return b"\\u0000" in raw or ESC_BYTES in raw
+        return _walk(value, escape_text), None
+    if b"\\u0000" in raw or ESC_BYTES in raw:
+        return _walk(value, escape_text), None
+    return value, raw.decode()
 
 
 def escape(value: Any) -> Any:
     """``value`` with its strings escaped; the same object when nothing needs it."""
-    return _walk(value, escape_text) if needs_escape(value) else value
+    return escape_json(value)[0]
 
 
 def unescape(value: Any) -> Any:

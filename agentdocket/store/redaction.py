@@ -259,9 +259,10 @@ class Redactor:
                 text = pattern.sub(self.marker.format(rule=name), text)
         return text
 
-    def event(self, event: Event) -> Event:
-        """The event with its payload redacted (the same object when nothing matched)."""
-        if not self.needs(event.payload):
+    def event(self, event: Event, text: str | None = None) -> Event:
+        """The event with its payload redacted (the same object when nothing matched).
+        ``text``, the payload's JSON when the caller has it, spares serialising it again."""
+        if not self.needs(event.payload if text is None else text):
             return event
         redacted = self.value(event.payload)
         return event if redacted == event.payload else replace(event, payload=redacted)
