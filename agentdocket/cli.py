@@ -67,7 +67,13 @@ def main(ctx: click.Context, url: str | None, plugins: tuple[str, ...]) -> None:
 @click.option("--down", is_flag=True, help="Downgrade to REVISION (e.g. base) instead.")
 @click.pass_context
 def migrate(ctx: click.Context, revision: str, down: bool) -> None:
-    """Bring the database schema to REVISION (default: the newest)."""
+    """Bring the database schema to REVISION (default: the newest).
+
+    At the newest revision it also re-creates the dashboards' views and functions from this
+    agentdocket's scorers, in the same transaction, keeping the grants of roles that read
+    them (a scorer change needs no migration: run this again after upgrading agentdocket).
+    """
+    from agentdocket import dashboards
     from agentdocket.store import migrate as migrations
 
     url = database_url(ctx.obj.get("url"))
@@ -75,7 +81,7 @@ def migrate(ctx: click.Context, revision: str, down: bool) -> None:
         if down:
             migrations.downgrade(url, revision)
         else:
-            migrations.upgrade(url, revision)
+            migrations.upgrade(url, revision, derived=dashboards.objects())
         current = migrations.current_revision(url)
     except (ConfigError, StoreError) as exc:
         raise click.ClickException(str(exc)) from None

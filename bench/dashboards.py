@@ -35,11 +35,12 @@ import psycopg
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from agentdocket import dashboards  # noqa: E402
+from agentdocket.dashboards import panels  # noqa: E402
 from agentdocket.store import open_store  # noqa: E402
 from agentdocket.store.config import parse_url, psycopg_conninfo  # noqa: E402
 from agentdocket.store.grafana import grant_dashboard_role  # noqa: E402
 from bench.common import fresh_database, postgres_url  # noqa: E402
-from dashboards import build  # noqa: E402
 
 TARGET_MS = 200.0
 ROLE = "agentdocket_bench_grafana"
@@ -247,7 +248,7 @@ def main() -> None:
     server = postgres_url(args.url)
     try:
         with fresh_database(server) as url:
-            open_store(url).close()  # the schema
+            open_store(url, derived=dashboards.objects()).close()  # the schema and the views
             print(f"synthesising {args.runs:,} runs over {args.days} days ...", flush=True)
             counts = synthesise(url, args.runs, args.days, end)
             print(
@@ -311,17 +312,17 @@ def panel_times(
     results: list[tuple[str, str, float, int]] = []
     values: dict[str, list[str]] = {}
     for name in ("agent", "dataset", "version"):
-        sql = build.expand(build.VARIABLE_SQL[name], {}, *window)
+        sql = panels.expand(panels.VARIABLE_SQL[name], {}, *window)
         ms, _ = timed(conn, sql, rounds)
         values[name] = sorted(str(r[0]) for r in conn.execute(sql.encode()).fetchall())
         results.append(("variables", name, ms, len(values[name])))
     values["scorer"] = ["planner.suffix_match"]
-    sql = build.expand(build.VARIABLE_SQL["version_a"], values, *window)
+    sql = panels.expand(panels.VARIABLE_SQL["version_a"], values, *window)
     ms, _ = timed(conn, sql, rounds)
     results.append(("variables", "version_a / version_b", ms, 2))
     values["version_a"], values["version_b"] = ["1"], ["1.1"]
-    for spec in build.PANELS:
-        sql = build.expand(spec.sql, values, *window)
+    for spec in panels.PANELS:
+        sql = panels.expand(spec.sql, values, *window)
         ms, n = timed(conn, sql, rounds)
         results.append((spec.dashboard.removeprefix("agentdocket-"), spec.title, ms, n))
         print(f"  {results[-1][0]:16} {spec.title[:52]:52} {ms:8.1f} ms", flush=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from psycopg import sql
 
+from agentdocket import dashboards
 from agentdocket.store import Store, open_store
 from agentdocket.store.config import parse_url
 from agentdocket.store.migrate import upgrade
@@ -30,7 +31,8 @@ def pg_template() -> Iterator[tuple[str, str]]:
     name = f"agentdocket_tpl_{uuid.uuid4().hex[:8]}"
     with admin(url) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    upgrade(parse_url(url).set(database=name).render_as_string(hide_password=False))
+    template = parse_url(url).set(database=name).render_as_string(hide_password=False)
+    upgrade(template, derived=dashboards.objects())
     yield url, name
     drop_database(url, name)
 

@@ -13,7 +13,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
 from agentdocket.events import format_ts
-from agentdocket.store import ConfigError, Store, StoreError, database_url, open_store
+from agentdocket.store import (
+    ConfigError,
+    Store,
+    StoreError,
+    database_url,
+    display_url,
+    open_store,
+)
 
 # The option of every command that prints a table.
 FORMAT = click.option(
@@ -45,11 +52,18 @@ err = Console(stderr=True, soft_wrap=True)
 @contextmanager
 def open_from(ctx: click.Context) -> Iterator[Store]:
     """The store named by --database / AGENTDOCKET_DATABASE_URL; errors as click errors."""
+    from agentdocket import dashboards
+
     url = database_url(ctx.obj.get("url"))
     try:
-        store = open_store(url)
+        store = open_store(url, derived=dashboards.objects())
     except (ConfigError, StoreError) as exc:
         raise click.ClickException(str(exc)) from None
+    if not store.derived_current:
+        err.print(
+            f"[yellow]note:[/] the dashboard views of {display_url(url)} are not this "
+            "agentdocket's: run `agentdocket migrate`"
+        )
     try:
         yield store
     finally:

@@ -5,10 +5,13 @@ Only this package talks to agentdocket's own database.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from agentdocket.store.appending import AppendResult
 from agentdocket.store.base import Store
 from agentdocket.store.config import ENV_VAR, ConfigError, database_url, display_url, parse_url
 from agentdocket.store.dead_letters import DeadLetter, Retried
+from agentdocket.store.derived import Derived, digest, for_dialect
 from agentdocket.store.errors import DatasetConflict, RecordRefused, StoreError, StoreUnavailable
 from agentdocket.store.redaction import RedactionConfigError, Redactor
 
@@ -18,6 +21,7 @@ __all__ = [
     "ConfigError",
     "DatasetConflict",
     "DeadLetter",
+    "Derived",
     "RecordRefused",
     "RedactionConfigError",
     "Redactor",
@@ -32,7 +36,11 @@ __all__ = [
 
 
 def open_store(
-    url: str | None = None, *, migrate: bool = True, redactor: Redactor | None = None
+    url: str | None = None,
+    *,
+    migrate: bool = True,
+    redactor: Redactor | None = None,
+    derived: Sequence[Derived] = (),
 ) -> Store:
     """Open the store at ``url`` (default: ``AGENTDOCKET_DATABASE_URL`` or ./agentdocket.db).
 
@@ -40,7 +48,10 @@ def open_store(
     agentdocket schema yet, is brought to the current schema. A PostgreSQL database at an older
     revision is left alone: upgrading a shared server is an explicit ``agentdocket migrate``.
     ``redactor`` (default: the rules ``AGENTDOCKET_REDACT`` chooses) is applied to every event
-    and case before it is written.
+    and case before it is written. ``derived`` are the views and functions a migration here
+    installs (:mod:`agentdocket.store.derived`; the command line gives the dashboards' layer);
+    on SQLite they are re-installed whenever they differ from what is there, and
+    :attr:`Store.derived_current` says whether the database has them as given.
     """
     from agentdocket.store import migrate as migrations
 
@@ -51,7 +62,8 @@ def open_store(
     head = migrations.head_revision()
     if current != head:
         if migrate and (dialect == "sqlite" or current is None):
-            migrations.upgrade(url)
+            migrations.upgrade(url, derived=derived)
+            current = head
         elif current is None:
             raise StoreError(
                 f"{display_url(url)} has no agentdocket schema: run `agentdocket migrate`"
@@ -61,10 +73,18 @@ def open_store(
                 f"{display_url(url)} is at schema revision {current}, this agentdocket needs "
                 f"{head}: run `agentdocket migrate`"
             )
+    wanted = digest(for_dialect(derived, dialect))
+    installed = migrations.installed_digest(url) if derived else None
+    if derived and installed != wanted and migrate and dialect == "sqlite":
+        migrations.upgrade(url, derived=derived)
+        installed = wanted
     if dialect == "postgresql":
         from agentdocket.store.postgres import PostgresRecorder
 
-        return Store(PostgresRecorder(url), redactor)
-    from agentdocket.store.sqlite import SqliteRecorder
+        store = Store(PostgresRecorder(url), redactor)
+    else:
+        from agentdocket.store.sqlite import SqliteRecorder
 
-    return Store(SqliteRecorder(url), redactor)
+        store = Store(SqliteRecorder(url), redactor)
+    store.derived_current = not derived or installed == wanted
+    return store

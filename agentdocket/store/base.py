@@ -45,6 +45,9 @@ class Store:
         )
         self.reader = Reader(recorder, self.registry)
         self.scoring = ScoringReader(recorder, self.registry, self.reader)
+        # False when open_store was given derived objects the database does not have as given
+        # (PostgreSQL at the head revision is migrated only by `agentdocket migrate`).
+        self.derived_current = True
 
     @property
     def url(self) -> str:

@@ -12,8 +12,8 @@ from agentdocket.store.errors import StoreError
 
 def grant_dashboard_role(url: str, name: str, password: str) -> list[str]:
     """Create the login role ``name`` (or reset its password), allowed to SELECT the
-    ``dashboard_*`` views only, read-only by default. Returns the views granted. Run it again
-    after a migration that adds views."""
+    ``dashboard_*`` views only, read-only by default. Returns the views granted. ``agentdocket
+    migrate`` keeps these grants when it re-creates the views."""
     parsed = parse_url(url)
     if parsed.get_backend_name() != "postgresql":
         raise StoreError(f"{display_url(url)}: the dashboards read PostgreSQL; this is not one")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -15,6 +15,8 @@ from alembic.script import ScriptDirectory
 
 import agentdocket.migrations
 from agentdocket.store.config import display_url, parse_url
+from agentdocket.store.derived import Derived, drop_installed, install
+from agentdocket.store.derived import installed_digest as derived_digest
 from agentdocket.store.errors import StoreError
 
 SCRIPT_LOCATION = str(Path(agentdocket.migrations.__file__).parent)
@@ -45,11 +47,12 @@ def head_revision() -> str:
 
 @contextmanager
 def _mapped(url: str) -> Iterator[None]:
-    """SQLAlchemy's wrapped driver errors as the store's (see :mod:`agentdocket.store.errors`)."""
+    """Driver errors, raw or wrapped by SQLAlchemy, as the store's (see
+    :mod:`agentdocket.store.errors`), with what was being done when it said so."""
     try:
         yield
-    except sa.exc.DBAPIError as exc:
-        orig = exc.orig
+    except Exception as exc:
+        orig = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
         if isinstance(orig, sqlite3.Error):
             from agentdocket.store.sqlite import classify as classify_sqlite
 
@@ -62,7 +65,8 @@ def _mapped(url: str) -> Iterator[None]:
             if not isinstance(orig, psycopg.Error):
                 raise
             mapped = classify_pg(orig)
-        raise type(mapped)(f"{display_url(url)}: {mapped}", code=mapped.code) from exc
+        doing = "".join(f" ({note})" for note in getattr(exc, "__notes__", ()))
+        raise type(mapped)(f"{display_url(url)}: {mapped}{doing}", code=mapped.code) from exc
 
 
 def current_revision(url: str) -> str | None:
@@ -74,23 +78,40 @@ def current_revision(url: str) -> str | None:
         engine.dispose()
 
 
-def _run(url: str, action: str, revision: str) -> None:
+def _run(url: str, action: str, revision: str, derived: Sequence[Derived] = ()) -> None:
+    """One transaction: drop the derived objects installed before, migrate, and install
+    ``derived`` when the schema is at the head revision (they are written for it)."""
     engine = _engine(url)
     cfg = _config()
     try:
         with _mapped(url), engine.begin() as conn:
+            readers = drop_installed(conn, derived)
             cfg.attributes["connection"] = conn
             if action == "upgrade":
                 command.upgrade(cfg, revision)
             else:
                 command.downgrade(cfg, revision)
+            if MigrationContext.configure(conn).get_current_revision() == head_revision():
+                install(conn, derived, readers)
     finally:
         engine.dispose()
 
 
-def upgrade(url: str, revision: str = "head") -> None:
-    _run(url, "upgrade", revision)
+def upgrade(url: str, revision: str = "head", derived: Sequence[Derived] = ()) -> None:
+    """Migrate up to ``revision``; at the head, (re)install ``derived`` (see
+    :mod:`agentdocket.store.derived`)."""
+    _run(url, "upgrade", revision, derived)
 
 
 def downgrade(url: str, revision: str = "base") -> None:
     _run(url, "downgrade", revision)
+
+
+def installed_digest(url: str) -> str | None:
+    """The digest of the derived objects installed at ``url`` (None if there are none)."""
+    engine = _engine(url)
+    try:
+        with _mapped(url), engine.connect() as conn:
+            return derived_digest(conn)
+    finally:
+        engine.dispose()

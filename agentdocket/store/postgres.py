@@ -142,9 +142,17 @@ class PostgresRecorder(Recorder):
     def _read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self._read_on(self._conn, query, params)
 
-    def refresh_dashboards(self, progress: Callable[[int, int], None] | None = None) -> Refreshed:
+    def refresh_dashboards(
+        self, progress: Callable[[int, int], None] | None = None
+    ) -> Refreshed | None:
         with mapped_errors():
-            return refresh(self._conn, progress=progress)
+            [(installed,)] = self._conn.execute(
+                "SELECT to_regprocedure('agentdocket_refresh_rollups(timestamptz, timestamptz)') "
+                "IS NOT NULL"
+            ).fetchall()
+            # None when the dashboards' layer is not installed (a database opened from Python
+            # and never given `agentdocket migrate`): nothing reads rollups there.
+            return refresh(self._conn, progress=progress) if installed else None
 
     def _read_on(self, conn: Any, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with mapped_errors(), conn.cursor() as cur:

@@ -1,4 +1,5 @@
-"""Refreshing the dashboards' hourly rollups (PostgreSQL; migration 0005 says how they work).
+"""Refreshing the dashboards' hourly rollups (PostgreSQL; agentdocket/dashboards/rollups.py
+says how they work).
 
 The database's ``agentdocket_refresh_rollups(from, to)`` replaces the rollup rows of the stale
 hours in a range with what the pending functions compute for them, and deletes the marks it

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 
+import pytest
 import sqlalchemy as sa
 
-from agentdocket.store import open_store
+from agentdocket import dashboards
+from agentdocket.store import Derived, open_store
 from agentdocket.store.config import parse_url
-from agentdocket.store.migrate import current_revision, downgrade, head_revision, upgrade
+from agentdocket.store.derived import digest
+from agentdocket.store.errors import StoreError
+from agentdocket.store.migrate import (
+    current_revision,
+    downgrade,
+    head_revision,
+    installed_digest,
+    upgrade,
+)
 from agentdocket.store.projections import RUN_COUNTS
 
 TABLES = {"events", "runs", "verdicts", "judge_calls", "datasets", "cases"}
@@ -36,6 +47,8 @@ ROLLUP_VIEWS = {  # PostgreSQL only (migration 0005)
 ROLLUP_TABLES = {f"rollup_{t}" for t in ("stale", "runs", "latency", "verdicts", "measures")}
 ROLLUP_TABLES.add("rollup_transitions")
 DEAD_LETTERS = ({"dead_letters"}, {"dead_letters_state"})  # migration 0006
+DERIVED = {"derived_objects"}  # migration 0007; the views are installed by migrate
+INSTALLED = {o.name for o in dashboards.objects() if o.identity.startswith("VIEW ")}
 
 
 def _objects(url: str) -> tuple[set[str], set[str]]:
@@ -49,10 +62,17 @@ def _objects(url: str) -> tuple[set[str], set[str]]:
 
 def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
     assert current_revision(bare_url) is None
-    upgrade(bare_url)
+    upgrade(bare_url, derived=dashboards.objects())
     assert current_revision(bare_url) == head_revision()
     postgres = parse_url(bare_url).get_backend_name() == "postgresql"
     if postgres:
+        # the same views as 0004-0006 made, now installed from agentdocket/dashboards
+        assert DASHBOARD_VIEWS | ROLLUP_VIEWS | {"dashboard_dead_letters"} == INSTALLED
+        assert _objects(bare_url) == (
+            TABLES | ROLLUP_TABLES | DEAD_LETTERS[0] | DERIVED,
+            VIEWS | INSTALLED | DEAD_LETTERS[1],
+        )
+        downgrade(bare_url, "0006")
         assert _objects(bare_url) == (
             TABLES | ROLLUP_TABLES | DEAD_LETTERS[0],
             VIEWS | DASHBOARD_VIEWS | ROLLUP_VIEWS | DEAD_LETTERS[1] | {"dashboard_dead_letters"},
@@ -65,6 +85,11 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
         downgrade(bare_url, "0004")
         assert _objects(bare_url) == (TABLES, VIEWS | DASHBOARD_VIEWS)
     else:
+        assert _objects(bare_url) == (
+            TABLES | DEAD_LETTERS[0] | DERIVED,
+            VIEWS | DEAD_LETTERS[1],
+        )
+        downgrade(bare_url, "0006")
         assert _objects(bare_url) == (TABLES | DEAD_LETTERS[0], VIEWS | DEAD_LETTERS[1])
         downgrade(bare_url, "0005")
         assert _objects(bare_url) == (TABLES, VIEWS)
@@ -94,7 +119,7 @@ def test_upgrading_to_the_rollups_marks_what_is_stored_stale(empty_pg_url: str) 
                 f"('t2', 'a', NULL, '2026-03-01 12:59+00', {zeros})"
             )
         )
-    upgrade(empty_pg_url)
+    upgrade(empty_pg_url, derived=dashboards.objects())
     with engine.connect() as conn:
         stale = conn.execute(sa.text("SELECT what, hour FROM rollup_stale")).fetchall()
         hours = {datetime(2026, 3, 1, h, tzinfo=UTC) for h in (10, 12)}
@@ -105,3 +130,78 @@ def test_upgrading_to_the_rollups_marks_what_is_stored_stale(empty_pg_url: str) 
     with open_store(empty_pg_url) as store:
         done = store.refresh_dashboards()
         assert done is not None and (done.run_hours, done.verdict_hours) == (2, 2)
+
+
+def test_migrate_replaces_the_derived_objects_and_keeps_their_readers(empty_pg_url: str) -> None:
+    """A role that reads the dashboards' views keeps reading them across migrations that
+    re-create them (from 0006, where a migration made them, and at the head); objects no
+    longer given are dropped, new ones created, all in the migration's transaction."""
+    upgrade(empty_pg_url, "0006")
+    engine = sa.create_engine(parse_url(empty_pg_url))
+    role = f"reader_{uuid.uuid4().hex[:8]}"
+    with engine.begin() as conn:
+        conn.execute(sa.text(f"CREATE ROLE {role} NOLOGIN"))
+        conn.execute(sa.text(f"GRANT SELECT ON dashboard_runs TO {role}"))
+
+    def readable() -> set[str]:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                sa.text(
+                    "SELECT table_name FROM information_schema.role_table_grants "
+                    "WHERE grantee = :role AND privilege_type = 'SELECT'"
+                ),
+                {"role": role},
+            )
+            return {r[0] for r in rows}
+
+    shared = {o.name for o in dashboards.objects() if o.shared}
+    upgrade(empty_pg_url, derived=dashboards.objects())
+    assert readable() == shared
+    extra = Derived("VIEW dashboard_extra", "CREATE VIEW dashboard_extra AS SELECT 1 AS one", True)
+    upgrade(empty_pg_url, derived=[*dashboards.objects(), extra])
+    assert readable() == shared | {"dashboard_extra"}
+    assert installed_digest(empty_pg_url) != digest(dashboards.objects())
+    upgrade(empty_pg_url, derived=dashboards.objects())
+    assert "dashboard_extra" not in _objects(empty_pg_url)[1]
+    assert installed_digest(empty_pg_url) == digest(dashboards.objects())
+    assert readable() == shared
+    # a definition the database refuses leaves everything as it was
+    broken = Derived("VIEW dashboard_broken", "CREATE VIEW dashboard_broken AS SELECT nope", True)
+    with pytest.raises(
+        StoreError, match=r'column "nope" does not exist.*creating VIEW dashboard_b'
+    ):
+        upgrade(empty_pg_url, derived=[*dashboards.objects(), broken])
+    assert installed_digest(empty_pg_url) == digest(dashboards.objects())
+    assert readable() == shared
+    downgrade(empty_pg_url, "base")
+    with engine.begin() as conn:
+        conn.execute(sa.text(f"DROP ROLE {role}"))
+    engine.dispose()
+
+
+def test_the_latest_verdict_is_the_one_with_the_greatest_time_then_id(url: str) -> None:
+    """verdicts_latest, which reports, rollups and dashboards all read: per run, step, scorer
+    and version, the latest time wins, and on a tie the greater verdict id."""
+    open_store(url).close()  # the schema (SQLite's file is made on opening)
+    engine = sa.create_engine(parse_url(url))
+    rows = [  # verdict_id, subject, version, ts
+        ("a", None, "1", "2026-01-01T00:00:01Z"),
+        ("b", None, "1", "2026-01-01T00:00:02Z"),
+        ("c", None, "1", "2026-01-01T00:00:02Z"),  # ties b: c wins
+        ("d", "s1", "1", "2026-01-01T00:00:00Z"),  # a step: its own
+        ("e", None, "2", "2026-01-01T00:00:00Z"),  # another version: its own
+    ]
+    with engine.begin() as conn:
+        for verdict_id, subject, version, ts in rows:
+            conn.execute(
+                sa.text(
+                    "INSERT INTO verdicts (verdict_id, trace_id, subject_span_id, scorer, "
+                    "scorer_version, input_hash, details, ts) VALUES "
+                    "(:v, 't', :s, 'x', :version, 'h', '{}', :ts)"
+                ),
+                {"v": verdict_id, "s": subject, "version": version, "ts": ts},
+            )
+    with engine.connect() as conn:
+        latest = conn.execute(sa.text("SELECT verdict_id FROM verdicts_latest")).fetchall()
+    engine.dispose()
+    assert sorted(r[0] for r in latest) == ["c", "d", "e"]

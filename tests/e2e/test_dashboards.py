@@ -1,4 +1,4 @@
-"""The Grafana dashboards: the committed JSON is what dashboards/build.py builds; it follows
+"""The Grafana dashboards: the committed JSON is what scripts/build_dashboards.py builds; it follows
 Grafana's conventions; and every panel's SQL, with its template variables substituted the way
 Grafana does, runs on PostgreSQL seeded by the demo, an IBM import, judges and GRAMMAR, and
 returns the columns the panel expects, non-empty. Also the read-only Grafana role."""
@@ -23,14 +23,15 @@ import yaml  # type: ignore[import-untyped]
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from psycopg import sql
 
-from agentdocket import scorers
+from agentdocket import dashboards, scorers
+from agentdocket.dashboards import panels
+from agentdocket.dashboards.panels import OUTCOME, expand, quantiles
+from agentdocket.dashboards.rollups import MEASURES
 from agentdocket.demo import run_demo
 from agentdocket.scorers.base import Outcome
 from agentdocket.scorers.runner import score_runs
 from agentdocket.store import DeadLetter, open_store
 from agentdocket.store.config import parse_url, psycopg_conninfo
-from dashboards import build
-from dashboards.panels import OUTCOME, quantiles
 from tests.helpers.db import ROOT, SHARED, cli, drop_database, fresh_pg, require_shared, rounded
 from tests.helpers.grammar_records import RECORDS
 
@@ -47,12 +48,8 @@ def _load(path: Path, name: str) -> ModuleType:
     return module
 
 
-VIEW_NAMES = set(
-    _load(ROOT / "agentdocket/migrations/versions/0004_dashboard_views.py", "views_0004").VIEWS
-) | set(_load(ROOT / "agentdocket/migrations/versions/0005_dashboard_rollups.py", "r_0005").STATS)
-VIEW_NAMES |= set(
-    _load(ROOT / "agentdocket/migrations/versions/0006_dead_letters.py", "d_0006").VIEWS
-)
+build = _load(ROOT / "scripts/build_dashboards.py", "build_dashboards")
+VIEW_NAMES = {o.name for o in dashboards.objects() if o.shared}
 FILES = {
     uid: DASHBOARDS / "json" / f"{uid.removeprefix('agentdocket-')}.json" for uid in build.TITLES
 }
@@ -63,7 +60,9 @@ FILES = {
 
 def test_the_committed_json_is_what_the_code_builds() -> None:
     for uid, path in FILES.items():
-        assert path.read_text() == build.render(uid), f"{path.name}: run python dashboards/build.py"
+        assert path.read_text() == build.render(uid), (
+            f"{path.name}: run python scripts/build_dashboards.py"
+        )
     assert sorted(p.name for p in (DASHBOARDS / "json").glob("*.json")) == sorted(
         p.name for p in FILES.values()
     )
@@ -195,11 +194,11 @@ def _variables(conn: psycopg.Connection[Any]) -> dict[str, list[str]]:
     """The template variables' values as Grafana would offer them; two planner versions."""
     values: dict[str, list[str]] = {}
     for name in ("agent", "dataset", "version"):
-        _, rows = _rows(conn, build.expand(build.VARIABLE_SQL[name], {}))
+        _, rows = _rows(conn, expand(panels.VARIABLE_SQL[name], {}))
         values[name] = sorted(str(r[0]) for r in rows)
         assert values[name], name
     values["scorer"] = ["planner.suffix_match"]
-    _, rows = _rows(conn, build.expand(build.VARIABLE_SQL["version_a"], values))
+    _, rows = _rows(conn, expand(panels.VARIABLE_SQL["version_a"], values))
     versions = sorted(str(r[0]) for r in rows)
     assert versions == ["1", "1.1"]
     values["version_a"], values["version_b"] = [versions[0]], [versions[1]]
@@ -211,13 +210,13 @@ def _panels(conn: psycopg.Connection[Any]) -> dict[str, list[tuple[Any, ...]]]:
     each returns its columns and at least one row."""
     values = _variables(conn)
     out = {}
-    for spec in build.PANELS:
-        columns, rows = _rows(conn, build.expand(spec.sql, values))
+    for spec in panels.PANELS:
+        columns, rows = _rows(conn, expand(spec.sql, values))
         assert columns == list(spec.columns), spec.title
         assert rows, f"{spec.dashboard} / {spec.title}: no rows on the seeded data"
         assert any(v is not None for r in rows for v in r), spec.title
         out[spec.title] = [rounded(r) for r in rows]
-    assert len(out) == len(build.PANELS) >= 25
+    assert len(out) == len(panels.PANELS) >= 25
     return out
 
 
@@ -238,6 +237,8 @@ def test_every_panel_query_returns_its_columns_on_seeded_data(seeded: str) -> No
         done = store.refresh_dashboards()
     assert done is not None and done.run_hours > 0 and done.verdict_hours > 0
     assert _panels(conn) == rolled
+    measures = {r[0] for r in conn.execute("SELECT DISTINCT measure FROM rollup_measures")}
+    assert measures == set(MEASURES)  # every declared measure is computed, and no other
     conn.close()
 
 
@@ -305,7 +306,7 @@ def test_the_hourly_views_agree_with_the_row_level_views(seeded: str) -> None:
     values = _variables(conn)
     for p in (0.1, 0.5, 0.95):
         [(estimate,)] = conn.execute(
-            build.expand(quantiles({"q": p}), values).encode()  # type: ignore[call-overload]
+            expand(quantiles({"q": p}), values).encode()  # type: ignore[call-overload]
         ).fetchall()
         [(exact, bucket)] = conn.execute(
             "SELECT x, dashboard_latency_bucket(x) FROM (SELECT percentile_disc(%s) "

@@ -15,7 +15,7 @@ LAYERS = [
     {"events"},
     {"store", "migrations"},
     {"ingest", "importers", "scorers", "generators"},
-    {"tracer", "examiner", "demo"},
+    {"tracer", "examiner", "demo", "dashboards"},
     {"commands"},
     {"cli"},
 ]

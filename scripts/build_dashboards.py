@@ -1,9 +1,11 @@
-"""The Grafana dashboards, as code: ``python dashboards/build.py`` writes dashboards/json/*.json.
+"""The Grafana dashboards, as code: ``python scripts/build_dashboards.py`` writes
+dashboards/json/*.json.
 
 Built with grafana-foundation-sdk's typed builders. Panels read only the ``dashboard_*`` views
-(migration 0004) through the PostgreSQL datasource chosen by the ``datasource`` variable; every
-panel's SQL filters on Grafana's time range and the ``agent`` and ``dataset`` variables (and
-``version`` where verdicts are shown). The panels' SQL and columns are in dashboards/panels.py.
+(agentdocket/dashboards/, installed by ``agentdocket migrate``) through the PostgreSQL
+datasource chosen by the ``datasource`` variable; every panel's SQL filters on Grafana's time
+range and the ``agent`` and ``dataset`` variables (and ``version`` where verdicts are shown).
+The panels' SQL and columns are in agentdocket/dashboards/panels.py.
 ``--check`` exits 1 when the committed JSON is not what this file builds.
 """
 
@@ -11,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,11 +28,10 @@ from grafana_foundation_sdk.models import dashboard as models
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dashboards.panels import OVERVIEW, PANELS, TITLES, VARIABLE_SQL, PanelSpec
-from dashboards.panels import V as VERSIONS
+from agentdocket.dashboards.panels import OVERVIEW, PANELS, TITLES, VARIABLE_SQL, PanelSpec
+from agentdocket.dashboards.panels import V as VERSIONS
 
-HERE = Path(__file__).resolve().parent
-OUT = HERE / "json"
+OUT = Path(__file__).resolve().parents[1] / "dashboards" / "json"
 DATASOURCE_TYPE = "grafana-postgresql-datasource"
 DS = common.DataSourceRef(type_val=DATASOURCE_TYPE, uid="${datasource}")
 
@@ -150,37 +150,6 @@ def build_dashboard(uid: str) -> dict[str, Any]:
     return built
 
 
-def expand(
-    text: str,
-    values: dict[str, list[str]],
-    time_from: str = "2000-01-01T00:00:00Z",
-    time_to: str = "2100-01-01T00:00:00Z",
-    interval_s: int = 3600,
-) -> str:
-    """The SQL Grafana's PostgreSQL datasource sends for ``text``: the macros used here
-    expanded as Grafana expands them, a multi-value variable as a quoted list, a single value
-    as itself. For the tests and the benchmark, which run every panel's query."""
-    text = re.sub(
-        r"\$__timeGroupAlias\((\w+(?:\.\w+)?),\s*\$__interval\)",
-        rf'floor(extract(epoch from \1)/{interval_s})*{interval_s} AS "time"',
-        text,
-    )
-    text = text.replace("$__timeFrom()", f"'{time_from}'").replace("$__timeTo()", f"'{time_to}'")
-    text = re.sub(
-        r"\$__timeFilter\((\w+(?:\.\w+)?)\)",
-        rf"\1 BETWEEN '{time_from}' AND '{time_to}'",
-        text,
-    )
-    for name in sorted(values, key=len, reverse=True):
-        chosen = values[name]
-        quoted = ",".join("'" + v.replace("'", "''") + "'" for v in chosen)
-        text = text.replace(f"'${name}'", quoted if len(chosen) == 1 else "NULL")
-        text = text.replace(f"${name}", quoted)
-    if "$" in text:
-        raise ValueError(f"unexpanded variable or macro in: {text}")
-    return text
-
-
 def render(uid: str) -> str:
     return json.dumps(build_dashboard(uid), indent=2, sort_keys=True) + "\n"
 
@@ -200,7 +169,10 @@ def main() -> int:
         else:
             path.write_text(text)
     if stale:
-        print(f"not current (run python dashboards/build.py): {', '.join(stale)}", file=sys.stderr)
+        print(
+            f"not current (run python scripts/build_dashboards.py): {', '.join(stale)}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -1,7 +1,8 @@
-"""The dashboards' panels: each panel's SQL over the ``dashboard_*`` views (migrations 0004,
-0005 and 0006) and the columns it returns, and the template variables' queries.
-dashboards/build.py turns them into Grafana JSON; the tests and bench/dashboards.py run every
-query.
+"""The dashboards' panels: each panel's SQL over the ``dashboard_*`` views (this package's
+:mod:`~agentdocket.dashboards.views` and :mod:`~agentdocket.dashboards.rollups`) and the
+columns it returns, and the template variables' queries. scripts/build_dashboards.py turns
+them into Grafana JSON; the tests and bench/dashboards.py run every query. Scorer names are
+checked against the registered scorers and measure names against the measures rollup.
 
 The panels read the hourly ``dashboard_*_stats`` / ``_latency`` / ``_measures`` /
 ``_transitions`` views, whose cost grows with hours and dimensions, not with runs; only the
@@ -14,16 +15,21 @@ verdict panels on ``version`` too; the scorer-versions dashboard compares ``vers
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from agentdocket.dashboards.declared import family, names, scorer
+from agentdocket.dashboards.rollups import MEASURES
+from agentdocket.dashboards.views import TOOL_SCORERS as TOOLS
 
 # The filters every panel applies, on a view with time, agent and dataset columns. The
 # dashboard_*_stats views are hourly: an hour counts when it overlaps the time range.
 HOURS = "time > CAST($__timeFrom() AS timestamptz) - interval '1 hour' AND time <= $__timeTo()"
 RUNS = HOURS + " AND agent IN ($agent) AND dataset IN ($dataset)"
 VERDICTS = RUNS + " AND scorer_version IN ($version)"
-TOOL_SCORERS = "scorer IN ('planner.suffix_match', 'tools.slot_fill', 'tools.procedural')"
-PEER = "scorer LIKE 'review.peer.%'"
+TOOL_SCORERS = f"scorer IN {names(*TOOLS)}"
+PEER = f"scorer LIKE {family('review.peer')}"
 SUBTASK = "substr(scorer, length('review.peer.') + 1)"
 
 
@@ -91,13 +97,19 @@ def quantiles(names: dict[str, float], *, time_group: bool = False) -> str:
     return sql + (" GROUP BY time ORDER BY time" if time_group else "")
 
 
-def measures(scorer: str, names: str) -> str:
-    """A filter on dashboard_verdict_measures: ``scorer`` (a condition) and the measures."""
-    quoted = ", ".join(f"'{n}'" for n in names.split())
-    return f"{VERDICTS} AND {scorer} AND measure IN ({quoted})"
+def measures(condition: str, wanted: str) -> str:
+    """A filter on dashboard_verdict_measures: ``condition`` on the scorer, and the measures
+    ``wanted``."""
+    unknown = sorted(set(wanted.split()) - set(MEASURES))
+    if unknown:
+        raise KeyError(f"no measure named {', '.join(unknown)} in the measures rollup")
+    quoted = ", ".join(f"'{n}'" for n in wanted.split())
+    return f"{VERDICTS} AND {condition} AND measure IN ({quoted})"
 
 
 def mean(measure: str) -> str:
+    if measure not in MEASURES:
+        raise KeyError(f"no measure named {measure} in the measures rollup")
     return (
         f"sum(total) FILTER (WHERE measure = '{measure}') / "
         f"nullif(sum(n) FILTER (WHERE measure = '{measure}'), 0)"
@@ -219,7 +231,7 @@ panel(
 # --- Tool use ---------------------------------------------------------------------------------
 
 T = "agentdocket-tool-use"
-PLANNER = "scorer = 'planner.suffix_match'"
+PLANNER = f"scorer = {scorer('planner.suffix_match')}"
 panel(
     T,
     "Pass rate by scorer",
@@ -273,8 +285,8 @@ panel(
 # --- Responses --------------------------------------------------------------------------------
 
 R = "agentdocket-responses"
-SIMILARITY = "scorer = 'response.similarity'"
-REFERENCE = "scorer = 'answer.reference'"
+SIMILARITY = f"scorer = {scorer('response.similarity')}"
+REFERENCE = f"scorer = {scorer('answer.reference')}"
 panel(
     R,
     "Mean cosine and ROUGE-L",
@@ -369,7 +381,7 @@ panel(
 # --- GRAMMAR ----------------------------------------------------------------------------------
 
 G = "agentdocket-grammar"
-GRAMMAR = "scorer = 'grammar.groups'"
+GRAMMAR = f"scorer = {scorer('grammar.groups')}"
 panel(
     G,
     "Group tags",
@@ -469,3 +481,34 @@ VARIABLE_SQL = {
     "version_a": "SELECT scorer_version FROM dashboard_scorer_versions WHERE scorer = '$scorer'",
     "version_b": "SELECT scorer_version FROM dashboard_scorer_versions WHERE scorer = '$scorer'",
 }
+
+
+def expand(
+    text: str,
+    values: dict[str, list[str]],
+    time_from: str = "2000-01-01T00:00:00Z",
+    time_to: str = "2100-01-01T00:00:00Z",
+    interval_s: int = 3600,
+) -> str:
+    """The SQL Grafana's PostgreSQL datasource sends for ``text``: the macros used here
+    expanded as Grafana expands them, a multi-value variable as a quoted list, a single value
+    as itself. For the tests and the benchmark, which run every panel's query."""
+    text = re.sub(
+        r"\$__timeGroupAlias\((\w+(?:\.\w+)?),\s*\$__interval\)",
+        rf'floor(extract(epoch from \1)/{interval_s})*{interval_s} AS "time"',
+        text,
+    )
+    text = text.replace("$__timeFrom()", f"'{time_from}'").replace("$__timeTo()", f"'{time_to}'")
+    text = re.sub(
+        r"\$__timeFilter\((\w+(?:\.\w+)?)\)",
+        rf"\1 BETWEEN '{time_from}' AND '{time_to}'",
+        text,
+    )
+    for name in sorted(values, key=len, reverse=True):
+        chosen = values[name]
+        quoted = ",".join("'" + v.replace("'", "''") + "'" for v in chosen)
+        text = text.replace(f"'${name}'", quoted if len(chosen) == 1 else "NULL")
+        text = text.replace(f"${name}", quoted)
+    if "$" in text:
+        raise ValueError(f"unexpanded variable or macro in: {text}")
+    return text

@@ -1,0 +1,353 @@
+"""Hourly rollups for the dashboards (PostgreSQL): how they are computed and read.
+
+The panels aggregate hours, not runs: at 1M runs the row-level views take seconds per panel,
+these take milliseconds. Rollups are projections of the projections, so they follow one rule:
+a stale hour is never read from its rollup. The tables (``rollup_*``) and the triggers that
+mark stale hours in ``rollup_stale`` hold data, so migration 0005 made them; what reads them is
+here and is re-created by every ``agentdocket migrate``:
+
+- ``rollup_*_pending`` views aggregate the stale hours from the projections, live.
+- The ``dashboard_*_stats`` views read a rollup's fresh hours and the pending view's stale ones,
+  so a panel is exact whether or not the rollups were refreshed; refreshing only keeps it fast.
+- ``agentdocket_refresh_rollups(from, to)`` (called by ``agentdocket refresh-dashboards``, the
+  scoring runner and ``agentdocket serve``, a day of stale hours per repeatable-read
+  transaction) replaces those hours' rollup rows with their pending rows and deletes the marks
+  its snapshot saw: what committed after it keeps its marks.
+
+Hours are UTC hours. Runs are counted by their start. Verdict rollups keep the latest run-level
+verdict of each (run, scorer, version), as ``verdicts_latest`` defines it.
+
+- ``dashboard_run_stats``: per hour and agent, version, strategy, model, dataset: runs, errors,
+  summed latency and step counts. ``dashboard_run_latency``: per hour, agent and dataset, runs
+  per latency bucket (8 per doubling, so a quantile found in it is within one 9% bucket of the
+  exact one).
+- ``dashboard_verdict_stats``: per hour, agent, dataset, scorer, version and failure type:
+  verdicts, decided (pass or fail), passed, scored and the sum of scores.
+- ``dashboard_verdict_measures``: per hour, agent, dataset, scorer, version, measure and label:
+  a count and a sum (:data:`MEASURES`).
+- ``dashboard_verdict_transitions``: per hour, agent, dataset and scorer: how many runs had
+  outcome A in one version and outcome B in another.
+"""
+
+from __future__ import annotations
+
+from agentdocket.dashboards.declared import detail, family, names, scorer
+from agentdocket.dashboards.views import TOOL_SCORERS
+from agentdocket.store.derived import Derived
+
+# What the measures rollup holds: the panels may read these and no others.
+MEASURES = {
+    "extra_steps": "plan steps before the expected suffix, labelled by count",
+    "tool": "a tool-use verdict's pass, labelled by each tool its run called",
+    "cosine": "response similarity (and cosine_bucket: labelled by 0.05 buckets)",
+    "cosine_bucket": "",
+    "rouge_l_f": "ROUGE-L F (and rouge_l_f_bucket: labelled by 0.05 buckets)",
+    "rouge_l_f_bucket": "",
+    "rouge_l_precision": "ROUGE-L precision",
+    "rouge_l_recall": "ROUGE-L recall",
+    "matched": "a reference verdict's Match (1) or Not Match (0)",
+    "interpretive_score": "an interpretive answer's 1-5 score, labelled by score",
+    "reviewers_unanimous": "peer review: the reviewers agreed",
+    "meta_reviewers_unanimous": "peer review: the meta-reviewers agreed",
+    "reviewer_decision": "a reviewer's Perfect (1), labelled by judge model",
+    "meta_reviewer_decision": "a meta-reviewer's Perfect (1), labelled by judge model",
+    "correct": "GRAMMAR: the run is correct",
+    "retrieval_correct": "GRAMMAR: it retrieved exactly the true documents",
+    "refined_correct": "GRAMMAR: correct, outside gap groups",
+    "knowledge": "GRAMMAR: a group that is not a Gap (per group)",
+    "tag": "GRAMMAR: groups by tag",
+    "blame": "GRAMMAR: incorrect non-robust runs by blame",
+}
+
+# The stale hours of one kind; the refresh takes them a range at a time.
+STALE = "(SELECT DISTINCT hour FROM rollup_stale WHERE what = '{}'{{bounds}})"
+IN_RANGE = " AND hour BETWEEN from_hour AND to_hour"
+OUTCOME = (
+    "coalesce({t}.label, CASE WHEN {t}.passed THEN 'pass' WHEN NOT {t}.passed THEN 'fail' "
+    "ELSE 'scored' END)"
+)
+
+# The runs of the stale hours (r), and the latest run-level verdicts of the stale hours' runs
+# (l, from ``verdicts_latest``), which the aggregations below read. Both are driven from the
+# stale hours through the runs' time index to each run's verdicts: the cost follows the stale
+# hours, never the whole tables. (OFFSET 0 keeps a lateral subquery a per-row index lookup:
+# without it the planner, which cannot estimate a range per hour, may scan every run against
+# every stale hour.)
+STALE_RUNS = f"""
+    SELECT h.hour, r.* FROM {STALE.format("runs")} h
+    CROSS JOIN LATERAL (
+        SELECT * FROM dashboard_runs r
+        WHERE r.time >= h.hour AND r.time < h.hour + interval '1 hour' OFFSET 0
+    ) r
+"""
+LATEST = f"""
+    SELECT h.hour, r.trace_id, r.agent, r.dataset, v.scorer, v.scorer_version, v.passed,
+        v.score, v.label, v.failure_type, v.details
+    FROM {STALE.format("verdicts")} h
+    CROSS JOIN LATERAL (
+        SELECT r.trace_id, r.agent, r.dataset FROM dashboard_runs r
+        WHERE r.time >= h.hour AND r.time < h.hour + interval '1 hour' OFFSET 0
+    ) r
+    JOIN verdicts_latest v ON v.trace_id = r.trace_id AND v.subject_span_id IS NULL
+"""
+K = "l.hour, l.agent, l.dataset, l.scorer, l.scorer_version"
+
+
+def _aggregate() -> dict[str, str]:
+    """Each rollup's rows, aggregated from r (runs) or l (latest verdicts); columns in table
+    order. The measures are what the panels chart out of a verdict's details (:data:`MEASURES`
+    names them)."""
+
+    def js(owner: str, key: str) -> str:  # a detail, as JSON
+        return f"l.details->{detail(owner, key)}"
+
+    def txt(owner: str, key: str) -> str:  # as text
+        return f"l.details->>{detail(owner, key)}"
+
+    def num(owner: str, key: str) -> str:  # as a number (null if it is none)
+        return f"agentdocket_number({js(owner, key)})"
+
+    sim, ref, grammar, peer = (
+        "response.similarity",
+        "answer.reference",
+        "grammar.groups",
+        "review.peer.*",
+    )
+    tool_scorers = names(*TOOL_SCORERS)
+    return {
+        "rollup_runs": """
+            SELECT hour, agent, agent_version, strategy, model, dataset, count(*) AS runs,
+                sum(is_error) AS errors, count(latency_ms) AS timed,
+                sum(latency_ms) AS latency_ms, sum(n_steps) AS steps,
+                sum(n_tool_calls) AS tool_calls, sum(n_llm_calls) AS llm_calls
+            FROM r GROUP BY 1, 2, 3, 4, 5, 6
+        """,
+        "rollup_latency": """
+        SELECT hour, agent, dataset, dashboard_latency_bucket(latency_ms) AS bucket,
+                count(*) AS runs
+            FROM r WHERE latency_ms IS NOT NULL GROUP BY 1, 2, 3, 4
+        """,
+        "rollup_verdicts": """
+        SELECT hour, agent, dataset, scorer, scorer_version, failure_type, count(*) AS verdicts,
+                count(passed) AS decided, count(*) FILTER (WHERE passed) AS passed,
+                count(score) AS scored, sum(score) AS score_sum
+            FROM l GROUP BY 1, 2, 3, 4, 5, 6
+        """,
+        "rollup_measures": f"""
+        SELECT hour, agent, dataset, scorer, scorer_version, measure, label, count(*) AS n,
+                sum(value) AS total
+            FROM (
+                SELECT {K}, 'extra_steps' AS measure, CAST(x.v AS text) AS label, x.v AS value
+                FROM l CROSS JOIN LATERAL (SELECT {num("planner.suffix_match", "extra_steps")}) x(v)
+                WHERE l.scorer = {scorer("planner.suffix_match")} AND x.v IS NOT NULL
+                UNION ALL
+                SELECT g.hour, g.agent, g.dataset, x.scorer, x.scorer_version, 'tool', t.tool,
+                    CASE WHEN x.passed THEN 1.0 ELSE 0.0 END
+                FROM (
+                    SELECT hour, agent, dataset, array_agg(scorer) AS scorers,
+                        array_agg(scorer_version) AS versions, array_agg(passed) AS passed,
+                        (SELECT array_agg(DISTINCT e.payload->>'tool') FROM events e
+                         WHERE e.trace_id = l.trace_id AND e.kind = 'tool.called') AS tools
+                    FROM l WHERE l.scorer IN {tool_scorers} AND l.passed IS NOT NULL
+                    GROUP BY hour, agent, dataset, trace_id
+                ) g
+                CROSS JOIN LATERAL unnest(g.tools) t(tool)
+                CROSS JOIN LATERAL unnest(g.scorers, g.versions, g.passed)
+                    x(scorer, scorer_version, passed)
+                WHERE t.tool IS NOT NULL
+                UNION ALL
+                SELECT {K}, x.measure || y.suffix, CASE WHEN y.suffix <> '' THEN
+                    agentdocket_bucket(x.value) END, x.value
+                FROM l CROSS JOIN LATERAL (VALUES
+                    ('cosine', {num(sim, "cosine")}, true),
+                    ('rouge_l_f', {num(sim, "rougeL_fmeasure")}, true),
+                    ('rouge_l_precision', {num(sim, "rougeL_precision")}, false),
+                    ('rouge_l_recall', {num(sim, "rougeL_recall")}, false)
+                ) x(measure, value, bucketed)
+                CROSS JOIN LATERAL (SELECT '' UNION ALL SELECT '_bucket' WHERE x.bucketed) y(suffix)
+                WHERE l.scorer = {scorer(sim)} AND x.value IS NOT NULL
+                UNION ALL
+                SELECT {K}, 'matched', NULL, CASE l.label WHEN 'Match' THEN 1.0 ELSE 0.0 END
+                FROM l WHERE l.scorer = {scorer(ref)} AND l.label IN ('Match', 'Not Match')
+                UNION ALL
+                SELECT {K}, 'interpretive_score', CAST(x.v AS text), x.v
+                FROM l CROSS JOIN LATERAL (SELECT {num(ref, "score")}) x(v)
+                WHERE l.scorer = {scorer(ref)} AND x.v IS NOT NULL
+                  AND {txt(ref, "question_type")} = 'interpretive'
+                UNION ALL
+                SELECT {K}, x.measure, NULL, CASE x.value WHEN 'true' THEN 1.0 ELSE 0.0 END
+                FROM l CROSS JOIN LATERAL (VALUES
+                    ('reviewers_unanimous', {txt(peer, "reviewers_unanimous")}),
+                    ('meta_reviewers_unanimous', {txt(peer, "meta_reviewers_unanimous")})
+                ) x(measure, value)
+                WHERE l.scorer LIKE {family("review.peer")} AND x.value IN ('true', 'false')
+                UNION ALL
+                SELECT {K}, d.role || '_decision',
+                    coalesce(d.models->>(CAST(x.i AS integer) - 1), '(unknown)'),
+                    CASE WHEN x.decision = 'Perfect' THEN 1.0 ELSE 0.0 END
+                FROM l CROSS JOIN LATERAL (VALUES
+                    ('reviewer', {js(peer, "reviewer_decisions")}, {js(peer, "reviewer_models")}),
+                    ('meta_reviewer', {js(peer, "meta_reviewer_decisions")},
+                     {js(peer, "meta_reviewer_models")})
+                ) d(role, decisions, models)
+                CROSS JOIN LATERAL jsonb_array_elements_text(agentdocket_array(d.decisions))
+                    WITH ORDINALITY x(decision, i)
+                WHERE l.scorer LIKE {family("review.peer")}
+                UNION ALL
+                SELECT {K}, x.measure, x.label, x.value
+                FROM l CROSS JOIN LATERAL (SELECT
+                    {num(grammar, "group_representative")} = 1 AS representative
+                ) g CROSS JOIN LATERAL (VALUES
+                    ('correct', NULL,
+                     CASE {txt(grammar, "correct")} WHEN 'true' THEN 1.0 ELSE 0.0 END),
+                    ('retrieval_correct', NULL,
+                     CASE {txt(grammar, "retrieval_correct")} WHEN 'true' THEN 1.0 ELSE 0.0 END),
+                    ('refined_correct', NULL, CASE {txt(grammar, "refined_correct")}
+                        WHEN 'true' THEN 1.0 WHEN 'false' THEN 0.0 END),
+                    ('knowledge', NULL, CASE WHEN g.representative THEN
+                        CASE WHEN {txt(grammar, "tag")} = 'Gap' THEN 0.0 ELSE 1.0 END END),
+                    ('tag', {txt(grammar, "tag")},
+                     CASE WHEN g.representative AND {txt(grammar, "tag")} IS NOT NULL THEN 1.0 END),
+                    ('blame', {txt(grammar, "blame")},
+                     CASE WHEN {txt(grammar, "blame")} IS NOT NULL THEN 1.0 END)
+                ) x(measure, label, value)
+                WHERE l.scorer = {scorer(grammar)} AND x.value IS NOT NULL
+            ) m
+            GROUP BY 1, 2, 3, 4, 5, 6, 7
+        """,
+        # Every ordered pair of versions that judged the same run, without joining l to itself.
+        "rollup_transitions": f"""
+        SELECT g.hour, g.agent, g.dataset, g.scorer, a.version AS version_a,
+                b.version AS version_b, a.outcome AS outcome_a, b.outcome AS outcome_b,
+                count(*) AS runs
+            FROM (
+                SELECT hour, agent, dataset, trace_id, scorer,
+                    array_agg(scorer_version) AS versions,
+                    array_agg({OUTCOME.format(t="l")}) AS outcomes
+                FROM l GROUP BY 1, 2, 3, 4, 5 HAVING count(*) > 1
+            ) g
+            CROSS JOIN LATERAL unnest(g.versions, g.outcomes) a(version, outcome)
+            CROSS JOIN LATERAL unnest(g.versions, g.outcomes) b(version, outcome)
+            WHERE a.version <> b.version
+            GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
+        """,
+    }
+
+
+RUN_ROLLUPS = ("rollup_runs", "rollup_latency")
+# The order a refresh writes each rollup's rows in: the order of their index (hour, then the
+# scorer or measure panels pick), so that a panel reads a few adjacent pages per hour.
+ORDER = {
+    "rollup_runs": "hour",
+    "rollup_latency": "hour",
+    "rollup_verdicts": "hour, scorer",
+    "rollup_measures": "hour, measure",
+    "rollup_transitions": "hour, scorer",
+}
+VERDICT_ROLLUPS = ("rollup_verdicts", "rollup_measures", "rollup_transitions")
+
+
+def _source(name: str, bounds: str = "") -> str:
+    """The CTE of runs (r) or latest verdicts (l) of the stale hours (within ``bounds``)."""
+    body = STALE_RUNS if name == "r" else LATEST
+    return f"{name} AS MATERIALIZED ({body.format(bounds=bounds)})"
+
+
+# What the stale hours aggregate to, live: one view per rollup. A panel's filters reach into
+# them (a measure panel computes only its measures). The refresh computes each source once for
+# all its rollups instead.
+def _pending_view(table: str, aggregate: dict[str, str]) -> str:
+    source = _source("r" if table in RUN_ROLLUPS else "l")
+    return f"CREATE VIEW {table}_pending AS WITH {source} {aggregate[table]}"
+
+
+def _refresh_function(aggregate: dict[str, str]) -> str:
+    """agentdocket_refresh_rollups(from_hour, to_hour): the stale hours in that range."""
+    steps = []
+    for source, tables, what in (("r", RUN_ROLLUPS, "runs"), ("l", VERDICT_ROLLUPS, "verdicts")):
+        stale = STALE.format(what).format(bounds=IN_RANGE)
+        inserts = ", ".join(
+            f"i_{t} AS (INSERT INTO {t} {aggregate[t]} ORDER BY {ORDER[t]} RETURNING 1)"
+            for t in tables
+        )
+        counted = " + ".join(f"(SELECT count(*) FROM i_{t})" for t in tables)
+        deletes = " ".join(f"DELETE FROM {t} WHERE hour IN {stale};" for t in tables)
+        steps.append(
+            f"IF EXISTS {stale} THEN {deletes} "
+            f"WITH {_source(source, IN_RANGE)}, {inserts} SELECT {counted} INTO k; "
+            "n := n + k; END IF;"
+        )
+    return f"""
+        CREATE FUNCTION agentdocket_refresh_rollups(
+            from_hour timestamptz, to_hour timestamptz,
+            OUT run_hours bigint, OUT verdict_hours bigint, OUT rollup_rows bigint)
+        LANGUAGE plpgsql SET jit = off SET work_mem = '64MB' AS $$
+        DECLARE n bigint := 0; k bigint;
+        BEGIN
+            SELECT count(DISTINCT hour) FILTER (WHERE what = 'runs'),
+                   count(DISTINCT hour) FILTER (WHERE what = 'verdicts')
+            INTO run_hours, verdict_hours FROM rollup_stale
+            WHERE hour BETWEEN from_hour AND to_hour;
+            {" ".join(steps)}
+            -- only the marks this snapshot sees: later ones are for rows it did not see
+            DELETE FROM rollup_stale WHERE hour BETWEEN from_hour AND to_hour;
+            rollup_rows := n;
+        END $$
+    """
+
+
+# The stable layer: a rollup's fresh hours, and its stale hours live.
+STATS = {
+    "dashboard_run_stats": ("rollup_runs", "runs"),
+    "dashboard_run_latency": ("rollup_latency", "runs"),
+    "dashboard_verdict_stats": ("rollup_verdicts", "verdicts"),
+    "dashboard_verdict_measures": ("rollup_measures", "verdicts"),
+    "dashboard_verdict_transitions": ("rollup_transitions", "verdicts"),
+}
+
+
+# Each rollup's columns; * marks the "C"-collated keys, which the pending side must match.
+COLUMNS = {
+    "rollup_runs": "hour agent* agent_version* strategy* model* dataset* runs errors timed "
+    "latency_ms steps tool_calls llm_calls",
+    "rollup_latency": "hour agent* dataset* bucket runs",
+    "rollup_verdicts": "hour agent* dataset* scorer* scorer_version* failure_type* verdicts "
+    "decided passed scored score_sum",
+    "rollup_measures": "hour agent* dataset* scorer* scorer_version* measure* label* n total",
+    "rollup_transitions": "hour agent* dataset* scorer* version_a* version_b* outcome_a* "
+    "outcome_b* runs",
+}
+
+
+def _stats_view(name: str, table: str, what: str) -> str:
+    columns = COLUMNS[table].split()
+    fresh = ", ".join(c.rstrip("*") for c in columns)
+    pending = ", ".join(
+        f'{c[:-1]} COLLATE "C" AS {c[:-1]}' if c.endswith("*") else c for c in columns
+    )
+    return (
+        f"CREATE VIEW {name} AS "
+        f"SELECT hour AS time, {fresh} FROM {table} "
+        f"WHERE hour NOT IN (SELECT hour FROM rollup_stale WHERE what = '{what}') "
+        f"UNION ALL SELECT hour AS time, {pending} FROM {table}_pending"
+    )
+
+
+def objects() -> list[Derived]:
+    """The pending views, the refresh function and the stats views, in that order."""
+    aggregate = _aggregate()
+    pending = [
+        Derived(f"VIEW {t}_pending", _pending_view(t, aggregate), False, "postgresql")
+        for t in aggregate
+    ]
+    refresh = Derived(
+        "FUNCTION agentdocket_refresh_rollups(timestamptz, timestamptz)",
+        _refresh_function(aggregate),
+        False,
+        "postgresql",
+    )
+    stats = [
+        Derived(f"VIEW {name}", _stats_view(name, table, what), True, "postgresql")
+        for name, (table, what) in STATS.items()
+    ]
+    return [*pending, refresh, *stats]

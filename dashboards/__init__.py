@@ -1,1 +1,0 @@
-"""The Grafana dashboards: panels.py (the SQL), build.py (the JSON), json/, provisioning/."""
