@@ -10,6 +10,7 @@ to each system, started on loopback. A span counts only once it is queryable in 
 database (ours: a distinct span id in ``events``; Phoenix and MLflow: a row in their ``spans``
 table); the clock stops when the last one is. Each peer is installed by this script in its own
 virtual environment under bench/.peers (arize-phoenix[pg]; mlflow with psycopg), on first use.
+Ours is measured over OTLP/gRPC too (the stock gRPC exporter, same spans and batches).
 Targets: ours >= 10,000 spans/s and >= 10x the faster peer. The peers get a few thousand spans
 each, so that they do not dominate the run.
 """
@@ -27,6 +28,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
@@ -111,6 +113,17 @@ def make_spans(n: int) -> list[ReadableSpan]:
     return spans
 
 
+def _exporter(endpoint: str, headers: dict[str, str]) -> Any:
+    """The stock exporter for the endpoint: OTLP/HTTP for a URL, OTLP/gRPC for host:port."""
+    if endpoint.startswith("http"):
+        return OTLPSpanExporter(endpoint=endpoint, headers=headers, timeout=120)
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+        OTLPSpanExporter as GrpcSpanExporter,
+    )
+
+    return GrpcSpanExporter(endpoint=endpoint, insecure=True, headers=headers, timeout=120)
+
+
 def send(
     endpoint: str, spans: Sequence[ReadableSpan], headers: dict[str, str], clients: int
 ) -> None:
@@ -120,7 +133,7 @@ def send(
     failures: list[str] = []
 
     def client(mine: list[Sequence[ReadableSpan]]) -> None:
-        exporter = OTLPSpanExporter(endpoint=endpoint, headers=headers, timeout=120)
+        exporter = _exporter(endpoint, headers)
         for batch in mine:
             if exporter.export(batch).name != "SUCCESS":
                 failures.append(endpoint)
@@ -219,10 +232,12 @@ def plain_url(url: str) -> str:
     return parse_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-def run_ours(pg: str, spans: Sequence[ReadableSpan], work: Path) -> tuple[float, float]:
+def run_ours(
+    pg: str, spans: Sequence[ReadableSpan], work: Path, grpc: bool = False
+) -> tuple[float, float]:
     with fresh_database(pg) as url:
         open_store(url).close()  # the schema, as the peers make theirs before they answer
-        port = free_port()
+        port, grpc_port = free_port(), free_port()
         command = [
             sys.executable,
             "-c",
@@ -234,10 +249,13 @@ def run_ours(pg: str, spans: Sequence[ReadableSpan], work: Path) -> tuple[float,
             str(port),
             "--spool-dir",
             str(work / "spool"),
+            "--grpc-port",
+            str(grpc_port),
         ]
         with process(command, {}, f"http://127.0.0.1:{port}/healthz", work / "ours.log"):
             count = counter(url, "SELECT count(DISTINCT span_id) FROM events")
-            return timed(f"http://127.0.0.1:{port}/v1/traces", spans, count)
+            endpoint = f"127.0.0.1:{grpc_port}" if grpc else f"http://127.0.0.1:{port}/v1/traces"
+            return timed(endpoint, spans, count)
 
 
 def run_phoenix(pg: str, spans: Sequence[ReadableSpan], work: Path) -> tuple[float, float]:
@@ -316,7 +334,10 @@ def main() -> None:
         print(f"agentdocket serve: {args.spans:,} spans in batches of {BATCH}", flush=True)
         acked, stored = run_ours(pg, spans[: args.spans], work)
         rates["agentdocket"] = args.spans / stored
-        print(f"  acknowledged in {acked:.2f} s, queryable in {stored:.2f} s", flush=True)
+        print(f"  OTLP/HTTP: acknowledged in {acked:.2f} s, queryable in {stored:.2f} s")
+        acked, stored = run_ours(pg, spans[: args.spans], work, grpc=True)
+        rates["agentdocket (gRPC)"] = args.spans / stored
+        print(f"  OTLP/gRPC: acknowledged in {acked:.2f} s, queryable in {stored:.2f} s")
         runners = {"phoenix": run_phoenix, "mlflow": run_mlflow}
         for name in [p for p in args.peers.split(",") if p and p != "none"]:
             print(f"{name}: {args.peer_spans:,} spans", flush=True)
@@ -325,14 +346,16 @@ def main() -> None:
             print(f"  acknowledged in {acked:.2f} s, queryable in {stored:.2f} s", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("\nspans/s accepted and queryable (OTLP/HTTP protobuf, stock OTel exporter):")
+    print("\nspans/s accepted and queryable (OTLP protobuf, stock OTel exporters):")
     for name, rate in rates.items():
-        print(f"  {name:12} {rate:10,.0f}")
+        print(f"  {name:20} {rate:10,.0f}")
     ours = rates["agentdocket"]
+    grpc_rate = rates["agentdocket (gRPC)"]
+    print(f"  ratio agentdocket gRPC / HTTP                  {grpc_rate / ours:10.2f}x")
     print(f"  baseline: the client's protobuf encoding alone {encode_rate:10,.0f} spans/s")
     print(f"  ratio agentdocket / client encoding alone      {ours / encode_rate:10.2f}x")
     print(f"  target: agentdocket >= 10,000 spans/s: {'met' if ours >= 10_000 else 'missed'}")
-    peers = {k: v for k, v in rates.items() if k != "agentdocket"}
+    peers = {k: v for k, v in rates.items() if not k.startswith("agentdocket")}
     for name, rate in peers.items():
         print(f"  ratio agentdocket / {name:8} {ours / rate:8.1f}x")
     if peers:

@@ -31,15 +31,25 @@ def _duration(run: dict[str, Any]) -> str:
 @runs.command(name="list")
 @click.option("--dataset", help="Only runs of this dataset.")
 @click.option("--agent", help="Only runs of this agent.")
+@click.option(
+    "--conversation", help="Only runs of this conversation (gen_ai.conversation.id, session.id)."
+)
 @click.option("--limit", default=50, show_default=True, help="At most this many (0: all).")
 @FORMAT
 @click.pass_context
 def runs_list(
-    ctx: click.Context, dataset: str | None, agent: str | None, limit: int, fmt: str = "table"
+    ctx: click.Context,
+    dataset: str | None,
+    agent: str | None,
+    conversation: str | None,
+    limit: int,
+    fmt: str = "table",
 ) -> None:
     """List runs, newest first."""
     with open_from(ctx) as store:
-        rows = store.list_runs(dataset=dataset, agent=agent, limit=limit or None)
+        rows = store.list_runs(
+            dataset=dataset, agent=agent, conversation=conversation, limit=limit or None
+        )
         total = store.counts()["runs"]
     if fmt == "json":
         echo_json({"total": total, "runs": rows})

@@ -56,7 +56,16 @@ def _server_class() -> type[Any]:
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=4318, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--port", default=4318, show_default=True, type=click.IntRange(0, 65535), help="OTLP/HTTP port."
+)
+@click.option(
+    "--grpc-port",
+    default=4317,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="OTLP/gRPC port (0: no gRPC).",
+)
 @click.option(
     "--token",
     envvar=TOKEN_ENV,
@@ -93,18 +102,25 @@ def serve(
     ctx: click.Context,
     host: str,
     port: int,
+    grpc_port: int,
     token: str | None,
     max_body_mib: float,
     max_pending: int,
     spool_dir: Path | None,
     refresh_every: float,
 ) -> None:
-    """Receive OTLP/HTTP traces (POST /v1/traces, protobuf or JSON, gzip) into the store.
+    """Receive OTLP traces into the store: HTTP (POST /v1/traces, protobuf or JSON, gzip) and
+    gRPC (TraceService/Export).
 
-    Point any OpenTelemetry exporter at http://HOST:PORT (OTEL_EXPORTER_OTLP_ENDPOINT).
-    OpenInference and GenAI spans become events; other spans are kept as generic steps. A
-    request is answered 200 only once its spans are committed to the database or written to
-    the local spool.
+    Point any OpenTelemetry exporter at http://HOST:PORT (OTLP/HTTP) or HOST:GRPC-PORT
+    (OTLP/gRPC, most SDKs' default), e.g. with OTEL_EXPORTER_OTLP_ENDPOINT. OpenInference and
+    GenAI spans become events; other spans are kept as generic steps. A request succeeds only
+    once its spans are committed to the database or written to the local spool.
+
+    \b
+    Examples:
+      agentdocket serve
+      agentdocket serve --host 0.0.0.0 --token "$TOKEN" --grpc-port 0
     """
     try:
         import uvicorn
@@ -136,9 +152,23 @@ def serve(
         max_body=int(max_body_mib * 1024 * 1024),
         max_pending=max_pending,
     )
+    grpc_server = None
+    if grpc_port:
+        try:
+            from agentdocket.ingest.grpc_receiver import GrpcReceiver
+        except ImportError as exc:
+            raise click.ClickException(
+                f"OTLP/gRPC needs {exc.name}: pip install 'agentdocket[serve]' (or --grpc-port 0)"
+            ) from None
+        try:
+            grpc_server = GrpcReceiver(receiver, host, grpc_port).start()
+        except (OSError, RuntimeError) as exc:
+            sink.close()
+            raise click.ClickException(f"{exc} (another process may hold the port)") from None
     err.print(
-        f"agentdocket: receiving OTLP/HTTP on http://{host}:{port}/v1/traces into "
-        f"{display_url(url)} (pid {os.getpid()})"
+        f"agentdocket: receiving OTLP/HTTP on http://{host}:{port}/v1/traces"
+        + (f" and OTLP/gRPC on {host}:{grpc_server.port}" if grpc_server else "")
+        + f" into {display_url(url)} (pid {os.getpid()})"
     )
     refresher = None
     if refresh_every and parse_url(url).get_backend_name() == "postgresql":
@@ -158,6 +188,8 @@ def serve(
     finally:
         # In-flight requests have finished (each one stored or spooled): stop refreshing,
         # flush, close the spool (an empty spool file is removed).
+        if grpc_server is not None:
+            grpc_server.stop(GRACE_S)
         if refresher is not None:
             refresher.stop()
         sink.close()

@@ -6,7 +6,8 @@ can change as long as these keep their names and columns. Every view has a ``tim
 and dataset for the template variables (``(none)`` where the run has none, so that a
 variable's "All" covers every run).
 
-- ``dashboard_runs``: one row per run: status, latency, step counts.
+- ``dashboard_runs``: one row per run (a trace with a recorded start): status, latency, step
+  counts.
 - ``dashboard_verdicts``: the latest run-level verdict of each scorer version
   (``verdicts_latest``), with its run's dimensions (``pass`` is 1, 0, or null for scorers
   that do not decide).
@@ -62,7 +63,7 @@ def _views() -> dict[str, str]:
                 CAST(extract(epoch FROM r.ended_at - r.started_at) * 1000 AS double precision)
                     AS latency_ms,
                 r.n_steps, r.n_tool_calls, r.n_sql, r.n_llm_calls, r.n_retrievals, r.n_errors
-            FROM runs r
+            FROM runs r WHERE r.started_at IS NOT NULL
         """,
         "dashboard_verdicts": """
             SELECT r.time, v.ts AS verdict_time, v.trace_id, v.scorer, v.scorer_version,

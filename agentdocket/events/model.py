@@ -227,6 +227,11 @@ def unregister_upcaster(kind: str, from_version: int) -> None:
     _UPCASTERS.pop((kind, from_version), None)
 
 
+# The payloads' own history: version 2 of retrieval added optional fields, so a version-1
+# payload is a valid version-2 one as it is.
+_UPCASTERS[("retrieval", 1)] = dict
+
+
 def upcast(kind: str, version: int, payload: Mapping[str, Any]) -> Mapping[str, Any]:
     """The payload raised step by step from ``version`` to the kind's current version."""
     target = current_version(kind)

@@ -121,10 +121,12 @@ class Retrieval:
     """Documents retrieved for a query."""
 
     KIND: ClassVar[str] = "retrieval"
-    VERSION: ClassVar[int] = 1
+    VERSION: ClassVar[int] = 2  # 2: error and duration_ms
 
     query: str = field("retrieval query")
     documents: list[Document] = field("retrieved documents, best first", factory=list)
+    error: str | None = field("why the retrieval failed, if it did", None)
+    duration_ms: float | None = field("how long it took", None)
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,10 @@ class ToolCall:
     returned: bool = False
 
 
+USER_ROLES = frozenset({"user", "human"})
+ASSISTANT_ROLES = frozenset({"assistant", "ai", "model"})
+
+
 @dataclass(frozen=True)
 class Trace:
     """One run: its events ordered by :func:`event_order`, upcast to current versions."""
@@ -113,19 +117,28 @@ class Trace:
         # Some instrumentations record a one-argument tool's input as the bare value
         # (OpenInference's LangChain instrumentation does); the model's tool call with the same
         # id, recorded as a plan step, still has the named arguments.
-        requested: dict[str, Any] = {
-            step["call_id"]: step["arguments"]
-            for e in self.of_kind("plan")
-            for step in e.payload["steps"]
-            if step.get("call_id") is not None and isinstance(step.get("arguments"), dict)
-        }
+        requested: dict[str, Any] = {}
+        unclaimed: dict[str, list[Any]] = {}  # by tool: steps no executed call names by id
+        called_ids = {e.payload["call_id"] for e in self.of_kind(ToolCalled.KIND)}
+        for e in self.of_kind("plan"):
+            for step in e.payload["steps"]:
+                if not isinstance(step.get("arguments"), dict) or step.get("tool") is None:
+                    continue
+                if step.get("call_id") is not None:
+                    requested[step["call_id"]] = step["arguments"]
+                if step.get("call_id") not in called_ids:
+                    unclaimed.setdefault(step["tool"], []).append(step["arguments"])
         calls = []
         for e in self.of_kind(ToolCalled.KIND):
             called = e.payload
             ret = returned.get(called["call_id"])
             arguments = called.get("arguments", {})
             if not isinstance(arguments, dict):
-                arguments = requested.get(called["call_id"], arguments)
+                if called["call_id"] in requested:
+                    arguments = requested[called["call_id"]]
+                elif unclaimed.get(called["tool"]):
+                    # a call recorded without the model's id: the first such step of its tool
+                    arguments = unclaimed[called["tool"]].pop(0)
             calls.append(
                 ToolCall(
                     call_id=called["call_id"],
@@ -144,11 +157,41 @@ class Trace:
         return [SqlExecuted(**e.payload) for e in self.of_kind(SqlExecuted.KIND)]
 
     @property
+    def question(self) -> str | None:
+        """The question: the run's own (``run.started``), else the last user message of its
+        first model call that has one (instrumentations that put the question only in the
+        model's input, as the GenAI conventions do)."""
+        started = self.started
+        if started is not None and started.question:
+            return started.question
+        for e in self.events:
+            if e.kind != "llm.called":
+                continue
+            users = [
+                m for m in e.payload.get("input_messages") or () if m.get("role") in USER_ROLES
+            ]
+            if users and users[-1].get("content"):
+                return str(users[-1]["content"])
+        return None
+
+    @property
     def response(self) -> str | None:
-        """The final answer: the text of the last response event."""
+        """The final answer: the text of the last response event; in a run that recorded
+        none, the final assistant text of its last model call (a reply that only calls tools
+        is no answer)."""
         found = self.of_kind(Response.KIND)
-        text: str | None = found[-1].payload["text"] if found else None
-        return text
+        if found:
+            text: str = found[-1].payload["text"]
+            return text
+        calls = self.of_kind("llm.called")
+        if not calls:
+            return None
+        replies = [
+            m
+            for m in calls[-1].payload.get("output_messages") or ()
+            if m.get("role") in ASSISTANT_ROLES and m.get("content") and not m.get("tool_calls")
+        ]
+        return str(replies[-1]["content"]) if replies else None
 
     def verdicts(self) -> list[Verdict]:
         return [e.data for e in self.of_kind(Verdict.KIND)]

@@ -49,6 +49,9 @@ DOCUMENT_SCORE: Final = "document.score"
 DOCUMENT_CONTENT: Final = "document.content"
 DOCUMENT_METADATA: Final = "document.metadata"
 AGENT_NAME: Final = "agent.name"
+SESSION_ID: Final = "session.id"  # OpenInference's conversation
+LLM_TOOLS: Final = "llm.tools"  # + .N.tool.json_schema
+TOOL_JSON_SCHEMA: Final = "tool.json_schema"
 SERVICE_NAME: Final = "service.name"  # a resource attribute; the receiver passes it on
 
 OI_AGENT: Final = "AGENT"
@@ -79,6 +82,15 @@ GEN_AI_PROVIDER: Final = "gen_ai.provider.name"
 GEN_AI_SYSTEM_OLD: Final = "gen_ai.system"
 GEN_AI_RETRIEVAL_QUERY: Final = "gen_ai.retrieval.query.text"
 GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
+# The older event-based form: a message per span event, its role from the event's name.
+GEN_AI_MESSAGE_EVENTS: Final = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+GEN_AI_CHOICE_EVENT: Final = "gen_ai.choice"
 OP_INVOKE_AGENT: Final = "invoke_agent"
 OP_EXECUTE_TOOL: Final = "execute_tool"
 OP_CHAT: Final = "chat"

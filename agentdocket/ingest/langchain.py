@@ -33,12 +33,13 @@ from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
 
 from agentdocket.events import Event
-from agentdocket.ingest.decode import (
+from agentdocket.ingest.decode import jsonable
+from agentdocket.ingest.messages import (
     answer_text,
     content_text,
-    jsonable,
     message_fields,
     plan_steps,
+    question_text,
 )
 from agentdocket.ingest.sink import Sink
 from agentdocket.store.redaction import Redactor
@@ -217,7 +218,7 @@ class _Builder:
             query = run.inputs.get("query")
             docs = (run.outputs or {}).get("documents") or []
             payload: dict[str, Any] = {
-                "query": str(query if query is not None else answer_text(run.inputs)),
+                "query": str(query if query is not None else question_text(run.inputs) or ""),
                 "documents": [_document(d, i) for i, d in enumerate(docs)],
             }
             self.add(run, "retrieval", payload)
@@ -293,7 +294,7 @@ def run_to_events(root: Run, **settings: str | None) -> list[Event]:
         "agent": setting("agent") or root.name,
         "strategy": setting("strategy"),
         "models": {"llm": models[0]} if len(models) == 1 else {},
-        "question": answer_text(root.inputs) if root.inputs else None,
+        "question": question_text(root.inputs) if root.inputs else None,
         "dataset": setting("dataset"),
         "dataset_version": setting("dataset_version"),
         "case_id": setting("case_id"),
@@ -304,8 +305,9 @@ def run_to_events(root: Run, **settings: str | None) -> list[Event]:
         b.child(root)  # a lone model or tool call traced as its own run
     else:
         b.walk(root)
-    if root.outputs:
-        b.add(root, "response", {"text": answer_text(root.outputs)}, end=True)
+    answer = answer_text(root.outputs) if root.outputs else None
+    if answer is not None:
+        b.add(root, "response", {"text": answer}, end=True)
     status = "error" if root.error else "ok"
     b.add(root, "run.finished", {"status": status, "error": root.error}, end=True)
     return b.events

@@ -17,17 +17,23 @@ from opentelemetry.trace import SpanContext, Status, StatusCode
 
 from agentdocket.events import Event, validate_payload
 from agentdocket.ingest import attributes as A
+from agentdocket.ingest.agents import fallback_name, names_below_roots, own_name
 from agentdocket.ingest.decode import (
-    answer_text,
     attribute_json,
-    document_identity,
+    documents,
     exception_text,
     jsonable,
+    llm_settings,
     named_arguments,
     opt_int,
     opt_str,
+)
+from agentdocket.ingest.messages import (
+    answer_text,
+    event_messages,
     parts_text,
     plan_steps,
+    question_text,
     read_messages,
     tool_message,
 )
@@ -64,18 +70,26 @@ def ts_of(ns: int | None) -> datetime:
 
 def spans_to_events(spans: Iterable[SpanLike], *, keep_unrecognized: bool = False) -> list[Event]:
     """The events of a batch of ended spans."""
+    batch = list(spans)
+    agents = names_below_roots(batch)
     out: list[Event] = []
-    for span in spans:
-        out.extend(span_to_events(span, keep_unrecognized=keep_unrecognized))
+    for span in batch:
+        ctx = span.context
+        agent = agents.get((ctx.trace_id, ctx.span_id)) if ctx is not None else None
+        out.extend(span_to_events(span, keep_unrecognized=keep_unrecognized, agent=agent))
     return out
 
 
-def span_to_events(span: SpanLike, *, keep_unrecognized: bool = False) -> list[Event]:
+def span_to_events(
+    span: SpanLike, *, keep_unrecognized: bool = False, agent: str | None = None
+) -> list[Event]:
+    """The events of one span; ``agent``: the name an agent span below this root gives (see
+    :mod:`agentdocket.ingest.agents`)."""
     ctx = span.context
     if ctx is None or not ctx.is_valid:
         return []
     attrs = _plain_attributes(span)
-    m = _Mapper(span, ctx, attrs)
+    m = _Mapper(span, ctx, attrs, agent)
     kind = attrs.get(A.KIND)
     handler = _OURS.get(kind) if isinstance(kind, str) else None
     if handler is None:
@@ -101,8 +115,11 @@ def _plain_attributes(span: SpanLike) -> dict[str, Any]:
 class _Mapper:
     """The events of one span."""
 
-    def __init__(self, span: SpanLike, ctx: SpanContext, attrs: Mapping[str, Any]) -> None:
+    def __init__(
+        self, span: SpanLike, ctx: SpanContext, attrs: Mapping[str, Any], agent: str | None = None
+    ) -> None:
         self.span = span
+        self.agent_below = agent
         self.attrs = attrs
         self.trace_id = format(ctx.trace_id, "032x")
         self.span_id = format(ctx.span_id, "016x")
@@ -114,8 +131,12 @@ class _Mapper:
         status = span.status
         self.error: str | None = None
         if status.status_code is StatusCode.ERROR:
+            # a foreign span's recorded exception first (type and message; descriptions
+            # carry tracebacks or framework wording), else its status; ours set the status
+            recorded = None if A.KIND in attrs else exception_text(span.events)
             self.error = (
-                status.description
+                recorded
+                or status.description
                 or exception_text(span.events)
                 or str(attrs.get(A.ERROR_TYPE) or "error")
             )
@@ -191,7 +212,7 @@ class _Mapper:
         extra = A.loads(self.attrs.get(A.RUN_ATTRIBUTES))
         question = self.attrs.get(A.INPUT_VALUE)
         if not self.ours and question is not None:
-            question = answer_text(self.value(A.INPUT_VALUE, A.INPUT_MIME))
+            question = question_text(self.value(A.INPUT_VALUE, A.INPUT_MIME))
         # Foreign runs name their case in span attributes or in OpenInference's metadata (where
         # LangChain's ``config={"metadata": {...}}`` lands).
         meta = A.loads(self.attrs.get(A.METADATA))
@@ -200,13 +221,20 @@ class _Mapper:
         def setting(key: str, *more: str) -> str | None:
             return opt_str(self.get(key, *more) or meta.get(key))
 
+        attributes = extra if isinstance(extra, dict) else {}
+        conversation = self.get(A.GEN_AI_CONVERSATION_ID, A.SESSION_ID)
+        if conversation is not None and not self.ours:
+            attributes = {**attributes, "conversation_id": str(conversation)}
+        if self.ours:
+            agent = str(self.get(A.AGENT_NAME) or self.span.name)
+        else:
+            agent = (
+                own_name(self.span.name, self.attrs, meta)
+                or self.agent_below
+                or fallback_name(self.span.name, self.attrs)
+            )
         started = {
-            "agent": str(
-                self.get(A.GEN_AI_AGENT_NAME, A.AGENT_NAME)
-                or meta.get(A.AGENT)
-                or self.attrs.get(A.SERVICE_NAME)
-                or self.span.name
-            ),
+            "agent": agent,
             "agent_version": setting(A.GEN_AI_AGENT_VERSION, A.AGENT_VERSION),
             "strategy": setting(A.STRATEGY),
             "models": models,
@@ -214,7 +242,7 @@ class _Mapper:
             "dataset": setting(A.DATASET),
             "dataset_version": setting(A.DATASET_VERSION),
             "case_id": setting(A.CASE_ID),
-            "attributes": extra if isinstance(extra, dict) else {},
+            "attributes": attributes,
         }
         status = self.attrs.get(A.RUN_STATUS)
         if status not in ("ok", "error", "cancelled"):
@@ -222,7 +250,8 @@ class _Mapper:
         events = [self.event("run.started", started, seq=0 if self.ours else None)]
         if not self.ours and self.attrs.get(A.OUTPUT_VALUE) is not None:
             output = answer_text(self.value(A.OUTPUT_VALUE, A.OUTPUT_MIME))
-            events.append(self.event("response", {"text": output}, at_end=True))
+            if output is not None:  # else read from its model calls (Trace.response)
+                events.append(self.event("response", {"text": output}, at_end=True))
         events.append(
             self.event(
                 "run.finished",
@@ -279,65 +308,54 @@ class _Mapper:
         return [self.event("sql.executed", payload)]
 
     def retrieval(self) -> list[Event]:
-        docs = []
-        for i, d in enumerate(A.indexed(self.attrs, A.RETRIEVAL_DOCUMENTS)):
-            meta = A.loads(d.get(A.DOCUMENT_METADATA))
-            meta = meta if isinstance(meta, dict) else {}
-            content = d.get(A.DOCUMENT_CONTENT)
-            found_id, score = document_identity(
-                d.get(A.DOCUMENT_ID), d.get(A.DOCUMENT_SCORE), meta, i
-            )
-            docs.append(
-                {
-                    "id": found_id,
-                    "score": score,
-                    "text": str(content) if content is not None else None,
-                    "metadata": meta,
-                }
-            )
+        docs = documents(A.indexed(self.attrs, A.RETRIEVAL_DOCUMENTS))
         query = self.get(A.INPUT_VALUE, A.GEN_AI_RETRIEVAL_QUERY)
-        return [self.event("retrieval", {"query": str(query or ""), "documents": docs})]
+        payload = {
+            "query": str(query or ""),
+            "documents": docs,
+            "error": self.error,
+            "duration_ms": self.duration_ms,
+        }
+        return [self.event("retrieval", payload)]
 
     def llm(self) -> list[Event]:
-        params = A.loads(self.attrs.get(A.LLM_INVOCATION_PARAMETERS))
-        temperature = self.get(A.GEN_AI_REQUEST_TEMPERATURE)
-        if temperature is None and isinstance(params, dict):
-            temperature = params.get("temperature")
-        extra = A.loads(self.attrs.get(A.LLM_ATTRIBUTES))
-        extra = dict(extra) if isinstance(extra, dict) else {}
-        provider = self.get(A.LLM_PROVIDER, A.GEN_AI_PROVIDER, A.GEN_AI_SYSTEM_OLD)
-        if provider is not None:
-            extra.setdefault("provider", str(provider))
+        inputs = read_messages(self.attrs, A.LLM_INPUT_MESSAGES, A.GEN_AI_INPUT_MESSAGES, "prompt")
+        outputs = read_messages(
+            self.attrs, A.LLM_OUTPUT_MESSAGES, A.GEN_AI_OUTPUT_MESSAGES, "completion"
+        )
+        if not inputs and not outputs:
+            inputs, outputs = event_messages(self.span.events)
+        input_tokens = opt_int(
+            self.get(A.LLM_PROMPT_TOKENS, A.GEN_AI_INPUT_TOKENS, A.GEN_AI_PROMPT_TOKENS_OLD)
+        )
+        output_tokens = opt_int(
+            self.get(
+                A.LLM_COMPLETION_TOKENS, A.GEN_AI_OUTPUT_TOKENS, A.GEN_AI_COMPLETION_TOKENS_OLD
+            )
+        )
+        if not self.ours and not (inputs or outputs or input_tokens or output_tokens):
+            # a span of model kind around no model call (LlamaIndex's preparation of a call
+            # with tools): a step, not a second llm.called per call
+            return self.generic()
+        temperature, extra = llm_settings(self.attrs, foreign=not self.ours)
+        given = A.loads(self.attrs.get(A.GEN_AI_SYSTEM_INSTRUCTIONS))
+        instructions = given if isinstance(given, str) else parts_text(given)
+        if instructions and not (inputs and inputs[0].get("role") == "system"):
+            inputs = [{"role": "system", "content": instructions}, *inputs]
         payload = {
             "model": str(
                 self.get(A.LLM_MODEL, A.GEN_AI_REQUEST_MODEL, A.GEN_AI_RESPONSE_MODEL) or "unknown"
             ),
             "role": opt_str(self.get(A.LLM_ROLE)),
-            "input_messages": read_messages(
-                self.attrs, A.LLM_INPUT_MESSAGES, A.GEN_AI_INPUT_MESSAGES, "prompt"
-            ),
-            "output_messages": read_messages(
-                self.attrs, A.LLM_OUTPUT_MESSAGES, A.GEN_AI_OUTPUT_MESSAGES, "completion"
-            ),
-            "temperature": float(temperature) if isinstance(temperature, int | float) else None,
-            "input_tokens": opt_int(
-                self.get(A.LLM_PROMPT_TOKENS, A.GEN_AI_INPUT_TOKENS, A.GEN_AI_PROMPT_TOKENS_OLD)
-            ),
-            "output_tokens": opt_int(
-                self.get(
-                    A.LLM_COMPLETION_TOKENS, A.GEN_AI_OUTPUT_TOKENS, A.GEN_AI_COMPLETION_TOKENS_OLD
-                )
-            ),
+            "input_messages": inputs,
+            "output_messages": outputs,
+            "temperature": temperature,
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
             "duration_ms": self.duration_ms,
             "error": self.error,
             "attributes": extra,
         }
-        given = A.loads(self.attrs.get(A.GEN_AI_SYSTEM_INSTRUCTIONS))
-        instructions = given if isinstance(given, str) else parts_text(given)
-        inputs: list[dict[str, Any]] = payload["input_messages"]  # type: ignore[assignment]
-        if instructions and not (inputs and inputs[0].get("role") == "system"):
-            payload["input_messages"] = [{"role": "system", "content": instructions}, *inputs]
-        outputs: list[dict[str, Any]] = payload["output_messages"]  # type: ignore[assignment]
         events = [self.event("llm.called", payload)]
         if not self.ours:  # a foreign model's tool calls are the agent's plan
             steps = plan_steps(outputs)

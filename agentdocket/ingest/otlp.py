@@ -36,14 +36,24 @@ class OtlpDecodeError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class ReceivedEvent:
-    """A span event as received (only those the mapping reads are kept: ``exception``)."""
+    """A span event as received (only those the mapping reads are kept: ``exception`` and the
+    GenAI conventions' older message events)."""
 
     name: str
     attributes: dict[str, Any]
 
 
 # The span events the mapping reads; others are not decoded.
-KEPT_EVENTS = frozenset({"exception"})
+KEPT_EVENTS = frozenset(
+    {
+        "exception",
+        "gen_ai.system.message",
+        "gen_ai.user.message",
+        "gen_ai.assistant.message",
+        "gen_ai.tool.message",
+        "gen_ai.choice",
+    }
+)
 
 
 @dataclass(slots=True)

@@ -22,8 +22,10 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
+import threading
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,7 +59,9 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-class _Reject(Exception):
+class Rejected(Exception):
+    """A request turned away: its HTTP status (gRPC maps it to a code), message, headers."""
+
     def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
         super().__init__(message)
         self.status = status
@@ -115,6 +119,7 @@ class Receiver:
         self.max_pending = max_pending
         self.pending = 0
         self.stats = ReceiverStats()
+        self._lock = threading.Lock()  # the HTTP loop and the gRPC threads share the counts
         self.app = Starlette(
             routes=[
                 Route("/v1/traces", self.traces, methods=["POST"]),
@@ -129,25 +134,16 @@ class Receiver:
         encoding = request.headers.get("content-encoding", "identity").strip().lower()
         protobuf = media in PROTOBUF_TYPES
         try:
-            self._authorize(request)
+            self.check_token(request.headers.get("authorization", ""))
             decode = self._decoder(media, encoding)
-            if self.pending >= self.max_pending:
-                raise _Reject(
-                    503,
-                    f"{self.pending} requests in flight; retry later",
-                    {"Retry-After": str(RETRY_AFTER_S)},
-                )
-            self.pending += 1
-            try:
+            with self.slot():
                 body = await self._body(request, encoding)
                 client = request.client.host if request.client else "unknown"
                 return await run_in_threadpool(
                     self._ingest, body, decode, protobuf, f"otlp-http {client}"
                 )
-            finally:
-                self.pending -= 1
-        except _Reject as reject:
-            self.stats.rejected[reject.status] = self.stats.rejected.get(reject.status, 0) + 1
+        except Rejected as reject:
+            self.rejected(reject)
             content, media = _status_body(_RPC_CODE.get(reject.status, 2), reject.message, protobuf)
             return Response(content, reject.status, reject.headers, media_type=media)
 
@@ -166,41 +162,27 @@ class Receiver:
 
     # --- steps ----------------------------------------------------------------------------------
 
-    def _authorize(self, request: Request) -> None:
-        if self.token is None:
-            return
-        given = request.headers.get("authorization", "")
-        scheme, _, credential = given.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(
-            credential.strip().encode(), self.token.encode()
-        ):
-            raise _Reject(
-                401,
-                "missing or wrong bearer token (Authorization: Bearer <token>)",
-                {"WWW-Authenticate": 'Bearer realm="agentdocket"'},
-            )
-
     def _decoder(self, media: str, encoding: str) -> Callable[[bytes], list[ReceivedSpan]]:
         if media in PROTOBUF_TYPES:
             decode = decode_protobuf
         elif media == JSON:
             decode = decode_json
         else:
-            raise _Reject(415, f"content type {media or '(none)'!r}: send {PROTOBUF} or {JSON}")
+            raise Rejected(415, f"content type {media or '(none)'!r}: send {PROTOBUF} or {JSON}")
         if encoding not in ("identity", "", "gzip", "deflate"):
-            raise _Reject(415, f"content encoding {encoding!r}: send gzip, deflate or none")
+            raise Rejected(415, f"content encoding {encoding!r}: send gzip, deflate or none")
         return decode
 
     async def _body(self, request: Request, encoding: str) -> bytes:
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
-            raise _Reject(413, f"body of {declared} bytes is over the limit of {self.max_body}")
+            raise Rejected(413, f"body of {declared} bytes is over the limit of {self.max_body}")
         chunks = []
         size = 0
         async for chunk in request.stream():
             size += len(chunk)
             if size > self.max_body:
-                raise _Reject(413, f"body is over the limit of {self.max_body} bytes")
+                raise Rejected(413, f"body is over the limit of {self.max_body} bytes")
             chunks.append(chunk)
         body = b"".join(chunks)
         if encoding in ("gzip", "deflate"):
@@ -213,12 +195,71 @@ class Receiver:
         try:
             out = inflater.decompress(body, self.max_body + 1)
             if len(out) > self.max_body or inflater.unconsumed_tail:
-                raise _Reject(413, f"body is over the limit of {self.max_body} bytes once inflated")
+                raise Rejected(
+                    413, f"body is over the limit of {self.max_body} bytes once inflated"
+                )
             if not inflater.eof:
-                raise _Reject(400, f"body: truncated {encoding} stream")
+                raise Rejected(400, f"body: truncated {encoding} stream")
         except zlib.error as exc:
-            raise _Reject(400, f"body: not valid {encoding} ({exc})") from None
+            raise Rejected(400, f"body: not valid {encoding} ({exc})") from None
         return out
+
+    def accept(
+        self, body: bytes, decode: Callable[[bytes], list[ReceivedSpan]], source: str
+    ) -> None:
+        """Decode a request's spans and make them durable (stored or spooled), or raise
+        :class:`Rejected`: what both transports do with a request."""
+        try:
+            spans = decode(body)
+        except OtlpDecodeError as exc:
+            raise Rejected(400, str(exc)) from None
+        events = spans_to_events(spans, keep_unrecognized=True)
+        outcome = self.sink.deliver(events, source=source) if events else "stored"
+        if outcome not in ("stored", "spooled"):
+            raise Rejected(
+                503,
+                "the database is away and the spool cannot take the batch; retry later",
+                {"Retry-After": str(5 * RETRY_AFTER_S)},
+            )
+        with self._lock:
+            self.stats.requests += 1
+            self.stats.spans += len(spans)
+            self.stats.events += len(events)
+
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        """One of ``max_pending`` places for a request in flight, else :class:`Rejected` 503."""
+        with self._lock:
+            if self.pending >= self.max_pending:
+                raise Rejected(
+                    503,
+                    f"{self.pending} requests in flight; retry later",
+                    {"Retry-After": str(RETRY_AFTER_S)},
+                )
+            self.pending += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.pending -= 1
+
+    def check_token(self, given: str) -> None:
+        """``given``: the Authorization header's value (or gRPC's metadata)."""
+        if self.token is None:
+            return
+        scheme, _, credential = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            credential.strip().encode(), self.token.encode()
+        ):
+            raise Rejected(
+                401,
+                "missing or wrong bearer token (Authorization: Bearer <token>)",
+                {"WWW-Authenticate": 'Bearer realm="agentdocket"'},
+            )
+
+    def rejected(self, reject: Rejected) -> None:
+        with self._lock:
+            self.stats.rejected[reject.status] = self.stats.rejected.get(reject.status, 0) + 1
 
     def _ingest(
         self,
@@ -227,21 +268,7 @@ class Receiver:
         protobuf: bool,
         source: str,
     ) -> Response:
-        try:
-            spans = decode(body)
-        except OtlpDecodeError as exc:
-            raise _Reject(400, str(exc)) from None
-        events = spans_to_events(spans, keep_unrecognized=True)
-        outcome = self.sink.deliver(events, source=source) if events else "stored"
-        if outcome not in ("stored", "spooled"):
-            raise _Reject(
-                503,
-                "the database is away and the spool cannot take the batch; retry later",
-                {"Retry-After": str(5 * RETRY_AFTER_S)},
-            )
-        self.stats.requests += 1
-        self.stats.spans += len(spans)
-        self.stats.events += len(events)
+        self.accept(body, decode, source)
         # An empty ExportTraceServiceResponse: full success.
         return Response(b"" if protobuf else b"{}", 200, media_type=PROTOBUF if protobuf else JSON)
 

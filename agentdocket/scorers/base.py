@@ -39,6 +39,11 @@ class Outcome:
 
 
 ScoreFn = Callable[[Trace, Mapping[str, Any]], Outcome | None]
+# Readings a scorer may name among its inputs, and the event kinds each reads.
+READINGS = {
+    "answer": frozenset({"response", "llm.called"}),
+    "question": frozenset({"run.started", "llm.called"}),
+}
 BatchFn = Callable[[Sequence[Trace], Mapping[str, Any]], list[Outcome | None]]
 # A report metric: (the verdict detail it is computed from, how values are combined): "mean"
 # over the verdicts carrying it, "sum", or "ratio:OTHER", the sum of it over the sum of OTHER.
@@ -72,8 +77,11 @@ class Scorer:
     """A named, versioned scorer with its configuration.
 
     ``inputs`` names the event kinds (and ``"case"``) the verdict depends on: the runner reads
-    only those, and the input hash covers exactly them. ``metrics`` says which verdict details
-    a report aggregates, under which names.
+    only those, and the input hash covers exactly them. Two readings may be named too:
+    ``"answer"`` (:attr:`Trace.response`: the response events, or the model calls of a run
+    that recorded none) and ``"question"`` (:attr:`Trace.question`: the model calls of a run
+    whose start names no question). A model call counts in the hash only where it is read.
+    ``metrics`` says which verdict details a report aggregates, under which names.
     """
 
     name: str
@@ -127,12 +135,30 @@ class Scorer:
 
     @property
     def event_kinds(self) -> frozenset[str]:
-        return frozenset(self.inputs) - {"case"}
+        kinds = set(self.inputs) - {"case", *READINGS}
+        for reading in READINGS.keys() & set(self.inputs):
+            kinds |= READINGS[reading]
+        return frozenset(kinds)
+
+    def _hashed_kinds(self, trace: Trace) -> frozenset[str]:
+        """The kinds whose events this trace's verdict depends on: model calls only where a
+        reading falls back to them."""
+        kinds = set(self.event_kinds)
+        if "llm.called" not in self.inputs:
+            fallback = ("answer" in self.inputs and not trace.of_kind("response")) or (
+                "question" in self.inputs
+                and not (trace.started is not None and trace.started.question)
+            )
+            if not fallback:
+                kinds.discard("llm.called")
+        if "run.started" not in self.inputs:
+            kinds.discard("run.started")
+        return frozenset(kinds)
 
     def input_hash(self, trace: Trace) -> str:
         """Hash of what this scorer judges: the ids and schema versions of the events of its
         input kinds (in trace order), the case's digest, the configuration."""
-        kinds = self.event_kinds
+        kinds = self._hashed_kinds(trace)
         digest = hashlib.sha256()
         for e in trace.events:
             if e.kind == "verdict" and e.payload.get("scorer") == self.name:

@@ -44,7 +44,7 @@ register(
         "1",
         "plan length (words), SQL generated, valid SQL (no error, rows returned), answer length",
         interaction_metrics,
-        inputs=("plan", "sql.executed", "response"),
+        inputs=("plan", "sql.executed", "answer"),
         metrics={
             m: (m, "mean")
             for m in ("plan_length", "plan_steps", "sql_generated", "sql_valid", "answer_length")

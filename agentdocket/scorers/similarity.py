@@ -85,7 +85,7 @@ register(
         "(reference = stub)",
         response_similarity,
         config={"similarity": "all-MiniLM-L6-v2"},
-        inputs=("response", "case"),
+        inputs=("answer", "case"),
         batch=response_similarity_batch,
         metrics={
             m: (m, "mean")

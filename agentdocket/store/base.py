@@ -195,10 +195,17 @@ class Store:
         return self.reader.run(trace_id)
 
     def list_runs(
-        self, *, dataset: str | None = None, agent: str | None = None, limit: int | None = 50
+        self,
+        *,
+        dataset: str | None = None,
+        agent: str | None = None,
+        conversation: str | None = None,
+        limit: int | None = 50,
     ) -> list[dict[str, Any]]:
-        """Runs, newest first."""
-        return self.reader.list_runs(dataset=dataset, agent=agent, limit=limit)
+        """Runs, newest first (of one conversation, if given)."""
+        return self.reader.list_runs(
+            dataset=dataset, agent=agent, conversation=conversation, limit=limit
+        )
 
     def find_runs(self, prefix: str) -> list[str]:
         """Trace ids of the runs whose id starts with ``prefix`` (abbreviated ids)."""

@@ -91,9 +91,10 @@ class Reader:
     def stored_runs(
         self, *, dataset: str | None = None, batch_size: int = 1000
     ) -> Iterator[StoredRun]:
-        """Every run (of ``dataset``) with its events as stored (not upcast) and its case, in
-        order of first event, read a batch at a time: what an export writes."""
-        ids = self.trace_ids(dataset=dataset)
+        """Every stored trace (of ``dataset``; traces that are no run too) with its events as
+        stored (not upcast) and its case, in order of first event, read a batch at a time:
+        what an export writes."""
+        ids = self.trace_ids(dataset=dataset, runs_only=False)
         for start in range(0, len(ids), batch_size):
             chunk = ids[start : start + batch_size]
             events = self._events_of(chunk)
@@ -104,16 +105,33 @@ class Reader:
                 yield StoredRun(tid, events[tid], case, run.get("dataset"), version)
 
     def trace_ids(
-        self, *, dataset: str | None = None, agent: str | None = None, since: datetime | None = None
+        self,
+        *,
+        dataset: str | None = None,
+        agent: str | None = None,
+        since: datetime | None = None,
+        runs_only: bool = True,
     ) -> list[str]:
-        where, params = self._run_filter(dataset=dataset, agent=agent, since=since)
+        """The runs' trace ids (with ``runs_only=False``: every stored trace's), oldest first."""
+        where, params = self._run_filter(
+            dataset=dataset, agent=agent, since=since, runs_only=runs_only
+        )
         sql = f"SELECT trace_id FROM runs {where} ORDER BY first_ts, trace_id"
         return [r[0] for r in self.db._read(sql, params)]
 
     def _run_filter(
-        self, *, dataset: str | None, agent: str | None, since: datetime | None
+        self,
+        *,
+        dataset: str | None,
+        agent: str | None,
+        since: datetime | None,
+        runs_only: bool = True,
     ) -> tuple[str, list[Any]]:
-        clauses, params = [], []
+        # A trace is a run once its start is recorded (its root agent span arrived); traces
+        # that never have one (an embedding call, indexing, a lone tool call) are stored, and
+        # exported, but are not runs.
+        clauses: list[str] = ["started_at IS NOT NULL"] if runs_only else []
+        params: list[Any] = []
         if dataset is not None:
             clauses.append("dataset = ?")
             params.append(dataset)
@@ -130,10 +148,25 @@ class Reader:
         return found[0] if found else None
 
     def list_runs(
-        self, *, dataset: str | None = None, agent: str | None = None, limit: int | None = 50
+        self,
+        *,
+        dataset: str | None = None,
+        agent: str | None = None,
+        conversation: str | None = None,
+        limit: int | None = 50,
     ) -> list[dict[str, Any]]:
-        """Runs, newest first."""
+        """Runs, newest first; ``conversation``: only the runs of that conversation (the
+        ``conversation_id`` attribute the GenAI conventions' ``gen_ai.conversation.id`` or
+        OpenInference's ``session.id`` gave)."""
         where, params = self._run_filter(dataset=dataset, agent=agent, since=None)
+        if conversation is not None:
+            attribute = (
+                "attributes->>'conversation_id'"
+                if self.db.dialect == "postgresql"
+                else "json_extract(attributes, '$.conversation_id')"
+            )
+            where += f" AND {attribute} = ?"
+            params.append(conversation)
         sql = f"SELECT * FROM runs {where} ORDER BY first_ts DESC, trace_id"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"

@@ -188,10 +188,13 @@ class ScoringReader:
         return dict(out)
 
     def report_runs(self, dataset: str | None = None) -> list[ReportRun]:
-        sql = "SELECT trace_id, status, agent, agent_version, strategy, models FROM runs"
+        sql = (
+            "SELECT trace_id, status, agent, agent_version, strategy, models FROM runs "
+            "WHERE started_at IS NOT NULL"
+        )
         params: list[Any] = []
         if dataset is not None:
-            sql += " WHERE dataset = ?"
+            sql += " AND dataset = ?"
             params.append(dataset)
         return [
             ReportRun(

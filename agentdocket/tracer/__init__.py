@@ -32,8 +32,10 @@ from agentdocket.ingest.spool import DEFAULT_MAX_BYTES
 from agentdocket.store.redaction import Redactor
 from agentdocket.tracer.api import Run, RunOptions, Tracer, current_run
 from agentdocket.tracer.exporter import CountingBatchSpanProcessor, StoreSpanExporter
+from agentdocket.tracer.labels import CaseSpanProcessor, for_case
 
 __all__ = [
+    "CaseSpanProcessor",
     "Configured",
     "CountingBatchSpanProcessor",
     "DeliveryStats",
@@ -43,6 +45,7 @@ __all__ = [
     "Tracer",
     "configure",
     "current_run",
+    "for_case",
     "get_tracer",
     "run",
     "shutdown",

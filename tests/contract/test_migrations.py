@@ -116,7 +116,7 @@ def test_upgrading_to_the_rollups_marks_what_is_stored_stale(empty_pg_url: str) 
             sa.text(
                 f"INSERT INTO runs (trace_id, agent, started_at, first_ts, {counts}) VALUES "
                 f"('t1', 'a', '2026-03-01 10:20+00', '2026-03-01 10:20+00', {zeros}), "
-                f"('t2', 'a', NULL, '2026-03-01 12:59+00', {zeros})"
+                f"('t2', 'a', '2026-03-01 12:59+00', '2026-03-01 12:59+00', {zeros})"
             )
         )
     upgrade(empty_pg_url, derived=dashboards.objects())

@@ -115,7 +115,8 @@ def test_nul_through_serve_protobuf_and_json_then_normal_traffic(
     for i in range(20):
         _record(server, f"normal {i}")
     questions = _questions(pg_url)
-    assert len(questions) == 22  # the NUL run, the JSON one and 20 normal runs
+    # the NUL run and 20 normal runs; the JSON request's lone tool span is stored, no run
+    assert len(questions) == 21
     [nul_trace] = [t for t, q in questions.items() if q == NUL_QUESTION]
     record = _nul_record(pg_url, nul_trace)
     assert _payloads(record, "tool.returned")[0]["result"] == NUL_RESULT

@@ -164,7 +164,7 @@ def test_openinference_langchain_runs_are_scored(server: Server, url: str) -> No
     with open_store(url) as store:
         runs = {r["case_id"]: r for r in store.list_runs(dataset="weather")}
         assert set(runs) == {"paris", "rome"}
-        assert runs["paris"]["agent"] == "weather-svc"  # the resource's service.name
+        assert runs["paris"]["agent"] == "weather-agent"  # the runnable's name, not the service
         verdicts = store.report_verdicts(
             {"planner.suffix_match": "1", "tools.slot_fill": "2"}, dataset="weather"
         )

@@ -23,12 +23,17 @@ class Server:
     """One ``agentdocket serve`` process; :meth:`restart` kills it and starts another on the
     same port."""
 
-    def __init__(self, url: str, spool: Path, *args: str, port: int | None = None) -> None:
+    def __init__(
+        self, url: str, spool: Path, *args: str, port: int | None = None, grpc: bool = False
+    ) -> None:
         self.url = url
         self.spool = spool
         self.args = args
         self.port = port or free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}/v1/traces"
+        # OTLP/gRPC only where a test asks for it (its default port is shared by all)
+        self.grpc_port = free_port() if grpc else 0
+        self.grpc_endpoint = f"127.0.0.1:{self.grpc_port}"
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = spool.parent / f"serve-{self.port}.log"
 
@@ -44,6 +49,8 @@ class Server:
             str(self.port),
             "--spool-dir",
             str(self.spool),
+            "--grpc-port",
+            str(self.grpc_port),
             *self.args,
         ]
         with open(self.log, "ab") as log:

@@ -76,10 +76,7 @@ def _database_text(trace: Trace) -> str:
 
 
 def _values(trace: Trace, subtask: str) -> dict[str, str]:
-    started = trace.started
-    question = (trace.case.question if trace.case else None) or (
-        started.question if started else None
-    )
+    question = (trace.case.question if trace.case else None) or trace.question
     values = {
         "question": question or "",
         "database_text": _database_text(trace),
@@ -214,7 +211,7 @@ def _peer(subtask: str) -> Scorer:
             "n_meta_reviewers": 3,
             "retries": 2,
         },
-        inputs=("run.started", "plan", "sql.executed", "retrieval", "response", "case"),
+        inputs=("run.started", "question", "plan", "sql.executed", "retrieval", "answer", "case"),
         batch=batch,
         metrics={
             "reviewer_agreement": ("reviewers_unanimous", "mean"),

@@ -41,8 +41,7 @@ def answer_reference_batch(
             out[i] = Outcome(failure_type="response:missing", rationale="no response event")
             continue
         kind: str = case.question_type or "conclusive"
-        started = trace.started
-        question = case.question or (started.question if started else None) or ""
+        question = case.question or trace.question or ""
         prompt = render(
             f"reference_{kind}",
             question=question,
@@ -110,7 +109,7 @@ register(
         "Match / Not Match, interpretive ones a score of 1-5",
         answer_reference,
         config={"model": None, "temperature": 0.0, "retries": 2},
-        inputs=("response", "case"),
+        inputs=("answer", "case"),
         batch=answer_reference_batch,
         metrics={"score_mean": ("score", "mean")},
         judge=True,

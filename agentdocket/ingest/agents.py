@@ -1,0 +1,88 @@
+"""The agent a foreign run is named after.
+
+OpenTelemetry instrumentations name the agent in different places: on the root span
+(``gen_ai.agent.name``, ``agent.name``, an ``invoke_agent {name}`` span), on an agent span
+below a workflow root (the OpenAI Agents SDK), or only in the root span's name (LangGraph
+names it after the graph). The rule, first found wins:
+
+1. the root's own attributes: ``gen_ai.agent.name``, ``agent.name``, ``agentdocket.agent`` in
+   its metadata;
+2. the root's name when it is ``invoke_agent {name}``;
+3. the nearest agent span below the root in the same export batch (by depth, then start);
+4. the root's name, unless it is a framework's generic one (``LangGraph``, ``Agent workflow``,
+   a ``Class.method`` such as ``FunctionAgent.run``);
+5. the service name (``service.name``), unless the SDK's default ``unknown_service``;
+6. the root's name.
+
+Step 3 sees only the spans exported with the root: agent spans end just before their root, so
+they travel together in practice; a run whose agent span came in an earlier batch is named by
+the later steps.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agentdocket.ingest import attributes as A
+
+INVOKE_PREFIX = A.OP_INVOKE_AGENT + " "
+GENERIC_NAMES = frozenset(
+    {"LangGraph", "Agent workflow", "RunnableSequence", "AgentExecutor", "RunnableLambda"}
+)
+_METHOD = re.compile(r"^[A-Za-z_]\w*\.\w+$")
+
+
+def own_name(name: str, attrs: Mapping[str, Any], meta: Mapping[str, Any]) -> str | None:
+    """Steps 1-2: what a span says of its own agent."""
+    found = attrs.get(A.GEN_AI_AGENT_NAME) or attrs.get(A.AGENT_NAME) or meta.get(A.AGENT)
+    if found:
+        return str(found)
+    if name.startswith(INVOKE_PREFIX) and name[len(INVOKE_PREFIX) :].strip():
+        return name[len(INVOKE_PREFIX) :].strip()
+    return None
+
+
+def fallback_name(name: str, attrs: Mapping[str, Any]) -> str:
+    """Steps 4-6, for a root that names no agent and has no agent span below it."""
+    if name and name not in GENERIC_NAMES and not _METHOD.match(name):
+        return name
+    service = attrs.get(A.SERVICE_NAME)
+    if service and not str(service).startswith("unknown_service"):
+        return str(service)
+    return name or "unknown"
+
+
+def _is_agent(name: str, attrs: Mapping[str, Any]) -> bool:
+    return (
+        attrs.get(A.OI_SPAN_KIND) == A.OI_AGENT
+        or attrs.get(A.GEN_AI_OPERATION) == A.OP_INVOKE_AGENT
+        or A.GEN_AI_AGENT_NAME in attrs
+    )
+
+
+def names_below_roots(spans: Sequence[Any]) -> dict[tuple[int, int], str]:
+    """Step 3 for every root span of a batch: (trace id, span id) -> the name its nearest
+    agent span gives, where one does."""
+    roots = [s for s in spans if s.parent is None and s.context is not None]
+    if not roots:
+        return {}
+    children: dict[tuple[int, int], list[Any]] = defaultdict(list)
+    for s in spans:
+        if s.parent is not None and s.context is not None:
+            children[(s.context.trace_id, s.parent.span_id)].append(s)
+    found: dict[tuple[int, int], str] = {}
+    for root in roots:
+        key = (root.context.trace_id, root.context.span_id)
+        level = children.get(key, [])
+        while level and key not in found:
+            for s in sorted(level, key=lambda s: s.start_time or 0):
+                attrs = s.attributes or {}
+                name = own_name(s.name, attrs, {}) if _is_agent(s.name, attrs) else None
+                if name:
+                    found[key] = name
+                    break
+            level = [c for s in level for c in children.get((key[0], s.context.span_id), [])]
+    return found

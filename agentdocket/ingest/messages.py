@@ -1,0 +1,290 @@
+"""Reading chat messages back from spans: OpenInference's flattened lists, the GenAI
+conventions' JSON parts and their older event form, LangChain's serialised messages; and the
+question and answer a run's input and output hold."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agentdocket.ingest import attributes as A
+from agentdocket.ingest.decode import jsonable, opt_str
+
+
+def read_messages(
+    attrs: Mapping[str, Any], oi_prefix: str, gen_ai_key: str, old_prefix: str
+) -> list[dict[str, Any]]:
+    """Messages from OpenInference's flattened list, GenAI's JSON (role + parts), or the
+    deprecated indexed ``gen_ai.prompt.N.role`` / ``gen_ai.completion.N.content``."""
+    out: list[dict[str, Any]] = []
+    for m in A.indexed(attrs, oi_prefix):
+        calls = []
+        has_calls = any(k.startswith(A.MESSAGE_TOOL_CALLS) for k in m)
+        for c in A.indexed(m, A.MESSAGE_TOOL_CALLS) if has_calls else ():
+            args = A.loads(c.get(A.TOOL_CALL_FUNCTION_ARGUMENTS))
+            call = {"name": str(c.get(A.TOOL_CALL_FUNCTION_NAME)), "arguments": args}
+            if c.get(A.TOOL_CALL_ID) is not None:
+                call["id"] = str(c[A.TOOL_CALL_ID])
+            calls.append(jsonable(call))
+        out.append(
+            {
+                "role": str(m.get(A.MESSAGE_ROLE, "user")),
+                "content": str(m.get(A.MESSAGE_CONTENT, "")),
+                "name": opt_str(m.get(A.MESSAGE_NAME)),
+                "tool_calls": calls,
+            }
+        )
+    if out:
+        return _drop_none(out)
+    structured = A.loads(attrs.get(gen_ai_key))
+    if isinstance(structured, list):
+        for m in structured:
+            if isinstance(m, dict):
+                default_role = "tool" if _is_tool_response(m) else "user"
+                message: dict[str, Any] = {
+                    "role": str(m.get("role") or default_role),
+                    "content": _parts_text(m),
+                }
+                calls = _parts_tool_calls(m)
+                if calls:
+                    message["tool_calls"] = calls
+                out.append(message)
+        return out
+    for m in A.indexed(attrs, f"gen_ai.{old_prefix}"):
+        out.append({"role": str(m.get("role", "user")), "content": str(m.get("content", ""))})
+    return out
+
+
+def _parts_text(message: Mapping[str, Any]) -> str:
+    """A GenAI message's text: its text (and reasoning) parts, and the ``response`` of its
+    ``tool_call_response`` parts (a tool's result handed back to the model)."""
+    if isinstance(message.get("content"), str):
+        return str(message["content"])
+    return parts_text(message.get("parts"))
+
+
+def parts_text(parts: Any) -> str:
+    """The text of a list of GenAI message parts (see :func:`_parts_text`)."""
+    if not isinstance(parts, list):
+        return ""
+    texts = []
+    for p in parts:
+        if not isinstance(p, dict):
+            continue
+        if p.get("type") == "tool_call_response":
+            response = p.get("response", p.get("result"))
+            texts.append(response if isinstance(response, str) else A.dumps(response))
+        elif p.get("content") is not None:
+            texts.append(str(p["content"]))
+    return "\n".join(t for t in texts if t)
+
+
+def _is_tool_response(message: Mapping[str, Any]) -> bool:
+    parts = message.get("parts")
+    return (
+        isinstance(parts, list)
+        and bool(parts)
+        and all(isinstance(p, dict) and p.get("type") == "tool_call_response" for p in parts)
+    )
+
+
+def _drop_none(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in m.items() if v is not None} for m in messages]
+
+
+def _parts_tool_calls(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """GenAI's ``{"type": "tool_call", "id", "name", "arguments"}`` parts."""
+    parts = message.get("parts")
+    if not isinstance(parts, list):
+        return []
+    calls = []
+    for p in parts:
+        if isinstance(p, dict) and p.get("type") == "tool_call" and p.get("name"):
+            call = {"name": str(p["name"]), "arguments": jsonable(A.loads(p.get("arguments")))}
+            if p.get("id") is not None:
+                call["id"] = str(p["id"])
+            calls.append(call)
+    return calls
+
+
+def plan_steps(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The plan a model's reply states: a step per tool call it requests (the tool, the
+    arguments when they are an object, the call id), in order."""
+    return [
+        {
+            "tool": str(call["name"]),
+            "arguments": args if isinstance(args := call.get("arguments"), dict) else None,
+            "call_id": opt_str(call.get("id")),
+        }
+        for m in messages
+        for call in m.get("tool_calls") or ()
+        if isinstance(call, Mapping) and call.get("name")
+    ]
+
+
+# Roles a ``(role, text)`` pair may name (LangChain's message-like tuples).
+ROLES = frozenset({"user", "human", "assistant", "ai", "system", "developer", "tool", "function"})
+
+
+def message_fields(value: Any) -> Mapping[str, Any] | None:
+    """A chat message's fields from any of its forms: LangChain's ``dumpd`` constructor
+    (``{"lc": 1, "id": [..., "AIMessage"], "kwargs": {...}}``), OpenInference's
+    ``{"type": ..., "data": {...}}``, a plain ``{"type"/"role": ..., "content": ...}``, a
+    ``(role, text)`` pair, or a message object (anything with a string ``type`` and a
+    ``content``, as langchain-core's messages have): never its ``repr``."""
+    if isinstance(value, tuple | list):
+        if (
+            len(value) == 2
+            and isinstance(value[0], str)
+            and value[0].lower() in ROLES
+            and isinstance(value[1], str | list)
+        ):
+            return {"role": value[0], "content": value[1]}
+        return None
+    if not isinstance(value, Mapping):
+        kind, content = getattr(value, "type", None), getattr(value, "content", None)
+        if not isinstance(kind, str) or content is None:
+            return None
+        fields: dict[str, Any] = {"type": kind, "content": content}
+        for name in ("name", "tool_call_id", "tool_calls", "id"):
+            if getattr(value, name, None) is not None:
+                fields[name] = getattr(value, name)
+        return fields
+    if value.get("lc") == 1 and isinstance(value.get("kwargs"), Mapping):
+        return value["kwargs"]  # type: ignore[no-any-return]
+    if isinstance(value.get("data"), Mapping) and "content" in value["data"]:
+        return value["data"]  # type: ignore[no-any-return]
+    if "content" in value and ("type" in value or "role" in value):
+        return value
+    return None
+
+
+def content_text(content: Any) -> str:
+    """A message's content as text: a string, or the text of its content blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            b if isinstance(b, str) else str(b.get("text", ""))
+            for b in content
+            if isinstance(b, str) or (isinstance(b, Mapping) and b.get("type") == "text")
+        ]
+        return "".join(texts)
+    return "" if content is None else A.dumps(content)
+
+
+# A framework's printout of an object, not prose: ``StopEvent(result=...)``,
+# ``AIMessage(content='...', additional_kwargs={...})``, ``<x.Context object at 0x7f...>``.
+_PRINTOUT = re.compile(r"^\s*(?:[A-Z]\w*\(\w+=|<[\w.]+ object at 0x[0-9a-fA-F]+>)")
+
+QUESTION_KEYS = ("input", "question", "query", "messages", "text", "content")
+ANSWER_KEYS = ("output", "answer", "response", "result", "final_output", "text", "content")
+
+
+def is_printout(text: str) -> bool:
+    """Whether ``text`` is a framework's printout of an object rather than text."""
+    return bool(_PRINTOUT.match(text))
+
+
+def _text_in(value: Any, keys: Sequence[str], *, dump: bool) -> str | None:
+    if isinstance(value, str):
+        return None if is_printout(value) or not value.strip() else value
+    fields = message_fields(value)
+    if fields is not None:
+        return content_text(fields.get("content")) or None
+    if isinstance(value, Mapping):
+        for key in (*keys, "messages"):
+            if key in value:
+                return _text_in(value[key], keys, dump=dump)
+        if len(value) == 1:
+            return _text_in(next(iter(value.values())), keys, dump=dump)
+    elif isinstance(value, list):
+        return _text_in(value[-1], keys, dump=dump) if value else None
+    if value is None or not dump:
+        return None
+    return A.dumps(value)
+
+
+def question_text(value: Any) -> str | None:
+    """The question a run's input holds: the text itself, a message's content, the ``input``
+    (``question``, ``query``, ...) member, the last of its ``messages``. None for anything else
+    (a workflow's state, an object's printout): the question is then read from the run's model
+    calls (:attr:`agentdocket.events.Trace.question`)."""
+    return _text_in(value, QUESTION_KEYS, dump=False)
+
+
+def answer_text(value: Any) -> str | None:
+    """The answer a run's output holds: the text itself, the ``output`` (``answer``, ...)
+    member, the last of its ``messages``, a message's content; other structured output as
+    JSON. None for an object's printout (a ``StopEvent(...)``): the answer is then read from
+    the run's model calls (:attr:`agentdocket.events.Trace.response`)."""
+    return _text_in(value, ANSWER_KEYS, dump=True)
+
+
+def tool_message(value: Any) -> Mapping[str, Any] | None:
+    """The fields of a serialised LangChain ``ToolMessage`` (a tool's result), else None."""
+    fields = message_fields(value)
+    if fields is None or not ("tool_call_id" in fields or fields.get("type") == "tool"):
+        return None
+    return fields
+
+
+def _event_body(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """A GenAI message event's body: JSON in ``gen_ai.event.content`` (or ``body``), else its
+    attributes, JSON text among them parsed."""
+    for key in ("gen_ai.event.content", "body", "event.body"):
+        found = A.loads(attrs.get(key))
+        if isinstance(found, dict):
+            return found
+    return {k: A.loads(v) if isinstance(v, str) and v[:1] in "[{" else v for k, v in attrs.items()}
+
+
+def _event_calls(calls: Any) -> list[dict[str, Any]]:
+    """Tool calls as the event form writes them: ``{id, type, function: {name, arguments}}``
+    (or ``name`` and ``arguments`` at the top)."""
+    out = []
+    for c in calls if isinstance(calls, list) else ():
+        if not isinstance(c, Mapping):
+            continue
+        given = c.get("function")
+        fn: Mapping[str, Any] = given if isinstance(given, Mapping) else c
+        if not fn.get("name"):
+            continue
+        call = {"name": str(fn["name"]), "arguments": jsonable(A.loads(fn.get("arguments")))}
+        if c.get("id") is not None:
+            call["id"] = str(c["id"])
+        out.append(call)
+    return out
+
+
+def _event_message(role: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "role": str(body.get("role") or role),
+        "content": content_text(body.get("content")),
+    }
+    calls = _event_calls(body.get("tool_calls"))
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def event_messages(
+    events: Sequence[Any] | None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Input and output messages from the GenAI conventions' older event form: a
+    ``gen_ai.{system,user,assistant,tool}.message`` event per input message and a
+    ``gen_ai.choice`` event per output, in event order."""
+    inputs: list[dict[str, Any]] = []
+    outputs: list[dict[str, Any]] = []
+    for event in events or ():
+        name = getattr(event, "name", None)
+        attrs = getattr(event, "attributes", None) or {}
+        if name in A.GEN_AI_MESSAGE_EVENTS:
+            inputs.append(_event_message(A.GEN_AI_MESSAGE_EVENTS[name], _event_body(attrs)))
+        elif name == A.GEN_AI_CHOICE_EVENT:
+            body = _event_body(attrs)
+            found = body.get("message")
+            message: Mapping[str, Any] = found if isinstance(found, Mapping) else body
+            outputs.append(_event_message("assistant", message))
+    return inputs, outputs
