@@ -20,7 +20,7 @@ from tests.helpers.frameworks import (
     Expected,
     Scenario,
     check_runs,
-    exporting,
+    instrumented,
     weather,
 )
 from tests.helpers.otlp_server import Server
@@ -80,14 +80,9 @@ def _invoke(scenario: Scenario, callbacks: list[Any] | None = None) -> None:
 def test_langgraph_react_agent_through_openinference(server: Server, weather_url: str) -> None:
     from openinference.instrumentation.langchain import LangChainInstrumentor
 
-    instrumentor = LangChainInstrumentor()
-    with exporting(server.endpoint) as provider:
-        instrumentor.instrument(tracer_provider=provider)
-        try:
-            for scenario in SCENARIOS:
-                _invoke(scenario)
-        finally:
-            instrumentor.uninstrument()
+    with instrumented(LangChainInstrumentor(), server.endpoint):
+        for scenario in SCENARIOS:
+            _invoke(scenario)
     check_runs(weather_url, Expected(model="scripted-1", tokens=(20, 7)))
 
 
@@ -123,13 +118,8 @@ def test_a_retriever_tool_keeps_document_ids_and_scores(server: Server, weather_
         messages=iter([AIMessage(content="", tool_calls=[call]), AIMessage(content="Paris.")])
     )
     agent = create_react_agent(model, [search], name="notes")
-    instrumentor = LangChainInstrumentor()
-    with exporting(server.endpoint) as provider:
-        instrumentor.instrument(tracer_provider=provider)
-        try:
-            agent.invoke({"messages": [("user", "Which city is in France?")]})
-        finally:
-            instrumentor.uninstrument()
+    with instrumented(LangChainInstrumentor(), server.endpoint):
+        agent.invoke({"messages": [("user", "Which city is in France?")]})
     with open_store(weather_url) as store:
         [run] = store.list_runs(agent="notes")
         trace = store.read_trace(run["trace_id"])

@@ -16,7 +16,7 @@ from tests.helpers.frameworks import (
     Expected,
     Scenario,
     check_runs,
-    exporting,
+    instrumented,
     weather,
 )
 from tests.helpers.otlp_server import Server
@@ -138,15 +138,10 @@ def test_llamaindex_function_agent_through_openinference(server: Server, weather
     from openinference.instrumentation import using_metadata
     from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
 
-    instrumentor = LlamaIndexInstrumentor()
-    with exporting(server.endpoint) as provider:
-        instrumentor.instrument(tracer_provider=provider)
-        try:
-            for scenario in SCENARIOS:
-                # LlamaIndex records no agent name: it comes from the metadata
-                with using_metadata({**scenario.metadata, "agentdocket.agent": AGENT}):
-                    result = asyncio.run(_run(scenario))
-                assert str(result) == scenario.answer
-        finally:
-            instrumentor.uninstrument()
+    with instrumented(LlamaIndexInstrumentor(), server.endpoint):
+        for scenario in SCENARIOS:
+            # LlamaIndex records no agent name: it comes from the metadata
+            with using_metadata({**scenario.metadata, "agentdocket.agent": AGENT}):
+                result = asyncio.run(_run(scenario))
+            assert str(result) == scenario.answer
     check_runs(weather_url, Expected(model="scripted-1", tokens=(20, 7)))

@@ -16,7 +16,7 @@ from tests.helpers.frameworks import (
     Expected,
     Scenario,
     check_runs,
-    exporting,
+    instrumented,
     weather,
 )
 from tests.helpers.otlp_server import Server
@@ -106,22 +106,17 @@ def test_openai_agents_sdk_through_openinference(server: Server, weather_url: st
 
     os.environ.setdefault("OPENAI_API_KEY", "offline")  # never used: the model is scripted
     set_trace_processors([])  # no export to OpenAI's own tracing backend: only OpenInference's
-    instrumentor = OpenAIAgentsInstrumentor()
-    with exporting(server.endpoint) as provider:
-        instrumentor.instrument(tracer_provider=provider)
-        try:
-            for scenario in SCENARIOS:
-                with using_metadata(scenario.metadata):
-                    result = asyncio.run(
-                        Runner.run(
-                            _agent(scenario),
-                            scenario.question,
-                            run_config=RunConfig(workflow_name="weather workflow"),
-                        )
+    with instrumented(OpenAIAgentsInstrumentor(), server.endpoint):
+        for scenario in SCENARIOS:
+            with using_metadata(scenario.metadata):
+                result = asyncio.run(
+                    Runner.run(
+                        _agent(scenario),
+                        scenario.question,
+                        run_config=RunConfig(workflow_name="weather workflow"),
                     )
-                assert result.final_output == scenario.answer
-        finally:
-            instrumentor.uninstrument()
+                )
+            assert result.final_output == scenario.answer
     # The SDK redacts a failing tool's exception from its spans: its own message is what is
     # recorded.
     check_runs(

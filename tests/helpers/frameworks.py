@@ -113,6 +113,17 @@ def exporting(
         provider.shutdown()
 
 
+@contextmanager
+def instrumented(instrumentor: Any, endpoint: str) -> Iterator[TracerProvider]:
+    """An OpenInference instrumentor sending through :func:`exporting` while inside."""
+    with exporting(endpoint) as provider:
+        instrumentor.instrument(tracer_provider=provider)
+        try:
+            yield provider
+        finally:
+            instrumentor.uninstrument()
+
+
 @dataclass(frozen=True)
 class Expected:
     """What differs between frameworks."""
