@@ -9,8 +9,11 @@ from typing import Any
 
 import click
 
+from agentdocket.commands import compare as compare_commands
+from agentdocket.commands import datasets as dataset_commands
 from agentdocket.commands import dead_letters as dead_letter_commands
 from agentdocket.commands import examine as examine_commands
+from agentdocket.commands import experiment as experiment_commands
 from agentdocket.commands import exports, imports
 from agentdocket.commands import grammar as grammar_commands
 from agentdocket.commands import refresh_dashboards as dashboard_commands
@@ -105,12 +108,19 @@ def rebuild(ctx: click.Context) -> None:
 @main.command()
 @click.argument("kind", required=False)
 def schemas(kind: str | None) -> None:
-    """Print the JSON Schema of each event kind's payload (or of KIND)."""
+    """Print the JSON Schema of each event kind's payload (or of KIND; `case`: one case of a
+    case file, as `datasets add` reads it)."""
+    from agentdocket.events import Case
+
+    if kind == "case":
+        click.echo(json.dumps(json_schema(Case), indent=2))
+        return
     kinds = [kind] if kind else list(PAYLOAD_TYPES)
     out = {}
     for k in kinds:
         if k not in PAYLOAD_TYPES:
-            raise click.BadParameter(f"unknown kind {k!r}; known: {', '.join(PAYLOAD_TYPES)}")
+            known = ", ".join([*PAYLOAD_TYPES, "case"])
+            raise click.BadParameter(f"unknown kind {k!r}; known: {known}")
         cls = PAYLOAD_TYPES[k]
         out[k] = {"schema_version": cls.VERSION, **json_schema(cls)}  # type: ignore[attr-defined]
     click.echo(json.dumps(out if not kind else out[kind], indent=2))
@@ -196,6 +206,9 @@ main.add_command(grammar_commands.grammar)
 main.add_command(serve)
 main.add_command(dead_letter_commands.dead_letters)
 main.add_command(dashboard_commands.refresh_dashboards)
+main.add_command(compare_commands.compare)
+main.add_command(dataset_commands.datasets)
+main.add_command(experiment_commands.experiment)
 
 
 @main.command(name="grafana-role")

@@ -125,7 +125,12 @@ def _ibm_source(path: Path, expected: Path | None) -> tuple[str, Path, Path | No
 
 @import_.command(name="ibm-coalitions")
 @click.argument("path", type=click.Path(path_type=Path, exists=True))
-@click.option("--dataset", required=True, help="Name of the dataset the cases go into.")
+@click.option(
+    "--dataset",
+    default="ibm-coalitions",
+    show_default=True,
+    help="Name of the dataset the cases go into (every model's: they answer the same tests).",
+)
 @click.option("--agent", help="Agent name of the runs (default: the folder's name).")
 @click.option(
     "--expected",

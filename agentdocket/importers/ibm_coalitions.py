@@ -23,7 +23,11 @@ not to any scorer:
 A fine-tuned model has no separate planner: its plan is the sequence of actions it took.
 
 Ids are derived from the test run uuids (fine-tuned: the API and instruction index), so
-importing a file twice adds nothing.
+importing a file twice adds nothing. Every model of the study answers the same 114 tests: a
+case is keyed by its service and test description and carries nothing of the model that ran
+it (the test run's uuid is on the run), so the results of every model go into one dataset and
+compare case by case. (Version 1 of these datasets kept the uuid on the case; version 2 does
+not.)
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ from agentdocket.events import (
 from agentdocket.importers.common import RunBuilder, SourceFormatError, read_json_list
 
 NAMESPACE = uuid.UUID("3b0e3f4e-1c55-5f0a-8d1e-6a2f4c9b7d21")
+VERSION = "2"
+DESCRIPTION = "IBM coalitions study: the 114 ToolAlpaca tests every model answered"
 IGNORED = ["appid", "api_key", "access_key"]
 SERVICE_RULES = {
     "currencybeacon": ArgumentRules(
@@ -104,7 +110,9 @@ def load(path: Path, dataset: str, agent: str | None = None) -> tuple[Dataset, l
             cases.append(case)
             events.extend(run)
             n += 1
-    return Dataset(dataset, "1", tuple(cases), f"IBM coalitions study: {agent}"), events
+    # in case order, not the file's service order (which differs between models' files)
+    ordered = tuple(sorted(cases, key=lambda c: c.case_id))
+    return Dataset(dataset, VERSION, ordered, DESCRIPTION), events
 
 
 def _one(
@@ -129,11 +137,7 @@ def _one(
         expected_calls=[ExpectedCall(s["step_name"], s.get("step_inputs") or {}) for s in expected],
         argument_rules=[rules],
         stub_response=result.get("expected_magpie_output"),
-        attributes={
-            "service": service,
-            "test_run_uuid": result["test_run_uuid"],
-            **PAIRING,
-        },
+        attributes={"service": service, **PAIRING},
     )
     run = RunBuilder(uuid.uuid5(NAMESPACE, f"{agent}/{result['test_run_uuid']}").hex, t0)
     run.add(
@@ -141,7 +145,7 @@ def _one(
             agent=agent,
             question=result.get("input_prompt"),
             dataset=dataset,
-            dataset_version="1",
+            dataset_version=VERSION,
             case_id=case_id,
             attributes={"service": service, "test_run_uuid": result["test_run_uuid"]},
         )

@@ -247,6 +247,14 @@ class Store:
     def report_runs(self, dataset: str | None = None) -> list[ReportRun]:
         return self.scoring.report_runs(dataset)
 
+    def traces_with_failure(self, failure_type: str, ids: Sequence[str]) -> set[str]:
+        """Those of ``ids`` with a latest run-level verdict of ``failure_type``."""
+        return self.scoring.traces_with_failure(failure_type, ids)
+
+    def case_runs(self, dataset: str) -> list[dict[str, Any]]:
+        """The runs of ``dataset`` with case, agent, version, status and attributes."""
+        return self.scoring.case_runs(dataset)
+
     def report_verdicts(
         self, versions: dict[str, str], dataset: str | None = None
     ) -> list[ReportVerdict]:

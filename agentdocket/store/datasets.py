@@ -42,9 +42,11 @@ class DatasetRegistry:
         if existing:
             if existing[0][0] == digest:
                 return False
+            stored = self._dataset_on(conn, dataset.name, dataset.version)
             raise DatasetConflict(
                 f"dataset {dataset.name!r} version {dataset.version!r} already exists with "
-                "different cases; datasets are immutable, register a new version"
+                f"different cases ({first_difference(stored, dataset)}); datasets are "
+                "immutable, register a new version"
             )
         self.db._execute(
             conn,
@@ -109,6 +111,21 @@ class DatasetRegistry:
         )
         return Dataset(name, str(version), cases, meta[0]["description"])
 
+    def _dataset_on(self, conn: Any, name: str, version: str | None) -> Dataset:
+        """The stored version, read in ``conn``'s transaction (to say how a new one differs)."""
+        meta = self.db._read_on(
+            conn, "SELECT description FROM datasets WHERE name = ? AND version = ?", (name, version)
+        )
+        if not meta:
+            raise StoreError(f"no dataset {name!r}" + (f" version {version!r}" if version else ""))
+        rows = self.db._read_on(
+            conn,
+            "SELECT data FROM cases WHERE dataset = ? AND dataset_version = ? ORDER BY ordinal",
+            (name, version),
+        )
+        cases = tuple(Case.from_json(self.db._from_db("data", r[0])) for r in rows)
+        return Dataset(name, str(version), cases, meta[0][0])
+
     def cases_for(self, runs: list[dict[str, Any]]) -> dict[str, tuple[str, Case]]:
         """For each run naming a case: (dataset version, case), keyed by trace id.
 
@@ -142,3 +159,24 @@ class DatasetRegistry:
                 if case_id in found:
                     out[trace_id] = (version, found[case_id])
         return out
+
+
+def first_difference(stored: Dataset, given: Dataset) -> str:
+    """Where two versions of a dataset first differ: a case one lacks, or a case's field."""
+    if stored.description != given.description:
+        return "the description differs"
+    theirs = {c.case_id: c for c in stored.cases}
+    for i, case in enumerate(given.cases):
+        old = theirs.get(case.case_id)
+        if old is None:
+            return f"case {case.case_id!r} is new"
+        new_json, old_json = case.to_json(), old.to_json()
+        for key in new_json:
+            if new_json[key] != old_json.get(key):
+                return f"case {case.case_id!r}, field {key!r}, differs"
+        if i < len(stored.cases) and stored.cases[i].case_id != case.case_id:
+            return f"the cases are in another order from case {case.case_id!r}"
+    missing = [c.case_id for c in stored.cases if c.case_id not in {x.case_id for x in given.cases}]
+    if missing:
+        return f"case {missing[0]!r} is missing"
+    return "the cases differ"

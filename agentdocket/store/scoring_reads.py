@@ -208,6 +208,28 @@ class ScoringReader:
             for r in self.db._dicts(sql, params)
         ]
 
+    def traces_with_failure(self, failure_type: str, ids: Sequence[str]) -> set[str]:
+        """Those of ``ids`` whose latest run-level verdict of some scorer has ``failure_type``."""
+        found: set[str] = set()
+        for start in range(0, len(ids), 500):
+            where, params = self.db._any("v.trace_id", ids[start : start + 500])
+            rows = self.db._read(
+                "SELECT DISTINCT v.trace_id FROM verdicts_latest v WHERE v.failure_type = ? "
+                f"AND v.subject_span_id IS NULL AND {where}",
+                [failure_type, *params],
+            )
+            found.update(r[0] for r in rows)
+        return found
+
+    def case_runs(self, dataset: str) -> list[dict[str, Any]]:
+        """The runs of ``dataset`` with their case, agent, version, status and attributes
+        (which name an experiment and repeat): what comparisons select and pair."""
+        sql = (
+            "SELECT trace_id, case_id, agent, agent_version, status, attributes FROM runs "
+            "WHERE started_at IS NOT NULL AND dataset = ? ORDER BY started_at, trace_id"
+        )
+        return list(self.db._dicts(sql, [dataset]))
+
     def report_verdicts(
         self, versions: dict[str, str], dataset: str | None = None
     ) -> list[ReportVerdict]:

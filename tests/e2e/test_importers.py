@@ -94,16 +94,30 @@ def test_a_broken_ibm_result_names_its_service_and_index_and_nothing_is_imported
         assert store.counts()["events"] == 0 and store.counts()["datasets"] == 0
 
 
-def test_another_agents_results_cannot_overwrite_a_datasets_cases(tmp_path: Path) -> None:
+def test_another_agents_results_join_the_dataset_and_cannot_change_its_cases(
+    tmp_path: Path,
+) -> None:
+    """Every model answered the same tests: a second model's results add runs to the same
+    dataset; results whose tests differ cannot change its cases."""
     require_shared(IBM)
     url = f"sqlite:///{tmp_path / 'agentdocket.db'}"
     first = str(IBM / "single-models" / "mistral_all")
-    second = str(IBM / "single-models" / "mixtral-all")
+    second = IBM / "single-models" / "mixtral-all"
     assert _invoke(url, "import", "ibm-coalitions", first, "--dataset", "ibm")[0] == 0
-    code, out = _invoke(url, "import", "ibm-coalitions", second, "--dataset", "ibm")
-    assert code == 1 and "already exists with different cases" in out
+    assert _invoke(url, "import", "ibm-coalitions", str(second), "--dataset", "ibm")[0] == 0
     with open_store(url) as store:
-        assert {r["agent"] for r in store.list_runs(limit=None)} == {"mistral_all"}
+        assert {r["agent"] for r in store.list_runs(limit=None)} == {"mistral_all", "mixtral-all"}
+        assert store.counts()["datasets"] == 1
+    services = json.loads((second / "corrected_result.json").read_text())
+    services[0]["results"][0]["expected_planner_output"] = ["somethingElse"]
+    changed = tmp_path / "changed-model"
+    changed.mkdir()
+    (changed / "corrected_result.json").write_text(json.dumps(services))
+    code, out = _invoke(url, "import", "ibm-coalitions", str(changed), "--dataset", "ibm")
+    assert code == 1 and "already exists with different cases" in out
+    assert "field 'expected_plan', differs" in out and "nothing was imported" in out
+    with open_store(url) as store:
+        assert {r["agent"] for r in store.list_runs(limit=None)} == {"mistral_all", "mixtral-all"}
 
 
 def test_report_formats_and_groups(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ LAYERS = [
     {"events"},
     {"store", "migrations"},
     {"ingest", "importers", "scorers", "generators"},
-    {"tracer", "examiner", "demo", "dashboards"},
+    {"tracer", "examiner", "demo", "dashboards", "experiments"},
     {"commands"},
     {"cli"},
 ]

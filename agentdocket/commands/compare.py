@@ -1,0 +1,247 @@
+"""``agentdocket compare``: did a change help? Two sets of runs of a dataset, case by case."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.table import Table
+
+from agentdocket.commands.common import console, echo_json, open_from
+from agentdocket.store import Store
+
+SELECTION = "AGENT[@VERSION] or experiment:NAME"
+
+
+def _select(runs: list[dict[str, Any]], selection: str) -> list[tuple[str, str | None]]:
+    """The (trace id, case id) of the runs a selection names."""
+    if selection.startswith("experiment:"):
+        name = selection.removeprefix("experiment:")
+        return [
+            (r["trace_id"], r["case_id"])
+            for r in runs
+            if (r["attributes"] or {}).get("experiment") == name
+        ]
+    agent, _, version = selection.partition("@")
+    return [
+        (r["trace_id"], r["case_id"])
+        for r in runs
+        if r["agent"] == agent and (not version or r["agent_version"] == version)
+    ]
+
+
+def run_comparison(
+    store: Store,
+    dataset: str,
+    baseline: str,
+    candidate: str,
+    scorers: tuple[str, ...],
+    alpha: float,
+    resamples: int,
+) -> dict[str, Any]:
+    """The comparison of two selections of ``dataset``'s runs (see :mod:`..experiments.compare`)."""
+    from agentdocket.experiments.compare import Judged, Side, compare, group_runs
+    from agentdocket.scorers.base import version_key
+
+    runs = store.case_runs(dataset)
+    sides = []
+    for label, selection in (("baseline", baseline), ("candidate", candidate)):
+        chosen = _select(runs, selection)
+        if not chosen:
+            agents = sorted(
+                {
+                    r["agent"] + (f"@{r['agent_version']}" if r["agent_version"] else "")
+                    for r in runs
+                }
+            )
+            raise click.UsageError(
+                f"--{label} {selection!r} selects no run of dataset {dataset!r}; its runs are "
+                f"of {', '.join(agents) or 'no agent'}"
+            )
+        sides.append(Side(selection, group_runs(chosen)))
+    ids = {t for side in sides for traces in side.runs.values() for t in traces}
+    stored = store.scorer_versions(dataset)
+    names = list(scorers) or sorted(stored)
+    missing = [n for n in names if n not in stored]
+    if missing:
+        raise click.UsageError(
+            f"no verdicts of {', '.join(missing)} on dataset {dataset!r}: run `agentdocket "
+            f"score --dataset {dataset}` first (it has {', '.join(sorted(stored)) or 'none'})"
+        )
+    versions = {n: max(stored[n], key=version_key) for n in names}
+    verdicts: dict[str, dict[str, Judged]] = {n: {} for n in names}
+    for v in store.report_verdicts(versions, dataset):
+        if v.trace_id in ids:
+            verdicts[v.scorer][v.trace_id] = Judged(v.passed, v.score, v.failure_type)
+
+    def calls(trace_id: str) -> list[tuple[str, Any]]:
+        trace = store.read_trace(trace_id)
+        return [(c.tool, c.arguments) for c in trace.tool_calls()] if trace else []
+
+    result = compare(sides[0], sides[1], verdicts, alpha=alpha, resamples=resamples, calls=calls)
+    result["dataset"] = dataset
+    for name, entry in result["scorers"].items():
+        entry["version"] = versions[name]
+    return result
+
+
+def _pct(x: float | None, score: bool) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.3f}" if score else f"{100 * x:.1f}%"
+
+
+def _rows(result: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for name, s in result["scorers"].items():
+        score = s["kind"] == "score"
+        d = s["difference"]
+        interval = (
+            f"{_signed(d['estimate'], score)} [{_signed(d['ci_low'], score)}, "
+            f"{_signed(d['ci_high'], score)}]"
+            if d["estimate"] is not None
+            else "-"
+        )
+        rows.append(
+            [
+                name,
+                f"{_pct(s['baseline']['rate'], score)} (n={s['baseline']['n']})",
+                f"{_pct(s['candidate']['rate'], score)} (n={s['candidate']['n']})",
+                interval,
+                f"+{s['improved']} / -{s['regressed']}",
+                f"{s['p_value']:.3g} ({s['p_adjusted']:.3g})",
+                s["verdict"],
+            ]
+        )
+    return rows
+
+
+def _signed(x: float | None, score: bool) -> str:
+    if x is None:
+        return "-"
+    return f"{x:+.3f}" if score else f"{100 * x:+.1f} pt"
+
+
+HEADERS = [
+    "scorer",
+    "baseline",
+    "candidate",
+    "difference [95% CI]",
+    "improved / regressed",
+    "p (Holm)",
+    "verdict",
+]
+
+
+def _changed_cases(result: dict[str, Any], limit: int = 20) -> list[str]:
+    """Lines on the cases that regressed and improved, with their trajectory diffs."""
+    from agentdocket.experiments.trajectory import render
+
+    lines = []
+    for name, s in result["scorers"].items():
+        for case in s["cases"][:limit]:
+            before = ", ".join(case["baseline"]["failure_types"]) or "passed"
+            after = ", ".join(case["candidate"]["failure_types"]) or "passed"
+            lines.append(f"{name}: {case['change']} {case['case_id']} ({before} -> {after})")
+            lines.extend(f"    {line}" for line in render(case.get("trajectory", [])))
+        if len(s["cases"]) > limit:
+            lines.append(f"{name}: ... {len(s['cases']) - limit} more cases (--format json)")
+    return lines
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The comparison as a pull-request comment."""
+    out = [
+        f"### agentdocket: `{result['candidate']}` against `{result['baseline']}` on "
+        f"`{result['dataset']}`",
+        "",
+        "| " + " | ".join(HEADERS) + " |",
+        "| " + " | ".join("---" for _ in HEADERS) + " |",
+    ]
+    out += ["| " + " | ".join(row) + " |" for row in _rows(result)]
+    out.append("")
+    verdict = "**regression**" if result["regression"] else "no regression"
+    out.append(
+        f"{verdict} (alpha {result['alpha']}, Holm-adjusted; 95% paired bootstrap intervals, "
+        f"{result['resamples']} resamples of the cases)"
+    )
+    changed = _changed_cases(result)
+    if changed:
+        out += ["", "<details><summary>cases that changed</summary>", "", "```diff"]
+        out += changed
+        out += ["```", "</details>"]
+    return "\n".join(out) + "\n"
+
+
+@click.command()
+@click.option("--dataset", required=True, help="The dataset whose runs are compared.")
+@click.option("--baseline", required=True, help=f"The runs compared against: {SELECTION}.")
+@click.option("--candidate", required=True, help=f"The runs of the change: {SELECTION}.")
+@click.option("--scorer", "scorers", multiple=True, help="Only these scorers (repeatable).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "markdown"]),
+    default="table",
+    show_default=True,
+)
+@click.option(
+    "--fail-on-regression", is_flag=True, help="Exit 1 when any scorer's verdict is 'worse'."
+)
+@click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1))
+@click.option(
+    "--resamples",
+    default=2000,
+    show_default=True,
+    type=click.IntRange(min=100),
+    help="Bootstrap resamples for the intervals.",
+)
+@click.pass_context
+def compare(
+    ctx: click.Context,
+    dataset: str,
+    baseline: str,
+    candidate: str,
+    scorers: tuple[str, ...],
+    fmt: str,
+    fail_on_regression: bool,
+    alpha: float,
+    resamples: int,
+) -> None:
+    """Compare two sets of runs of a dataset, case by case: is the candidate better, worse,
+    or is the difference noise?
+
+    Runs pair by case (repeats averaged). Pass/fail scorers get the exact McNemar test on the
+    cases that changed, scores the Wilcoxon signed-rank test; both a paired bootstrap 95%
+    interval of the difference; p-values are Holm-adjusted across the scorers.
+
+    \b
+    Examples:
+      agentdocket compare --dataset support --baseline qa@1.0 --candidate qa@1.1
+      agentdocket compare --dataset support --baseline experiment:main \\
+          --candidate experiment:pr-42 --format markdown --fail-on-regression
+    """
+    with open_from(ctx) as store:
+        result = run_comparison(store, dataset, baseline, candidate, scorers, alpha, resamples)
+    if fmt == "json":
+        echo_json(result)
+    elif fmt == "markdown":
+        click.echo(markdown(result), nl=False)
+    else:
+        table = Table(
+            title=f"{result['candidate']} against {result['baseline']} on {dataset}",
+            title_justify="left",
+        )
+        for header in HEADERS:
+            table.add_column(header)
+        for row in _rows(result):
+            table.add_row(*row)
+        console.print(table)
+        for line in _changed_cases(result):
+            console.print(line, markup=False, highlight=False)
+    if fail_on_regression and result["regression"]:
+        worse = [n for n, s in result["scorers"].items() if s["verdict"] == "worse"]
+        raise click.ClickException(f"regression: {', '.join(worse)} worse")
+
+
+__all__ = ["compare"]

@@ -1,0 +1,143 @@
+"""``agentdocket experiment run``: an agent over a dataset, every call a recorded, scored run."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from typing import Any
+
+import click
+
+from agentdocket.commands.common import console, echo_json, open_from, progress_bar
+
+
+@click.group()
+def experiment() -> None:
+    """Run an agent over a dataset of cases, as an experiment to compare with another."""
+
+
+@experiment.command(name="run")
+@click.option("--dataset", required=True, metavar="DATASET[@VERSION]")
+@click.option(
+    "--agent",
+    "spec",
+    required=True,
+    metavar="MODULE:ATTR",
+    help="A callable taking the case and returning its answer (sync or async); MODULE is "
+    "imported from the current directory too.",
+)
+@click.option("--agent-version", required=True, help="The agent's version, e.g. a commit.")
+@click.option("--agent-name", help="The runs' agent name (default: MODULE's last part).")
+@click.option("--name", help="The experiment's name (default: AGENT@VERSION).")
+@click.option("--repeat", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("--concurrency", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds per call.")
+@click.option(
+    "--scorer",
+    "scorer_names",
+    multiple=True,
+    help="Score with these (default: every rule-based one).",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+@click.pass_context
+def run(
+    ctx: click.Context,
+    dataset: str,
+    spec: str,
+    agent_version: str,
+    agent_name: str | None,
+    name: str | None,
+    repeat: int,
+    concurrency: int,
+    timeout: float | None,
+    scorer_names: tuple[str, ...],
+    fmt: str,
+) -> None:
+    """Call the agent once per case and repeat, each call recorded as a run linked to the
+    experiment, case and repeat; then score the experiment's runs. Runs already finished
+    are not run again: an interrupted experiment resumes.
+
+    \b
+    Examples:
+      agentdocket experiment run --dataset support --agent my_agent:answer --agent-version 1.0
+      agentdocket experiment run --dataset support@3 --agent my_agent:answer \\
+          --agent-version "$(git rev-parse --short HEAD)" --repeat 3 --concurrency 4
+    """
+    from agentdocket import scorers, tracer
+    from agentdocket.experiments.runner import (
+        AgentSpecError,
+        Experiment,
+        finished,
+        load_agent,
+        run_experiment,
+    )
+    from agentdocket.scorers.runner import score_runs
+
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        agent = load_agent(spec)
+    except AgentSpecError as exc:
+        raise click.BadParameter(str(exc), param_hint="--agent") from None
+    dataset_name, _, version = dataset.partition("@")
+    agent_name = agent_name or spec.partition(":")[0].rsplit(".", 1)[-1]
+    name = name or f"{agent_name}@{agent_version}"
+    try:
+        chosen = [scorers.get(n) for n in scorer_names] if scorer_names else scorers.latest()
+    except KeyError as exc:
+        raise click.BadParameter(str(exc.args[0]), param_hint="--scorer") from None
+    with open_from(ctx) as store:
+        data = store.dataset(dataset_name, version or None)
+        done = finished(store.case_runs(dataset_name), name)
+        url = store.url
+    plan = Experiment(name, data, agent_name, agent_version, repeat, concurrency, timeout)
+    configured = tracer.configure(url)
+    try:
+        with progress_bar(f"experiment {name}") as advance:
+            outcome = asyncio.run(
+                run_experiment(
+                    plan, agent, configured.tracer, done, progress=advance, flush=configured.flush
+                )
+            )
+        configured.flush()
+    finally:
+        tracer.shutdown()
+    with open_from(ctx) as store:
+        ids = [
+            r["trace_id"]
+            for r in store.case_runs(dataset_name)
+            if (r["attributes"] or {}).get("experiment") == name
+        ]
+        with progress_bar("scoring") as advance:
+            scored = score_runs(store, chosen, trace_ids=ids, progress=advance)
+    summary: dict[str, Any] = {
+        "experiment": name,
+        "dataset": f"{data.name}@{data.version}",
+        "agent": agent_name,
+        "agent_version": agent_version,
+        "calls": len(plan.calls()),
+        "ran": outcome.ran,
+        "errored": outcome.errored,
+        "skipped": outcome.skipped,
+        "runs": len(ids),
+        "verdicts": {f"{n}@{v}": t.added for (n, v), t in scored.tallies.items()},
+        "errors": outcome.errors[:20],
+    }
+    if fmt == "json":
+        echo_json(summary)
+        return
+    console.print(
+        f"experiment {name} on {summary['dataset']}: ran {outcome.ran} of {summary['calls']} "
+        f"calls ({outcome.skipped} already done, {outcome.errored} errored); "
+        f"{len(ids)} runs scored"
+    )
+    for line in outcome.errors[:10]:
+        console.print(f"  [red]error[/] {line}", highlight=False)
+    console.print(
+        f"compare: agentdocket compare --dataset {data.name} --baseline experiment:OTHER "
+        f"--candidate experiment:{name}",
+        highlight=False,
+    )

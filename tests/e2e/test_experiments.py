@@ -1,0 +1,136 @@
+"""`agentdocket experiment run`: a LangChain agent (a fake chat model that calls a tool,
+instrumented by OpenInference) over a dataset of our own cases, every call a recorded, linked
+and scored run; killed halfway, the next run completes only what is missing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from agentdocket.store import open_store
+from tests.helpers.db import ROOT, cli
+
+CITIES = ["Paris", "Rome", "Oslo", "Lima", "Cairo", "Quito"]
+
+AGENT = '''
+import os
+from pathlib import Path
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from openinference.instrumentation.langchain import LangChainInstrumentor
+
+LangChainInstrumentor().instrument()  # on the global provider, which the experiment sets
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"18 C in {city}"
+
+
+def answer(case):
+    city = case.question.removeprefix("What is the weather in ").rstrip("?")
+    if city == "Lima" and not Path(os.environ["KILL_MARKER"]).exists():
+        Path(os.environ["KILL_MARKER"]).touch()
+        os.kill(os.getpid(), 9)  # killed halfway, the first time only
+    called = "Roma" if city == "Rome" else city  # one wrong argument
+    model = GenericFakeChatModel(messages=iter([
+        AIMessage(content="", tool_calls=[
+            {"name": "get_weather", "args": {"city": called}, "id": "call_1"}]),
+        AIMessage(content=f"It is 18 C in {called}."),
+    ]))
+    messages = [HumanMessage(case.question)]
+    while True:
+        reply = model.invoke(messages)
+        messages.append(reply)
+        if not reply.tool_calls:
+            return reply.content
+        for call in reply.tool_calls:
+            result = get_weather.invoke(call["args"])
+            messages.append(ToolMessage(result, tool_call_id=call["id"]))
+'''
+
+
+def _experiment(url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    command = [
+        sys.executable,
+        "-c",
+        "from agentdocket.cli import main; main()",
+        "--database",
+        url,
+        "experiment",
+        "run",
+        "--dataset",
+        "cities",
+        "--agent",
+        "weather_agent:answer",
+        "--agent-version",
+        "1",
+        "--scorer",
+        "planner.suffix_match",
+        "--scorer",
+        "tools.slot_fill",
+        "--format",
+        "json",
+    ]
+    env = {**os.environ, "KILL_MARKER": str(tmp_path / "killed"), "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_an_experiment_records_links_scores_and_resumes(url: str, tmp_path: Path) -> None:
+    (tmp_path / "weather_agent.py").write_text(AGENT)
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "case_id": city.lower(),
+                    "question": f"What is the weather in {city}?",
+                    "expected_plan": ["get_weather"],
+                    "expected_calls": [{"tool": "get_weather", "arguments": {"city": city}}],
+                }
+            )
+            + "\n"
+            for city in CITIES
+        )
+    )
+    cli(url, "datasets", "add", str(cases), "--name", "cities", "--version", "1")
+    first = _experiment(url, tmp_path)
+    assert first.returncode == -9, first.stderr  # killed at Lima, the fourth case
+    with open_store(url) as store:
+        done = {r["case_id"] for r in store.case_runs("cities") if r["status"] is not None}
+    assert done == {"paris", "rome", "oslo"}
+    second = _experiment(url, tmp_path)
+    assert second.returncode == 0, second.stderr
+    summary = json.loads(second.stdout)
+    assert (summary["ran"], summary["skipped"], summary["errored"]) == (3, 3, 0)
+    assert summary["experiment"] == "weather_agent@1" and summary["runs"] == 6
+    with open_store(url) as store:
+        runs = [r for r in store.case_runs("cities") if r["status"] is not None]
+        assert sorted(r["case_id"] for r in runs) == sorted(c.lower() for c in CITIES)
+        for r in runs:
+            assert r["attributes"]["experiment"] == "weather_agent@1"
+            assert r["attributes"]["repeat"] == 0 and r["agent_version"] == "1"
+            trace = store.read_trace(r["trace_id"])
+            assert trace is not None
+            [call] = trace.tool_calls()  # the instrumented LangChain tool call is the run's
+            assert call.tool == "get_weather"
+            assert trace.response == f"It is 18 C in {call.arguments['city']}."
+        verdicts = store.report_verdicts(
+            {"planner.suffix_match": "1", "tools.slot_fill": "2"}, dataset="cities"
+        )
+    by_case = {
+        (next(r["case_id"] for r in runs if r["trace_id"] == v.trace_id), v.scorer): v
+        for v in verdicts
+    }
+    assert by_case[("paris", "tools.slot_fill")].passed
+    rome = by_case[("rome", "tools.slot_fill")]
+    assert not rome.passed and rome.failure_type == "slot_fill:wrong_argument"
+    assert all(by_case[(c.lower(), "planner.suffix_match")].passed for c in CITIES)
