@@ -29,6 +29,7 @@ from grafana_foundation_sdk.models import dashboard as models
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agentdocket.dashboards.panels import OVERVIEW, PANELS, TITLES, VARIABLE_SQL, PanelSpec
+from agentdocket.dashboards.panels import E as EXPERIMENTS
 from agentdocket.dashboards.panels import V as VERSIONS
 
 OUT = Path(__file__).resolve().parents[1] / "dashboards" / "json"
@@ -85,8 +86,18 @@ def query_variable(name: str, label: str, sql: str, *, multi: bool = True) -> da
 
 
 def variables(uid: str) -> list[cogbuilder.Builder[models.VariableModel]]:
+    source = dash.DatasourceVariable("datasource").label("Database").type(DATASOURCE_TYPE)
+    if uid == EXPERIMENTS:
+        return [
+            source,
+            query_variable(
+                "experiment_dataset", "Dataset", VARIABLE_SQL["experiment_dataset"], multi=False
+            ),
+            query_variable("baseline", "Baseline", VARIABLE_SQL["baseline"], multi=False),
+            query_variable("candidate", "Candidate", VARIABLE_SQL["candidate"], multi=False),
+        ]
     out: list[cogbuilder.Builder[models.VariableModel]] = [
-        dash.DatasourceVariable("datasource").label("Database").type(DATASOURCE_TYPE),
+        source,
         query_variable("agent", "Agent", VARIABLE_SQL["agent"]),
         query_variable("dataset", "Dataset", VARIABLE_SQL["dataset"]),
     ]

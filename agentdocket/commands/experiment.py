@@ -94,7 +94,13 @@ def run(
         done = finished(store.case_runs(dataset_name), name)
         url = store.url
     plan = Experiment(name, data, agent_name, agent_version, repeat, concurrency, timeout)
-    configured = tracer.configure(url)
+    try:
+        configured = tracer.configure(url)
+    except RuntimeError:
+        raise click.ClickException(
+            f"{spec}: its module configures agentdocket.tracer itself; leave that to "
+            "`experiment run`, which records into the store given to it"
+        ) from None
     try:
         with progress_bar(f"experiment {name}") as advance:
             outcome = asyncio.run(

@@ -22,6 +22,9 @@ variable's "All" covers every run).
   its model.
 - ``dashboard_grammar``: GRAMMAR per run: group, tag, correctness, blame.
 - ``dashboard_dead_letters``: the records the store refused, by source and code.
+- ``dashboard_experiment_verdicts``: each run's latest run-level verdicts with its dataset,
+  case and the selections that pick it (``experiment:NAME``, ``AGENT@VERSION``, ``AGENT``), for
+  the experiments dashboard.
 """
 
 from __future__ import annotations
@@ -169,6 +172,24 @@ def _views() -> dict[str, str]:
         """,
         "dashboard_dead_letters": """
             SELECT received_at AS time, source, code, resolved FROM dead_letters_state
+        """,
+        # Each run-level latest verdict of a run with a case, once per selection that picks
+        # its run, as `agentdocket compare` names them: experiment:NAME, AGENT@VERSION, AGENT.
+        "dashboard_experiment_verdicts": """
+            SELECT coalesce(r.started_at, r.first_ts) AS time, r.dataset, r.case_id,
+                v.trace_id, v.scorer, v.scorer_version,
+                CASE WHEN v.passed THEN 1.0 WHEN NOT v.passed THEN 0.0 END AS pass,
+                v.score, v.failure_type, s.selection
+            FROM verdicts_latest v JOIN runs r ON r.trace_id = v.trace_id
+            CROSS JOIN LATERAL (
+                SELECT 'experiment:' || (r.attributes->>'experiment')
+                WHERE r.attributes ? 'experiment'
+                UNION ALL SELECT r.agent || '@' || r.agent_version
+                WHERE r.agent_version IS NOT NULL
+                UNION ALL SELECT r.agent
+            ) s(selection)
+            WHERE v.subject_span_id IS NULL AND r.started_at IS NOT NULL
+              AND r.case_id IS NOT NULL AND r.dataset IS NOT NULL AND r.agent IS NOT NULL
         """,
     }
 

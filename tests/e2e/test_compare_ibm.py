@@ -63,24 +63,25 @@ def test_all_eight_models_share_one_dataset(one_dataset: str) -> None:
         assert len(store.case_runs("ibm-coalitions")) == 114 * len(SINGLE) == 912
 
 
+def _compare(url: str, baseline: str, candidate: str, *more: str) -> str:
+    return cli(
+        url,
+        "compare",
+        "--dataset",
+        "ibm-coalitions",
+        "--baseline",
+        baseline,
+        "--candidate",
+        candidate,
+        *more,
+    )
+
+
 @pytest.mark.parametrize("baseline,candidate", PAIRS)
 def test_compare_equals_the_published_verdicts(
     one_dataset: str, baseline: str, candidate: str
 ) -> None:
-    result = json.loads(
-        cli(
-            one_dataset,
-            "compare",
-            "--dataset",
-            "ibm-coalitions",
-            "--baseline",
-            baseline,
-            "--candidate",
-            candidate,
-            "--format",
-            "json",
-        )
-    )
+    result = json.loads(_compare(one_dataset, baseline, candidate, "--format", "json"))
     a, b = _published(one_dataset, baseline), _published(one_dataset, candidate)
     assert set(a) == set(b)
     for scorer, field in PUBLISHED.items():
@@ -100,18 +101,7 @@ def test_compare_equals_the_published_verdicts(
         low, high = s["difference"]["ci_low"], s["difference"]["ci_high"]
         assert low <= s["difference"]["estimate"] <= high
         assert s["verdict"] in ("better", "worse", "no detectable difference")
-    markdown = cli(
-        one_dataset,
-        "compare",
-        "--dataset",
-        "ibm-coalitions",
-        "--baseline",
-        baseline,
-        "--candidate",
-        candidate,
-        "--format",
-        "markdown",
-    )
+    markdown = _compare(one_dataset, baseline, candidate, "--format", "markdown")
     assert markdown.startswith(f"### agentdocket: `{candidate}` against `{baseline}`")
     assert "| planner.suffix_match |" in markdown
 
@@ -141,14 +131,9 @@ def test_unknown_selections_and_the_regression_gate(one_dataset: str, tmp_path: 
         ],
     )
     report = json.loads(
-        cli(
+        _compare(
             one_dataset,
-            "compare",
-            "--dataset",
-            "ibm-coalitions",
-            "--baseline",
             "mistral_all",
-            "--candidate",
             "codellama34-all",
             "--scorer",
             "tools.slot_fill",

@@ -37,6 +37,7 @@ from tests.helpers.grammar_records import RECORDS
 
 DASHBOARDS = ROOT / "dashboards"
 IBM_CASE = SHARED / "datasets" / "ibm-coalitions" / "single-models" / "mistral_all"
+IBM_OTHER = IBM_CASE.parent / "mixtral-all"
 
 
 def _load(path: Path, name: str) -> ModuleType:
@@ -155,6 +156,8 @@ def seeded(pg_template: tuple[str, str], tmp_path_factory: pytest.TempPathFactor
     tmp = tmp_path_factory.mktemp("seed")
     run_demo(url, spool_dir=tmp / "spool")
     cli(url, "import", "ibm-coalitions", str(IBM_CASE), "--dataset", "ibm-mistral")
+    # a second model on the same cases: what the experiments dashboard compares
+    cli(url, "import", "ibm-coalitions", str(IBM_OTHER), "--dataset", "ibm-mistral")
     results = tmp / "grammar.json"
     results.write_text(json.dumps(RECORDS))
     cli(url, "import", "grammar-results", str(results), "--dataset", "grammar-toy")
@@ -197,6 +200,12 @@ def _variables(conn: psycopg.Connection[Any]) -> dict[str, list[str]]:
         _, rows = _rows(conn, expand(panels.VARIABLE_SQL[name], {}))
         values[name] = sorted(str(r[0]) for r in rows)
         assert values[name], name
+    _, rows = _rows(conn, expand(panels.VARIABLE_SQL["experiment_dataset"], {}))
+    assert "ibm-mistral" in {r[0] for r in rows}
+    values["experiment_dataset"] = ["ibm-mistral"]
+    _, rows = _rows(conn, expand(panels.VARIABLE_SQL["baseline"], values))
+    assert {"mistral_all", "mixtral-all"} <= {r[0] for r in rows}
+    values["baseline"], values["candidate"] = ["mistral_all"], ["mixtral-all"]
     values["scorer"] = ["planner.suffix_match"]
     _, rows = _rows(conn, expand(panels.VARIABLE_SQL["version_a"], values))
     versions = sorted(str(r[0]) for r in rows)
@@ -338,6 +347,33 @@ def test_the_seeded_panels_show_what_was_seeded(seeded: str) -> None:
         ).fetchall()
     )
     assert tags == {"Gap": 1, "Non-robust": 2, "Robust": 1}
+    # the experiments dashboard's changed cases are those `agentdocket compare` finds
+    [spec] = [s for s in panels.PANELS if s.title == "Cases that regressed and improved"]
+    values = {
+        "experiment_dataset": ["ibm-mistral"],
+        "baseline": ["mistral_all"],
+        "candidate": ["mixtral-all"],
+    }
+    _, rows = _rows(conn, expand(spec.sql, values))
+    changed = {(r[1], r[2]) for r in rows if r[0] == "tools.slot_fill"}
+    compared = json.loads(
+        cli(
+            seeded,
+            "compare",
+            "--dataset",
+            "ibm-mistral",
+            "--baseline",
+            "mistral_all",
+            "--candidate",
+            "mixtral-all",
+            "--scorer",
+            "tools.slot_fill",
+            "--format",
+            "json",
+        )
+    )["scorers"]["tools.slot_fill"]
+    assert changed == {(c["case_id"], c["change"]) for c in compared["cases"]}
+    assert len(changed) == compared["improved"] + compared["regressed"] > 0
     conn.close()
 
 
