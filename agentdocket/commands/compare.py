@@ -38,6 +38,7 @@ def run_comparison(
     scorers: tuple[str, ...],
     alpha: float,
     resamples: int,
+    pins: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The comparison of two selections of ``dataset``'s runs (see :mod:`..experiments.compare`)."""
     from agentdocket.experiments.compare import Judged, Side, compare, group_runs
@@ -61,18 +62,37 @@ def run_comparison(
         sides.append(Side(selection, group_runs(chosen)))
     ids = {t for side in sides for traces in side.runs.values() for t in traces}
     stored = store.scorer_versions(dataset)
-    names = list(scorers) or sorted(stored)
+    pins = pins or {}
+    names = list(scorers) or sorted(pins) or sorted(stored)
+    names += [n for n in sorted(pins) if n not in names]
     missing = [n for n in names if n not in stored]
     if missing:
         raise click.UsageError(
             f"no verdicts of {', '.join(missing)} on dataset {dataset!r}: run `agentdocket "
             f"score --dataset {dataset}` first (it has {', '.join(sorted(stored)) or 'none'})"
         )
-    versions = {n: max(stored[n], key=version_key) for n in names}
-    verdicts: dict[str, dict[str, Judged]] = {n: {} for n in names}
-    for v in store.report_verdicts(versions, dataset):
-        if v.trace_id in ids:
-            verdicts[v.scorer][v.trace_id] = Judged(v.passed, v.score, v.failure_type)
+    # Per scorer, the version pinned, else the newest that judged runs of both sides: a
+    # scorer upgraded between two experiments is compared at the version both have.
+    base_ids = {t for traces in sides[0].runs.values() for t in traces}
+    cand_ids = {t for traces in sides[1].runs.values() for t in traces}
+    versions: dict[str, str] = {}
+    verdicts: dict[str, dict[str, Judged]] = {}
+    for n in names:
+        candidates = [pins[n]] if n in pins else sorted(stored[n], key=version_key, reverse=True)
+        for version in candidates:
+            judged = {
+                v.trace_id: Judged(v.passed, v.score, v.failure_type)
+                for v in store.report_verdicts({n: version}, dataset)
+                if v.trace_id in ids
+            }
+            if (judged.keys() & base_ids and judged.keys() & cand_ids) or n in pins:
+                versions[n], verdicts[n] = version, judged
+                break
+        else:
+            raise click.UsageError(
+                f"no version of {n} judged runs of both sides; score them with the same "
+                f"version (`agentdocket score --dataset {dataset} --scorer {n}`)"
+            )
 
     def calls(trace_id: str) -> list[tuple[str, Any]]:
         trace = store.read_trace(trace_id)
@@ -188,6 +208,13 @@ def markdown(result: dict[str, Any]) -> str:
 @click.option(
     "--fail-on-regression", is_flag=True, help="Exit 1 when any scorer's verdict is 'worse'."
 )
+@click.option(
+    "--version",
+    "pinned",
+    multiple=True,
+    metavar="SCORER=VERSION",
+    help="Read SCORER at VERSION (default: the newest that judged runs of both sides).",
+)
 @click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1))
 @click.option(
     "--resamples",
@@ -205,6 +232,7 @@ def compare(
     scorers: tuple[str, ...],
     fmt: str,
     fail_on_regression: bool,
+    pinned: tuple[str, ...],
     alpha: float,
     resamples: int,
 ) -> None:
@@ -221,8 +249,16 @@ def compare(
       agentdocket compare --dataset support --baseline experiment:main \\
           --candidate experiment:pr-42 --format markdown --fail-on-regression
     """
+    pins = {}
+    for pin in pinned:
+        name, sep, version = pin.partition("=")
+        if not sep or not name or not version:
+            raise click.BadParameter(f"{pin!r}: give SCORER=VERSION", param_hint="--version")
+        pins[name] = version
     with open_from(ctx) as store:
-        result = run_comparison(store, dataset, baseline, candidate, scorers, alpha, resamples)
+        result = run_comparison(
+            store, dataset, baseline, candidate, scorers, alpha, resamples, pins
+        )
     if fmt == "json":
         echo_json(result)
     elif fmt == "markdown":

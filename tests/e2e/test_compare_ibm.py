@@ -143,3 +143,50 @@ def test_unknown_selections_and_the_regression_gate(one_dataset: str, tmp_path: 
     )
     worse = report["scorers"]["tools.slot_fill"]["verdict"] == "worse"
     assert gate.exit_code == (1 if worse else 0), gate.output
+
+
+def test_a_scorer_upgraded_between_the_sides_is_read_at_the_version_both_have(
+    one_dataset: str,
+) -> None:
+    import dataclasses
+
+    from agentdocket import scorers
+    from agentdocket.scorers.runner import score_runs
+
+    newer = dataclasses.replace(scorers.get("planner.suffix_match", "1"), version="9")
+    scorers.register(newer)
+    try:
+        with open_store(one_dataset) as store:
+            only = [
+                r["trace_id"]
+                for r in store.case_runs("ibm-coalitions")
+                if r["agent"] == "mixtral-all"
+            ]
+            score_runs(store, [newer], trace_ids=only, refresh_dashboards=False)
+        both = json.loads(
+            _compare(
+                one_dataset,
+                "mistral_all",
+                "mixtral-all",
+                "--scorer",
+                "planner.suffix_match",
+                "--format",
+                "json",
+            )
+        )["scorers"]["planner.suffix_match"]
+        assert both["version"] == "1" and both["paired"] == 114
+        pinned = json.loads(
+            _compare(
+                one_dataset,
+                "mistral_all",
+                "mixtral-all",
+                "--version",
+                "planner.suffix_match=9",
+                "--format",
+                "json",
+            )
+        )["scorers"]["planner.suffix_match"]
+        assert pinned["version"] == "9" and pinned["baseline"]["n"] == 0
+        assert pinned["verdict"] == "no detectable difference"
+    finally:
+        scorers.unregister("planner.suffix_match", "9")

@@ -24,7 +24,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from openinference.instrumentation.langchain import LangChainInstrumentor
 
-LangChainInstrumentor().instrument()  # on the global provider, which the experiment sets
+if os.environ.get("OPENINFERENCE") == "1":
+    LangChainInstrumentor().instrument()  # on the global provider, which the experiment sets
 
 
 @tool
@@ -33,7 +34,23 @@ def get_weather(city: str) -> str:
     return f"18 C in {city}"
 
 
-def answer(case):
+def answer_via_handler(case):
+    """The same agent, traced by our LangChain handler instead of OpenInference."""
+    from agentdocket.ingest.langchain import AgentdocketHandler
+
+    global HANDLER
+    if HANDLER is None:
+        HANDLER = AgentdocketHandler()  # AGENTDOCKET_DATABASE_URL
+    try:
+        return answer(case, {"callbacks": [HANDLER]})
+    finally:
+        HANDLER.flush()
+
+
+HANDLER = None
+
+
+def answer(case, config=None):
     city = case.question.removeprefix("What is the weather in ").rstrip("?")
     if city == "Lima" and not Path(os.environ["KILL_MARKER"]).exists():
         Path(os.environ["KILL_MARKER"]).touch()
@@ -46,17 +63,19 @@ def answer(case):
     ]))
     messages = [HumanMessage(case.question)]
     while True:
-        reply = model.invoke(messages)
+        reply = model.invoke(messages, config=config)
         messages.append(reply)
         if not reply.tool_calls:
             return reply.content
         for call in reply.tool_calls:
-            result = get_weather.invoke(call["args"])
+            result = get_weather.invoke(call["args"], config=config)
             messages.append(ToolMessage(result, tool_call_id=call["id"]))
 '''
 
 
-def _experiment(url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def _experiment(
+    url: str, tmp_path: Path, agent: str = "weather_agent:answer", openinference: bool = True
+) -> subprocess.CompletedProcess[str]:
     command = [
         sys.executable,
         "-c",
@@ -68,7 +87,7 @@ def _experiment(url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
         "--dataset",
         "cities",
         "--agent",
-        "weather_agent:answer",
+        agent,
         "--agent-version",
         "1",
         "--scorer",
@@ -78,7 +97,13 @@ def _experiment(url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
         "--format",
         "json",
     ]
-    env = {**os.environ, "KILL_MARKER": str(tmp_path / "killed"), "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "KILL_MARKER": str(tmp_path / "killed"),
+        "PYTHONPATH": str(ROOT),
+        "AGENTDOCKET_DATABASE_URL": url,  # for the handler
+        "OPENINFERENCE": "1" if openinference else "0",
+    }
     return subprocess.run(
         command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )
@@ -134,3 +159,31 @@ def test_an_experiment_records_links_scores_and_resumes(url: str, tmp_path: Path
     rome = by_case[("rome", "tools.slot_fill")]
     assert not rome.passed and rome.failure_type == "slot_fill:wrong_argument"
     assert all(by_case[(c.lower(), "planner.suffix_match")].passed for c in CITIES)
+
+
+def test_our_langchain_handler_inside_an_experiment_joins_its_runs(
+    url: str, tmp_path: Path
+) -> None:
+    (tmp_path / "weather_agent.py").write_text(AGENT)
+    (tmp_path / "killed").touch()  # no kill this time
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(
+        json.dumps({"case_id": "oslo", "question": "What is the weather in Oslo?"}) + "\n"
+    )
+    cli(url, "datasets", "add", str(cases), "--name", "cities", "--version", "1")
+    done = _experiment(url, tmp_path, "weather_agent:answer_via_handler", openinference=False)
+    assert done.returncode == 0, done.stderr
+    with open_store(url) as store:
+        [run] = store.case_runs("cities")
+        assert run["attributes"]["experiment"] == "weather_agent@1"
+        trace = store.read_trace(run["trace_id"])
+        [(stored,)] = store.recorder._read("SELECT count(DISTINCT trace_id) FROM events")
+    assert trace is not None and stored == 1  # the handler's steps are in the run's trace
+    [call] = trace.tool_calls()
+    assert (call.tool, call.arguments, call.result) == (
+        "get_weather",
+        {"city": "Oslo"},
+        "18 C in Oslo",
+    )
+    assert len(trace.of_kind("llm.called")) == 2
+    assert trace.response == "It is 18 C in Oslo." and len(trace.of_kind("run.started")) == 1
