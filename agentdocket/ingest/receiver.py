@@ -14,7 +14,8 @@ limit), 415 (content type or encoding not supported), 400 (undecodable; the mess
 place), 503 (too many requests in flight, or nowhere to keep the batch). A span the database
 refuses is no error for the client: the store keeps it as a dead letter and stores the rest.
 ``GET /healthz`` tells whether the database answers, whether anything waits in the spool, and
-how many dead letters are kept (``{"total": N, "unresolved": M}``).
+how many dead letters are kept (``{"total": N, "unresolved": M}``); ``GET /metrics`` gives
+this process's figures in the Prometheus text format (:mod:`agentdocket.ingest.metrics`).
 """
 
 from __future__ import annotations
@@ -124,6 +125,7 @@ class Receiver:
             routes=[
                 Route("/v1/traces", self.traces, methods=["POST"]),
                 Route("/healthz", self.healthz, methods=["GET"]),
+                Route("/metrics", self.metrics, methods=["GET"]),
             ]
         )
 
@@ -159,6 +161,12 @@ class Receiver:
             "spans": self.stats.spans,
         }
         return Response(orjson.dumps(body), 200, media_type=JSON)
+
+    async def metrics(self, request: Request) -> Response:
+        from agentdocket.ingest.metrics import CONTENT_TYPE, exposition
+
+        body = await run_in_threadpool(exposition, self)
+        return Response(body, 200, headers={"Content-Type": CONTENT_TYPE})
 
     # --- steps ----------------------------------------------------------------------------------
 
