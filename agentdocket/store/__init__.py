@@ -73,11 +73,6 @@ def open_store(
                 f"{display_url(url)} is at schema revision {current}, this agentdocket needs "
                 f"{head}: run `agentdocket migrate`"
             )
-    wanted = digest(for_dialect(derived, dialect))
-    installed = migrations.installed_digest(url) if derived else None
-    if derived and installed != wanted and migrate and dialect == "sqlite":
-        migrations.upgrade(url, derived=derived)
-        installed = wanted
     if dialect == "postgresql":
         from agentdocket.store.postgres import PostgresRecorder
 
@@ -86,5 +81,11 @@ def open_store(
         from agentdocket.store.sqlite import SqliteRecorder
 
         store = Store(SqliteRecorder(url), redactor)
-    store.derived_current = not derived or installed == wanted
+    if derived:  # compared on the store's own connection: no second one per open
+        wanted = digest(for_dialect(derived, dialect))
+        installed = store.derived_digest()
+        if installed != wanted and migrate and dialect == "sqlite":
+            migrations.upgrade(url, derived=derived)
+            installed = wanted
+        store.derived_current = installed == wanted
     return store

@@ -22,6 +22,7 @@ from agentdocket.events import Case, Dataset, Event, Trace
 from agentdocket.store.appending import BATCH, Appender, AppendResult
 from agentdocket.store.datasets import DatasetRegistry
 from agentdocket.store.dead_letters import DeadLetter, DeadLetters, Retried
+from agentdocket.store.derived import DIGEST_SQL
 from agentdocket.store.projector import Projector
 from agentdocket.store.reading import Reader, StoredRun
 from agentdocket.store.recorder import Recorder
@@ -48,6 +49,12 @@ class Store:
         # False when open_store was given derived objects the database does not have as given
         # (PostgreSQL at the head revision is migrated only by `agentdocket migrate`).
         self.derived_current = True
+
+    def derived_digest(self) -> str | None:
+        """The digest of the derived objects installed here (None if none are): on this
+        store's connection, at the head revision (which has ``derived_objects``)."""
+        rows = self.recorder._read(DIGEST_SQL)
+        return str(rows[0][0]) if rows else None
 
     @property
     def url(self) -> str:

@@ -75,6 +75,11 @@ def _installed(conn: sa.Connection) -> list[tuple[str, str, bool]]:
     return [(r[0], r[1], bool(r[2])) for r in rows]
 
 
+# The digest an install recorded (every row holds it): what a store compares with the
+# definitions it was given, on its own connection.
+DIGEST_SQL = f"SELECT digest FROM {STATE} ORDER BY position LIMIT 1"
+
+
 def installed_digest(conn: sa.Connection) -> str | None:
     """The digest of what is installed (None before migration 0007 or before any install)."""
     rows = _installed(conn)
