@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentdocket.events import Case, Dataset
@@ -96,35 +97,31 @@ class DatasetRegistry:
         return rows[0][0] if rows else None
 
     def dataset(self, name: str, version: str | None = None) -> Dataset:
-        version = version or self.latest_version(name)
-        meta = list(
-            self.db._dicts("SELECT * FROM datasets WHERE name = ? AND version = ?", (name, version))
-        )
-        if not meta:
-            raise StoreError(f"no dataset {name!r}" + (f" version {version!r}" if version else ""))
-        cases = tuple(
-            Case.from_json(r["data"])
-            for r in self.db._dicts(
-                "SELECT data FROM cases WHERE dataset = ? AND dataset_version = ? ORDER BY ordinal",
-                (name, version),
-            )
-        )
-        return Dataset(name, str(version), cases, meta[0]["description"])
+        return self._read_dataset(self.db._read, name, version or self.latest_version(name))
 
     def _dataset_on(self, conn: Any, name: str, version: str | None) -> Dataset:
         """The stored version, read in ``conn``'s transaction (to say how a new one differs)."""
-        meta = self.db._read_on(
-            conn, "SELECT description FROM datasets WHERE name = ? AND version = ?", (name, version)
+        return self._read_dataset(
+            lambda sql, params: self.db._read_on(conn, sql, params), name, version
+        )
+
+    def _read_dataset(
+        self,
+        read: Callable[[str, Sequence[Any]], list[tuple[Any, ...]]],
+        name: str,
+        version: str | None,
+    ) -> Dataset:
+        meta = read(
+            "SELECT description FROM datasets WHERE name = ? AND version = ?", (name, version)
         )
         if not meta:
             raise StoreError(f"no dataset {name!r}" + (f" version {version!r}" if version else ""))
-        rows = self.db._read_on(
-            conn,
+        rows = read(
             "SELECT data FROM cases WHERE dataset = ? AND dataset_version = ? ORDER BY ordinal",
             (name, version),
         )
         cases = tuple(Case.from_json(self.db._from_db("data", r[0])) for r in rows)
-        return Dataset(name, str(version), cases, meta[0][0])
+        return Dataset(name, str(version), cases, self.db._from_db("description", meta[0][0]))
 
     def cases_for(self, runs: list[dict[str, Any]]) -> dict[str, tuple[str, Case]]:
         """For each run naming a case: (dataset version, case), keyed by trace id.
