@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import click
@@ -11,23 +12,6 @@ from agentdocket.commands.common import console, echo_json, open_from
 from agentdocket.store import Store
 
 SELECTION = "AGENT[@VERSION] or experiment:NAME"
-
-
-def _select(runs: list[dict[str, Any]], selection: str) -> list[tuple[str, str | None]]:
-    """The (trace id, case id) of the runs a selection names."""
-    if selection.startswith("experiment:"):
-        name = selection.removeprefix("experiment:")
-        return [
-            (r["trace_id"], r["case_id"])
-            for r in runs
-            if (r["attributes"] or {}).get("experiment") == name
-        ]
-    agent, _, version = selection.partition("@")
-    return [
-        (r["trace_id"], r["case_id"])
-        for r in runs
-        if r["agent"] == agent and (not version or r["agent_version"] == version)
-    ]
 
 
 def run_comparison(
@@ -41,13 +25,13 @@ def run_comparison(
     pins: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The comparison of two selections of ``dataset``'s runs (see :mod:`..experiments.compare`)."""
-    from agentdocket.experiments.compare import Judged, Side, compare, group_runs
+    from agentdocket.experiments.compare import Judged, Side, compare, group_runs, selected
     from agentdocket.scorers.base import version_key
 
     runs = store.case_runs(dataset)
     sides = []
     for label, selection in (("baseline", baseline), ("candidate", candidate)):
-        chosen = _select(runs, selection)
+        chosen = [(r["trace_id"], r["case_id"]) for r in selected(runs, selection)]
         if not chosen:
             agents = sorted(
                 {
@@ -94,6 +78,7 @@ def run_comparison(
                 f"version (`agentdocket score --dataset {dataset} --scorer {n}`)"
             )
 
+    @functools.cache  # a run that changed under several scorers is read once
     def calls(trace_id: str) -> list[tuple[str, Any]]:
         trace = store.read_trace(trace_id)
         return [(c.tool, c.arguments) for c in trace.tool_calls()] if trace else []

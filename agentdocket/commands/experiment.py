@@ -67,6 +67,7 @@ def run(
           --agent-version "$(git rev-parse --short HEAD)" --repeat 3 --concurrency 4
     """
     from agentdocket import scorers, tracer
+    from agentdocket.experiments.compare import selected
     from agentdocket.experiments.runner import (
         AgentSpecError,
         Experiment,
@@ -112,11 +113,7 @@ def run(
     finally:
         tracer.shutdown()
     with open_from(ctx) as store:
-        ids = [
-            r["trace_id"]
-            for r in store.case_runs(dataset_name)
-            if (r["attributes"] or {}).get("experiment") == name
-        ]
+        ids = [r["trace_id"] for r in selected(store.case_runs(dataset_name), f"experiment:{name}")]
         with progress_bar("scoring") as advance:
             scored = score_runs(store, chosen, trace_ids=ids, progress=advance)
     summary: dict[str, Any] = {

@@ -18,7 +18,7 @@ at the same scorer version:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -173,6 +173,18 @@ def _case(
     if calls is not None:
         out["trajectory"] = diff(calls(base.first[case]), calls(cand.first[case]))
     return out
+
+
+def selected(runs: Iterable[Mapping[str, Any]], selection: str) -> list[Mapping[str, Any]]:
+    """The runs (rows with ``agent``, ``agent_version`` and ``attributes``) a selection
+    names: ``experiment:NAME``, or ``AGENT[@VERSION]``."""
+    if selection.startswith("experiment:"):
+        name = selection.removeprefix("experiment:")
+        return [r for r in runs if (r["attributes"] or {}).get("experiment") == name]
+    agent, _, version = selection.partition("@")
+    return [
+        r for r in runs if r["agent"] == agent and (not version or r["agent_version"] == version)
+    ]
 
 
 def group_runs(runs: Sequence[tuple[str, str | None]]) -> dict[str, list[str]]:

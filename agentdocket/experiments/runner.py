@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentdocket.events import Case, Dataset
+from agentdocket.experiments.compare import selected
 from agentdocket.tracer.api import Tracer
 
 AgentFn = Callable[[Case], Any]
@@ -65,12 +66,11 @@ class Experiment:
 
 def finished(runs: Iterable[dict[str, Any]], experiment: str) -> set[tuple[str, int]]:
     """(case id, repeat) of the experiment's stored runs that finished (ok or errored)."""
-    done = set()
-    for r in runs:
-        attributes = r.get("attributes") or {}
-        if attributes.get("experiment") == experiment and r.get("status") is not None:
-            done.add((str(r["case_id"]), int(attributes.get("repeat", 0))))
-    return done
+    return {
+        (str(r["case_id"]), int((r["attributes"] or {}).get("repeat", 0)))
+        for r in selected(runs, f"experiment:{experiment}")
+        if r["status"] is not None
+    }
 
 
 @dataclass
