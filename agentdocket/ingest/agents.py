@@ -64,9 +64,18 @@ def _is_agent(name: str, attrs: Mapping[str, Any]) -> bool:
 
 
 def names_below_roots(spans: Sequence[Any]) -> dict[tuple[int, int], str]:
-    """Step 3 for every root span of a batch: (trace id, span id) -> the name its nearest
-    agent span gives, where one does."""
-    roots = [s for s in spans if s.parent is None and s.context is not None]
+    """Step 3 for the root spans of a batch that need it: (trace id, span id) -> the name
+    its nearest agent span gives, where one does."""
+    # only the roots step 3 can decide: foreign ones that do not name their agent themselves
+    # (our tracer's runs always do; sparing them keeps the exporter's path short)
+    roots = [
+        s
+        for s in spans
+        if s.parent is None
+        and s.context is not None
+        and A.KIND not in (attrs := s.attributes or {})
+        and own_name(s.name, attrs, {}) is None
+    ]
     if not roots:
         return {}
     children: dict[tuple[int, int], list[Any]] = defaultdict(list)
