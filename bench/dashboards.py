@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from agentdocket import dashboards  # noqa: E402
 from agentdocket.dashboards import panels  # noqa: E402
+from agentdocket.dashboards.macros import expand  # noqa: E402
 from agentdocket.store import open_store  # noqa: E402
 from agentdocket.store.config import parse_url, psycopg_conninfo  # noqa: E402
 from agentdocket.store.grafana import grant_dashboard_role  # noqa: E402
@@ -312,17 +313,17 @@ def panel_times(
     results: list[tuple[str, str, float, int]] = []
     values: dict[str, list[str]] = {}
     for name in ("agent", "dataset", "version"):
-        sql = panels.expand(panels.VARIABLE_SQL[name], {}, *window)
+        sql = expand(panels.VARIABLE_SQL[name], {}, *window)
         ms, _ = timed(conn, sql, rounds)
         values[name] = sorted(str(r[0]) for r in conn.execute(sql.encode()).fetchall())
         results.append(("variables", name, ms, len(values[name])))
     values["scorer"] = ["planner.suffix_match"]
-    sql = panels.expand(panels.VARIABLE_SQL["version_a"], values, *window)
+    sql = expand(panels.VARIABLE_SQL["version_a"], values, *window)
     ms, _ = timed(conn, sql, rounds)
     results.append(("variables", "version_a / version_b", ms, 2))
     values["version_a"], values["version_b"] = ["1"], ["1.1"]
     for spec in panels.PANELS:
-        sql = panels.expand(spec.sql, values, *window)
+        sql = expand(spec.sql, values, *window)
         ms, n = timed(conn, sql, rounds)
         results.append((spec.dashboard.removeprefix("agentdocket-"), spec.title, ms, n))
         print(f"  {results[-1][0]:16} {spec.title[:52]:52} {ms:8.1f} ms", flush=True)

@@ -25,7 +25,8 @@ from psycopg import sql
 
 from agentdocket import dashboards, scorers
 from agentdocket.dashboards import panels
-from agentdocket.dashboards.panels import OUTCOME, expand, quantiles
+from agentdocket.dashboards.macros import expand
+from agentdocket.dashboards.panels import OUTCOME, quantiles
 from agentdocket.dashboards.rollups import MEASURES
 from agentdocket.demo import run_demo
 from agentdocket.scorers.base import Outcome
