@@ -179,7 +179,16 @@ def content_text(content: Any) -> str:
 _PRINTOUT = re.compile(r"^\s*(?:[A-Z]\w*\(\w+=|<[\w.]+ object at 0x[0-9a-fA-F]+>)")
 
 QUESTION_KEYS = ("input", "question", "query", "messages", "text", "content")
-ANSWER_KEYS = ("output", "answer", "response", "result", "final_output", "text", "content")
+ANSWER_KEYS = (
+    "output",
+    "answer",
+    "response",
+    "result",
+    "final_output",
+    "text",
+    "content",
+    "messages",
+)
 
 
 def is_printout(text: str) -> bool:
@@ -194,7 +203,7 @@ def _text_in(value: Any, keys: Sequence[str], *, dump: bool) -> str | None:
     if fields is not None:
         return content_text(fields.get("content")) or None
     if isinstance(value, Mapping):
-        for key in (*keys, "messages"):
+        for key in keys:
             if key in value:
                 return _text_in(value[key], keys, dump=dump)
         if len(value) == 1:
