@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import click
@@ -46,6 +47,28 @@ def _since(value: str | None) -> datetime | None:
 )
 @click.option("--workers", default=1, show_default=True, help="Worker processes.")
 @click.option("--batch-size", default=2000, show_default=True, help="Runs per batch.")
+@click.option(
+    "--follow",
+    is_flag=True,
+    help="Keep running: judge each run as it finishes (and again when a late event changes "
+    "its inputs), until stopped.",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="With --follow: a scoring config file (TOML: scorers, filters, sampling, judge "
+    "budgets; see docs/scoring-live.md).",
+)
+@click.option("--agent", "agents", multiple=True, help="With --follow: only runs of this agent.")
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    help="With --follow: serve Prometheus metrics on this port (GET /metrics).",
+)
+@click.option(
+    "--metrics-host", default="127.0.0.1", show_default=True, help="Address for --metrics-port."
+)
 @click.pass_context
 def score(
     ctx: click.Context,
@@ -55,13 +78,34 @@ def score(
     judge: str | None,
     workers: int,
     batch_size: int,
+    follow: bool,
+    config_file: Path | None,
+    agents: tuple[str, ...],
+    metrics_port: int | None,
+    metrics_host: str,
 ) -> None:
     """Score stored runs and append the verdicts as events.
 
     Idempotent: a scorer version that already judged a run's current inputs adds nothing, so an
     interrupted run resumes where it stopped. A new scorer version adds its verdicts beside the
     old ones.
+
+    With --follow it keeps running and judges runs as they finish, exactly once across any
+    number of followers of the same config (PostgreSQL), resuming where it stopped.
+
+    \b
+    Examples:
+      agentdocket score --dataset ibm-coalitions
+      agentdocket score --scorer review.peer --judge openai:gpt-4o
+      agentdocket score --follow --config scoring.toml --metrics-port 9464
     """
+    if follow:
+        if since is not None or workers != 1:
+            raise click.UsageError("--since and --workers are for batch scoring, not --follow")
+        _follow(ctx, config_file, names, agents, dataset, judge, metrics_port, metrics_host)
+        return
+    if config_file is not None or agents or metrics_port is not None:
+        raise click.UsageError("--config, --agent and --metrics-port go with --follow")
     from agentdocket import scorers
     from agentdocket.scorers.embeddings import EmbeddingsUnavailable
     from agentdocket.scorers.judges.client import JudgeUnavailable
@@ -123,6 +167,59 @@ def score(
         raise click.ClickException(
             f"{result.error_count} runs could not be scored (no verdict written for them)"
         )
+
+
+def _follow(
+    ctx: click.Context,
+    config_file: Path | None,
+    names: tuple[str, ...],
+    agents: tuple[str, ...],
+    dataset: str | None,
+    judge: str | None,
+    metrics_port: int | None,
+    metrics_host: str,
+) -> None:
+    import signal
+    import threading
+
+    from agentdocket.commands.following import Status, follow_config, make_follower, start_metrics
+    from agentdocket.commands.refresh_dashboards import Refresher
+
+    config = follow_config(
+        config_file, names, agents=agents, datasets=[dataset] if dataset else [], judge=judge
+    )
+    stop = threading.Event()
+    with open_from(ctx) as store:
+        follower = make_follower(store, config)
+        server = start_metrics(follower, metrics_host, metrics_port) if metrics_port else None
+        refresher = None
+        if store.dialect == "postgresql":
+            refresher = Refresher(store.url, 60.0)
+            refresher.start()
+        previous = {
+            sig: signal.signal(sig, lambda *_: stop.set())
+            for sig in (signal.SIGTERM, signal.SIGINT)
+        }
+        err.print(
+            f"agentdocket: following as {follower.key} from {follower.position} with "
+            + ", ".join(f.label for f in follower.chosen)
+            + (f"; metrics on http://{metrics_host}:{metrics_port}/metrics" if server else "")
+        )
+        try:
+            follower.run(stop, Status())
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            if refresher is not None:
+                refresher.stop()
+            if server is not None:
+                server.shutdown()
+            follower.store.close()
+    added = sum(follower.stats.added.values())
+    err.print(
+        f"agentdocket: stopped; {follower.stats.runs_seen} finished runs followed, "
+        f"{added} new verdicts, cursor {follower.stats.position}"
+    )
 
 
 @click.command(name="scorers")

@@ -15,7 +15,14 @@ import click
 
 from agentdocket.commands.common import err
 from agentdocket.commands.refresh_dashboards import Refresher
-from agentdocket.store import ConfigError, RedactionConfigError, Redactor, database_url, display_url
+from agentdocket.store import (
+    ConfigError,
+    RedactionConfigError,
+    Redactor,
+    StoreError,
+    database_url,
+    display_url,
+)
 from agentdocket.store.config import parse_url
 
 TOKEN_ENV = "AGENTDOCKET_SERVE_TOKEN"
@@ -97,6 +104,18 @@ def _server_class() -> type[Any]:
     type=click.FloatRange(min=0),
     help="Refresh the dashboards' rollups every this many seconds (PostgreSQL; 0: never).",
 )
+@click.option(
+    "--score",
+    is_flag=True,
+    help="Also judge runs as they finish, in this process off the request path (the newest "
+    "version of every run-by-run scorer but the LLM judges, or those of --config).",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="A scoring config file (TOML) for --score: scorers, filters, sampling, judge budgets.",
+)
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -108,6 +127,8 @@ def serve(
     max_pending: int,
     spool_dir: Path | None,
     refresh_every: float,
+    score: bool,
+    config_file: Path | None,
 ) -> None:
     """Receive OTLP traces into the store: HTTP (POST /v1/traces, protobuf or JSON, gzip) and
     gRPC (TraceService/Export).
@@ -118,9 +139,14 @@ def serve(
     once its spans are committed to the database or written to the local spool.
 
     \b
+    With --score (or --config) it also judges runs as they finish, as `score --follow` does;
+    its figures join the receiver's on GET /metrics.
+
+    \b
     Examples:
       agentdocket serve
       agentdocket serve --host 0.0.0.0 --token "$TOKEN" --grpc-port 0
+      agentdocket serve --score --config scoring.toml
     """
     try:
         import uvicorn
@@ -152,6 +178,19 @@ def serve(
         max_body=int(max_body_mib * 1024 * 1024),
         max_pending=max_pending,
     )
+    follower = None
+    if score or config_file is not None:
+        from agentdocket.commands.following import FollowerThread, follow_config
+
+        scoring = follow_config(config_file, ())
+        try:
+            follower = FollowerThread(url, scoring)
+        except StoreError as exc:
+            sink.close()
+            raise click.ClickException(f"--score: {exc}") from None
+        from agentdocket.follow.metrics import FollowerCollector
+
+        receiver.collectors.append(FollowerCollector(follower.follower))
     grpc_server = None
     if grpc_port:
         try:
@@ -170,6 +209,12 @@ def serve(
         + (f" and OTLP/gRPC on {host}:{grpc_server.port}" if grpc_server else "")
         + f" into {display_url(url)} (pid {os.getpid()})"
     )
+    if follower is not None:
+        follower.start()
+        err.print(
+            f"agentdocket: scoring runs as they finish, as {follower.follower.key} with "
+            + ", ".join(f.label for f in follower.follower.chosen)
+        )
     refresher = None
     if refresh_every and parse_url(url).get_backend_name() == "postgresql":
         refresher = Refresher(url, refresh_every)
@@ -190,6 +235,8 @@ def serve(
         # flush, close the spool (an empty spool file is removed).
         if grpc_server is not None:
             grpc_server.stop(GRACE_S)
+        if follower is not None:
+            follower.stop()
         if refresher is not None:
             refresher.stop()
         sink.close()

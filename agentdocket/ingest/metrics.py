@@ -19,7 +19,7 @@ stored, spooled, rejected and dead-lettered since it started, and what waits in 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -106,8 +106,11 @@ class ReceiverCollector(Collector):
         )
 
 
-def exposition(receiver: Receiver) -> bytes:
-    """The current figures, as ``GET /metrics`` answers them."""
+def exposition(receiver: Receiver, extra: Sequence[Collector] = ()) -> bytes:
+    """The current figures, as ``GET /metrics`` answers them (with ``extra`` collectors:
+    a follower in the same process)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ReceiverCollector(receiver))
+    for collector in extra:
+        registry.register(collector)
     return bytes(generate_latest(registry))

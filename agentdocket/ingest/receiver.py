@@ -120,6 +120,8 @@ class Receiver:
         self.max_pending = max_pending
         self.pending = 0
         self.stats = ReceiverStats()
+        # more figures for /metrics from whoever runs in the same process (a follower)
+        self.collectors: list[Any] = []
         self._lock = threading.Lock()  # the HTTP loop and the gRPC threads share the counts
         self.app = Starlette(
             routes=[
@@ -165,7 +167,7 @@ class Receiver:
     async def metrics(self, request: Request) -> Response:
         from agentdocket.ingest.metrics import CONTENT_TYPE, exposition
 
-        body = await run_in_threadpool(exposition, self)
+        body = await run_in_threadpool(exposition, self, self.collectors)
         return Response(body, 200, headers={"Content-Type": CONTENT_TYPE})
 
     # --- steps ----------------------------------------------------------------------------------

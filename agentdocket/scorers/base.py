@@ -102,6 +102,9 @@ class Scorer:
     # docs to read them from.
     options: Mapping[str, Option] = field(default_factory=dict)
     details: Mapping[str, str] = field(default_factory=dict)
+    # Loads what the scorer needs before its first run (a model), so that a follower pays
+    # for it at start and not in the lag of the first runs it judges.
+    warm: Callable[[], object] | None = None
 
     def __post_init__(self) -> None:
         if not self.options:

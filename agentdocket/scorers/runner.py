@@ -71,11 +71,15 @@ class Result:
     errors: list[str] = field(default_factory=list)  # the first few, "scorer@v on trace: ..."
     seconds: float = 0.0
     judge_calls: int = 0  # model calls made by judges (cached ones excluded)
+    judge_cache_hits: int = 0  # judge questions answered from the judge_calls cache
     dashboards: Refreshed | None = None  # the rollup refresh after scoring (PostgreSQL)
+    # the runs of one batch that got a new verdict (not carried by merge: batches forget them)
+    judged: list[str] = field(default_factory=list)
 
     def merge(self, other: Result) -> None:
         self.runs += other.runs
         self.judge_calls += other.judge_calls
+        self.judge_cache_hits += other.judge_cache_hits
         for key, tally in other.tallies.items():
             self.tallies.setdefault(key, Tally(*key)).merge(tally)
         self.errors.extend(other.errors[: MAX_ERRORS_KEPT - len(self.errors)])
@@ -129,8 +133,15 @@ def input_kinds(chosen: Sequence[Scorer]) -> frozenset[str] | None:
     return frozenset(kinds)
 
 
-def score_batch(store: Store, chosen: Sequence[Scorer], traces: Sequence[Trace]) -> Result:
+def score_batch(
+    store: Store,
+    chosen: Sequence[Scorer],
+    traces: Sequence[Trace],
+    *,
+    judge_concurrency: int | None = None,
+) -> Result:
     """Score one batch of traces with each scorer and append the new verdicts (one transaction).
+    ``judge_concurrency`` caps the judge calls in flight at once.
 
     Raises :class:`EmbeddingsUnavailable` (nothing of the batch is written); any other
     exception of a scorer is counted against that run and the batch carries on.
@@ -139,7 +150,7 @@ def score_batch(store: Store, chosen: Sequence[Scorer], traces: Sequence[Trace])
     events: list[Event] = []
     ids = [t.trace_id for t in traces]
     ts = now()
-    session = JudgeSession(store.judge_replies)
+    session = JudgeSession(store.judge_replies, concurrency_cap=judge_concurrency)
     with shared_outcomes(), judging(session):
         for scorer in chosen:
             tally = result.tallies.setdefault(
@@ -166,9 +177,11 @@ def score_batch(store: Store, chosen: Sequence[Scorer], traces: Sequence[Trace])
                     tally.nothing += 1
                     continue
                 events.append(verdict_event(scorer.to_verdict(trace, outcome, digest), ts))
+                result.judged.append(trace.trace_id)
                 tally.added += 1
     events += session.events  # the judge calls, in the same transaction as their verdicts
     result.judge_calls = session.calls_made
+    result.judge_cache_hits = session.cache_hits
     if events:
         store.append(events)
     return result

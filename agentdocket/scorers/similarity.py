@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentdocket.events import Trace
+from agentdocket.scorers import embeddings
 from agentdocket.scorers.base import Outcome, Scorer, register
 from agentdocket.scorers.rouge import rouge_l
 from agentdocket.scorers.tool_use import SIMILARITY, Similarity, similarity_function
@@ -92,6 +93,7 @@ register(
             for m in ("cosine", "rougeL_precision", "rougeL_recall", "rougeL_fmeasure")
         },
         options={"similarity": SIMILARITY},
+        warm=embeddings.model,
         details={
             "reference": "str: what the response was compared with: 'stub' or 'reference'",
             "cosine": "float: cosine similarity of the two embeddings",

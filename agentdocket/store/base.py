@@ -23,6 +23,7 @@ from agentdocket.store.appending import BATCH, Appender, AppendResult
 from agentdocket.store.datasets import DatasetRegistry
 from agentdocket.store.dead_letters import DeadLetter, DeadLetters, Retried
 from agentdocket.store.derived import DIGEST_SQL
+from agentdocket.store.following import Following
 from agentdocket.store.projector import Projector
 from agentdocket.store.reading import Reader, StoredRun
 from agentdocket.store.recorder import Recorder
@@ -46,6 +47,8 @@ class Store:
         )
         self.reader = Reader(recorder, self.registry)
         self.scoring = ScoringReader(recorder, self.registry, self.reader)
+        # Arrivals, finished runs, followers' cursors and claims (continuous scoring).
+        self.following = Following(recorder)
         # False when open_store was given derived objects the database does not have as given
         # (PostgreSQL at the head revision is migrated only by `agentdocket migrate`).
         self.derived_current = True

@@ -217,8 +217,13 @@ class SqliteRecorder(Recorder):
             rows = conn.execute(f"SELECT event_id FROM events WHERE event_id IN ({marks})", chunk)
             stored.update(r[0] for r in rows)
         new = [e for e in events if str(e.event_id) not in stored]
+        # Arrival order: the writer holds the database's one write lock (BEGIN IMMEDIATE), so
+        # numbering after the highest stored position is the order of commits too.
+        [(last,)] = conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchall()
+        received = _ts(datetime.now(UTC))
         conn.executemany(
-            f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ({', '.join('?' * 9)})",
+            f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}, position, received_at) "
+            f"VALUES ({', '.join('?' * 11)})",
             [
                 (
                     str(e.event_id),
@@ -230,8 +235,10 @@ class SqliteRecorder(Recorder):
                     e.kind,
                     e.schema_version,
                     dumps(e.payload),
+                    last + i,
+                    received,
                 )
-                for e in new
+                for i, e in enumerate(new, 1)
             ],
         )
         return len(new), project(new)

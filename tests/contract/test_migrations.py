@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import random
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
@@ -13,6 +14,7 @@ from agentdocket.store import Derived, open_store
 from agentdocket.store.config import parse_url
 from agentdocket.store.derived import digest
 from agentdocket.store.errors import StoreError
+from agentdocket.store.following import Position
 from agentdocket.store.migrate import (
     current_revision,
     downgrade,
@@ -21,6 +23,7 @@ from agentdocket.store.migrate import (
     upgrade,
 )
 from agentdocket.store.projections import RUN_COUNTS
+from tests.helpers.factory import T0, run_events
 
 TABLES = {"events", "runs", "verdicts", "judge_calls", "datasets", "cases"}
 VIEWS = {"steps", "verdicts_latest"}
@@ -48,6 +51,7 @@ ROLLUP_TABLES = {f"rollup_{t}" for t in ("stale", "runs", "latency", "verdicts",
 ROLLUP_TABLES.add("rollup_transitions")
 DEAD_LETTERS = ({"dead_letters"}, {"dead_letters_state"})  # migration 0006
 DERIVED = {"derived_objects"}  # migration 0007; the views are installed by migrate
+CURSORS = {"scoring_cursors"}  # migration 0008
 INSTALLED = {o.name for o in dashboards.objects() if o.identity.startswith("VIEW ")}
 
 
@@ -71,8 +75,13 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
         made_by_migrations = DASHBOARD_VIEWS | ROLLUP_VIEWS | {"dashboard_dead_letters"}
         assert made_by_migrations | {"dashboard_experiment_verdicts"} == INSTALLED
         assert _objects(bare_url) == (
-            TABLES | ROLLUP_TABLES | DEAD_LETTERS[0] | DERIVED,
+            TABLES | ROLLUP_TABLES | DEAD_LETTERS[0] | DERIVED | CURSORS,
             VIEWS | INSTALLED | DEAD_LETTERS[1],
+        )
+        downgrade(bare_url, "0007")
+        assert _objects(bare_url) == (
+            TABLES | ROLLUP_TABLES | DEAD_LETTERS[0] | DERIVED,
+            VIEWS | DEAD_LETTERS[1],
         )
         downgrade(bare_url, "0006")
         assert _objects(bare_url) == (
@@ -88,9 +97,11 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
         assert _objects(bare_url) == (TABLES, VIEWS | DASHBOARD_VIEWS)
     else:
         assert _objects(bare_url) == (
-            TABLES | DEAD_LETTERS[0] | DERIVED,
+            TABLES | DEAD_LETTERS[0] | DERIVED | CURSORS,
             VIEWS | DEAD_LETTERS[1],
         )
+        downgrade(bare_url, "0007")
+        assert _objects(bare_url) == (TABLES | DEAD_LETTERS[0] | DERIVED, VIEWS | DEAD_LETTERS[1])
         downgrade(bare_url, "0006")
         assert _objects(bare_url) == (TABLES | DEAD_LETTERS[0], VIEWS | DEAD_LETTERS[1])
         downgrade(bare_url, "0005")
@@ -105,6 +116,41 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
         assert store.counts() == dict.fromkeys(
             ("events", "runs", "steps", "verdicts", "judge_calls", "datasets", "cases"), 0
         )
+
+
+def _columns(url: str, table: str) -> set[str]:
+    engine = sa.create_engine(parse_url(url))
+    try:
+        return {c["name"] for c in sa.inspect(engine).get_columns(table)}
+    finally:
+        engine.dispose()
+
+
+def test_arrival_order_up_and_down_with_data(bare_url: str) -> None:
+    """0008 gives the events already stored positions in time order, before any new event's,
+    and takes them away again on the way down, keeping every event."""
+    upgrade(bare_url)
+    rng = random.Random(8)
+    # three runs stored newest first: after 0008 they are ordered by time
+    runs = [run_events(rng, start=T0 + timedelta(minutes=m)) for m in (30, 10, 20)]
+    with open_store(bare_url) as store:
+        for events in runs:
+            store.append(events)
+    downgrade(bare_url, "0007")
+    assert {"position", "received_at", "tx"}.isdisjoint(_columns(bare_url, "events"))
+    upgrade(bare_url)
+    late = run_events(rng, start=T0 - timedelta(days=1))  # stored last, the oldest times
+    with open_store(bare_url) as store:
+        store.append(late)
+        arrived = store.following.after(Position(), 10_000)
+        assert store.counts()["events"] == sum(map(len, runs)) + len(late)
+    assert len(arrived) == sum(map(len, runs)) + len(late)
+    positions = [a.position for a in arrived]
+    assert positions == sorted(positions) and len(set(positions)) == len(positions)
+    order = list(dict.fromkeys(a.trace_id for a in arrived))
+    assert order == [runs[i][0].trace_id for i in (1, 2, 0)] + [late[0].trace_id]
+    # only events stored since 0008 know when they arrived
+    assert {a.trace_id for a in arrived if a.received_at is not None} == {late[0].trace_id}
 
 
 def test_upgrading_to_the_rollups_marks_what_is_stored_stale(empty_pg_url: str) -> None:

@@ -15,7 +15,7 @@ LAYERS = [
     {"events"},
     {"store", "migrations"},
     {"ingest", "importers", "scorers", "generators"},
-    {"tracer", "examiner", "demo", "dashboards", "experiments"},
+    {"tracer", "examiner", "demo", "dashboards", "experiments", "follow"},
     {"commands"},
     {"cli"},
 ]

@@ -142,9 +142,13 @@ class JudgeSession:
         max_concurrency: int = 4,
         rate_limit_retries: int = 5,
         backoff_s: float = 1.0,
+        concurrency_cap: int | None = None,
     ) -> None:
         self.lookup: Lookup = lookup or (lambda keys: {})
         self.max_concurrency = max_concurrency
+        # an upper bound over any scorer's own max_concurrency (a follower's judge budget)
+        self.concurrency_cap = concurrency_cap
+        self.cache_hits = 0
         self.rate_limit_retries = rate_limit_retries
         self.backoff_s = backoff_s
         self.events: list[Event] = []
@@ -178,7 +182,11 @@ class JudgeSession:
                 if keys[i] not in cached:
                     first.setdefault(keys[i], i)
             fresh = list(first.values())
-            workers = max(1, min(max_concurrency or self.max_concurrency, len(fresh)))
+            self.cache_hits += sum(1 for i in pending if keys[i] in cached)
+            workers = min(max_concurrency or self.max_concurrency, len(fresh))
+            if self.concurrency_cap is not None:
+                workers = min(workers, self.concurrency_cap)
+            workers = max(1, workers)
             with ThreadPoolExecutor(workers) as pool:
                 results = list(
                     pool.map(lambda i: self._call(model, asks[i].prompt, temperature), fresh)

@@ -1,0 +1,245 @@
+"""The scoring config file: which scorers follow live traffic, on which runs, at what cost.
+
+A TOML file (``--config FILE``)::
+
+    [follow]
+    name = "production"     # followers of one name share the work and one cursor
+    poll_seconds = 1.0      # how long an idle follower waits before looking again
+    batch = 500             # runs read and judged per round
+
+    [[scorer]]
+    name = "tools.procedural"       # a scorer, or a prefix naming those under it
+    agents = ["support-bot"]         # filters, each optional: agents, agent_versions,
+    datasets = ["support-cases"]     # datasets, statuses ("ok", "error"), attributes
+    attributes = { env = "prod" }    # (every key must match the run's attribute)
+    sample = 0.1                     # judge 10% of the runs that pass the filters
+
+    [[scorer]]
+    name = "answer.reference"
+    judge = "openai:gpt-4o"          # the judge model (LLM judges)
+    calls_per_minute = 60            # judge budget: runs past it wait, none are dropped
+    concurrency = 4                  # judge calls in flight at once
+
+Sampling is deterministic by trace id: a run is in or out for every follower, every restart
+and every scorer with the same rate (a 5% sample is inside the 10% one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentdocket.store.following import FinishedRun
+
+FOLLOW_KEYS = {"name", "poll_seconds", "batch"}
+SCORER_KEYS = {
+    "name",
+    "version",
+    "agents",
+    "agent_versions",
+    "datasets",
+    "statuses",
+    "attributes",
+    "sample",
+    "judge",
+    "calls_per_minute",
+    "concurrency",
+}
+LIST_KEYS = ("agents", "agent_versions", "datasets", "statuses")
+
+
+class ConfigFileError(ValueError):
+    """A scoring config that cannot be used; the message names the file and the place."""
+
+
+def sample_point(trace_id: str) -> float:
+    """Where a run falls in [0, 1): a digest of its trace id, the same everywhere."""
+    return int(hashlib.sha256(trace_id.encode()).hexdigest()[:15], 16) / 16**15
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Which finished runs one scorer judges, and its judge budget."""
+
+    name: str
+    version: str | None = None
+    agents: frozenset[str] | None = None
+    agent_versions: frozenset[str] | None = None
+    datasets: frozenset[str] | None = None
+    statuses: frozenset[str] | None = None
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    sample: float = 1.0
+    judge: str | None = None
+    calls_per_minute: float | None = None
+    concurrency: int | None = None
+
+    def admits(self, run: FinishedRun) -> bool:
+        """Whether ``run`` passes the filters and falls in the sample."""
+        for allowed, value in (
+            (self.agents, run.agent),
+            (self.agent_versions, run.agent_version),
+            (self.datasets, run.dataset),
+            (self.statuses, run.status),
+        ):
+            if allowed is not None and value not in allowed:
+                return False
+        for key, wanted in self.attributes.items():
+            if run.attributes.get(key) != wanted:
+                return False
+        return self.sample >= 1.0 or sample_point(run.trace_id) < self.sample
+
+    def describe(self) -> dict[str, Any]:
+        """The rule as plain data (for digests and JSON)."""
+        out: dict[str, Any] = {"name": self.name, "version": self.version}
+        for key in LIST_KEYS:
+            value = getattr(self, key)
+            out[key] = None if value is None else sorted(value)
+        out.update(
+            attributes=dict(sorted(self.attributes.items())),
+            sample=self.sample,
+            judge=self.judge,
+        )
+        return out
+
+
+@dataclass(frozen=True)
+class FollowConfig:
+    """A follower's name, pace and rules (one per scorer name or prefix)."""
+
+    rules: tuple[Rule, ...]
+    name: str = "default"
+    poll_seconds: float = 1.0
+    batch: int = 500
+
+
+def _where(path: str | None, place: str) -> str:
+    return f"{path}: {place}" if path else place
+
+
+def _strings(value: Any, where: str) -> frozenset[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigFileError(f"{where}: expected a string or a list of strings, got {value!r}")
+    return frozenset(value)
+
+
+def _number(value: Any, where: str, *, low: float, high: float | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigFileError(f"{where}: expected a number, got {value!r}")
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise ConfigFileError(f"{where}: {value} is out of range (must be {bound})")
+    return float(value)
+
+
+def _rule(table: Any, where: str) -> Rule:
+    if not isinstance(table, dict):
+        raise ConfigFileError(f"{where}: expected a table")
+    unknown = sorted(set(table) - SCORER_KEYS)
+    if unknown:
+        raise ConfigFileError(
+            f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(SCORER_KEYS))})"
+        )
+    name = table.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConfigFileError(f"{where}: 'name' (the scorer) is required")
+    version = table.get("version")
+    if version is not None and not isinstance(version, str | int):
+        raise ConfigFileError(f"{where}.version: expected a string, got {version!r}")
+    lists = {k: _strings(table[k], f"{where}.{k}") for k in LIST_KEYS if k in table}
+    attributes = table.get("attributes", {})
+    if not isinstance(attributes, dict):
+        raise ConfigFileError(f"{where}.attributes: expected a table, got {attributes!r}")
+    judge = table.get("judge")
+    if judge is not None and not isinstance(judge, str):
+        raise ConfigFileError(f"{where}.judge: expected a model name, got {judge!r}")
+    rate = table.get("calls_per_minute")
+    concurrency = table.get("concurrency")
+    return Rule(
+        name=name,
+        version=None if version is None else str(version),
+        attributes=attributes,
+        sample=_number(table.get("sample", 1.0), f"{where}.sample", low=0.0, high=1.0),
+        judge=judge,
+        calls_per_minute=None
+        if rate is None
+        else _number(rate, f"{where}.calls_per_minute", low=0.0),
+        concurrency=None
+        if concurrency is None
+        else int(_number(concurrency, f"{where}.concurrency", low=1)),
+        **lists,
+    )
+
+
+def parse(data: Mapping[str, Any], path: str | None = None) -> FollowConfig:
+    """A config from parsed TOML; ``path`` names the file in errors."""
+    unknown = sorted(set(data) - {"follow", "scorer"})
+    if unknown:
+        raise ConfigFileError(
+            _where(path, f"unknown table {unknown[0]!r} (known: [follow], [[scorer]])")
+        )
+    follow = data.get("follow", {})
+    if not isinstance(follow, dict):
+        raise ConfigFileError(_where(path, "[follow] must be a table"))
+    bad = sorted(set(follow) - FOLLOW_KEYS)
+    if bad:
+        raise ConfigFileError(
+            _where(
+                path, f"follow: unknown key {bad[0]!r} (known: {', '.join(sorted(FOLLOW_KEYS))})"
+            )
+        )
+    scorers = data.get("scorer", [])
+    if not isinstance(scorers, list) or not scorers:
+        raise ConfigFileError(_where(path, "no [[scorer]] tables: name at least one scorer"))
+    rules = tuple(_rule(t, _where(path, f"scorer[{i}]")) for i, t in enumerate(scorers))
+    name = follow.get("name", "default")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigFileError(_where(path, f"follow.name: expected a name, got {name!r}"))
+    return FollowConfig(
+        rules=rules,
+        name=name,
+        poll_seconds=_number(
+            follow.get("poll_seconds", 1.0), _where(path, "follow.poll_seconds"), low=0.01
+        ),
+        batch=int(_number(follow.get("batch", 500), _where(path, "follow.batch"), low=1)),
+    )
+
+
+def load(path: Path) -> FollowConfig:
+    """Read and check a scoring config file."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigFileError(f"{path}: cannot be read ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigFileError(f"{path}: not valid TOML ({exc})") from None
+    return parse(data, str(path))
+
+
+def from_options(
+    names: Sequence[str],
+    *,
+    agents: Sequence[str] = (),
+    datasets: Sequence[str] = (),
+    judge: str | None = None,
+    name: str = "default",
+) -> FollowConfig:
+    """A config from command-line options: each scorer with the same filters."""
+    rules = []
+    for given in names:
+        scorer, sep, version = given.partition("=")
+        rules.append(
+            Rule(
+                name=scorer,
+                version=version if sep else None,
+                agents=frozenset(agents) or None,
+                datasets=frozenset(datasets) or None,
+                judge=judge,
+            )
+        )
+    return FollowConfig(rules=tuple(rules), name=name)

@@ -1,0 +1,227 @@
+"""Following the log: what arrived after a position, which runs it touched, and the cursors
+and claims that let several followers share the work.
+
+A :class:`Position` orders events as they were stored. On PostgreSQL it is (transaction id,
+sequence number), and :meth:`Following.after` returns only events whose transaction is older
+than every transaction still running, so nothing can later be committed before a position a
+follower has passed. On SQLite, with one writer at a time, the sequence number alone is the
+commit order (``tx`` is 0).
+
+Claims keep two followers from judging the same run at the same time: on PostgreSQL a session
+advisory lock per (follower, run), released when the run is done or the follower's connection
+ends (a killed follower holds nothing). On SQLite every claim succeeds: one process writes at
+a time, and a verdict given twice is stored once anyway (its event id is derived).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from agentdocket.events import format_ts
+from agentdocket.store.recorder import Recorder
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    """A place in the log's arrival order; events after it are those not yet followed."""
+
+    tx: int = 0
+    seq: int = 0
+
+    def before(self) -> Position:
+        """The position just before this one (no stored event lies between them)."""
+        return Position(self.tx, self.seq - 1)
+
+    def __str__(self) -> str:
+        return f"{self.tx}:{self.seq}" if self.tx else str(self.seq)
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """An event's arrival, without its content: enough to know which run it touched."""
+
+    position: Position
+    trace_id: str
+    kind: str
+    received_at: datetime | None
+
+
+@dataclass(frozen=True)
+class FinishedRun:
+    """What selection rules read of a finished run (from the runs projection)."""
+
+    trace_id: str
+    agent: str | None
+    agent_version: str | None
+    dataset: str | None
+    status: str | None
+    attributes: dict[str, Any]
+
+
+class Following:
+    """Arrivals, finished runs, follower cursors and claims, on a recorder."""
+
+    def __init__(self, db: Recorder) -> None:
+        self.db = db
+        self.postgres = db.dialect == "postgresql"
+
+    def _after(
+        self, position: Position, skip_kinds: Sequence[str], only_kinds: Sequence[str] = ()
+    ) -> tuple[str, list[Any]]:
+        if self.postgres:
+            where = (
+                "(tx, position) > (?::text::xid8, ?) "
+                "AND tx < pg_snapshot_xmin(pg_current_snapshot())"
+            )
+            params: list[Any] = [str(position.tx), position.seq]
+        else:
+            where, params = "position > ?", [position.seq]
+        if skip_kinds:
+            where += f" AND kind NOT IN ({', '.join('?' * len(skip_kinds))})"
+            params += list(skip_kinds)
+        if only_kinds:
+            where += f" AND kind IN ({', '.join('?' * len(only_kinds))})"
+            params += list(only_kinds)
+        return where, params
+
+    def after(
+        self, position: Position, limit: int, *, skip_kinds: Sequence[str] = ()
+    ) -> list[Arrival]:
+        """Up to ``limit`` events stored after ``position``, in arrival order, none of which
+        can be followed by an event committed earlier. Kinds in ``skip_kinds`` are left out
+        (their positions are passed over all the same)."""
+        where, params = self._after(position, skip_kinds)
+        order, tx = ("tx, position", "tx::text::int8") if self.postgres else ("position", "0")
+        rows = self.db._read(
+            f"SELECT {tx}, position, trace_id, kind, received_at FROM events "
+            f"WHERE {where} ORDER BY {order} LIMIT ?",
+            [*params, limit],
+        )
+        return [Arrival(Position(int(r[0]), int(r[1])), r[2], r[3], self._time(r[4])) for r in rows]
+
+    def count_after(
+        self,
+        position: Position,
+        *,
+        skip_kinds: Sequence[str] = (),
+        only_kinds: Sequence[str] = (),
+    ) -> int:
+        """How many events (not of ``skip_kinds``; only of ``only_kinds`` if given) can be
+        followed after ``position`` now."""
+        where, params = self._after(position, skip_kinds, only_kinds)
+        return int(self.db._read(f"SELECT count(*) FROM events WHERE {where}", params)[0][0])
+
+    def head(self) -> Position:
+        """The position of the last event that :meth:`after` could return now."""
+        if self.postgres:
+            rows = self.db._read(
+                "SELECT tx::text::int8, position FROM events "
+                "WHERE tx < pg_snapshot_xmin(pg_current_snapshot()) "
+                "ORDER BY tx DESC, position DESC LIMIT 1"
+            )
+        else:
+            rows = self.db._read("SELECT 0, position FROM events ORDER BY position DESC LIMIT 1")
+        return Position(int(rows[0][0]), int(rows[0][1])) if rows else Position()
+
+    def finished(self, trace_ids: Sequence[str]) -> dict[str, FinishedRun]:
+        """The finished runs among ``trace_ids`` (a run is finished once its end is stored)."""
+        if not trace_ids:
+            return {}
+        where, params = self.db._any("trace_id", list(trace_ids))
+        rows = self.db._read(
+            "SELECT trace_id, agent, agent_version, dataset, status, attributes FROM runs "
+            f"WHERE {where} AND started_at IS NOT NULL AND ended_at IS NOT NULL",
+            params,
+        )
+        return {
+            r[0]: FinishedRun(
+                r[0], r[1], r[2], r[3], r[4], self.db._from_db("attributes", r[5]) or {}
+            )
+            for r in rows
+        }
+
+    # --- cursors ----------------------------------------------------------------------------
+
+    def cursor(self, follower: str) -> Position:
+        """Where ``follower`` resumes (the start of the log if it never saved a cursor)."""
+        rows = self.db._read(
+            "SELECT tx, position FROM scoring_cursors WHERE follower = ?", [follower]
+        )
+        return Position(int(rows[0][0]), int(rows[0][1])) if rows else Position()
+
+    def save_cursor(self, follower: str, position: Position) -> None:
+        """Move ``follower``'s cursor to ``position``; never backwards (another follower of the
+        same name may have saved a later one)."""
+        now = datetime.now(UTC)
+        with self.db._write() as conn:
+            self.db._execute(
+                conn,
+                "INSERT INTO scoring_cursors (follower, tx, position, updated_at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (follower) DO UPDATE SET "
+                "tx = excluded.tx, position = excluded.position, "
+                "updated_at = excluded.updated_at "
+                "WHERE (scoring_cursors.tx, scoring_cursors.position) "
+                "< (excluded.tx, excluded.position)",
+                [follower, position.tx, position.seq, now if self.postgres else format_ts(now)],
+            )
+
+    def cursors(self) -> list[dict[str, Any]]:
+        """Every follower's cursor."""
+        return [
+            {
+                "follower": r[0],
+                "position": str(Position(int(r[1]), int(r[2]))),
+                "updated_at": self._time(r[3]),
+            }
+            for r in self.db._read(
+                "SELECT follower, tx, position, updated_at FROM scoring_cursors ORDER BY follower"
+            )
+        ]
+
+    def saved_at(self, follower: str) -> datetime | None:
+        """When ``follower`` last moved its cursor (None: never)."""
+        rows = self.db._read(
+            "SELECT updated_at FROM scoring_cursors WHERE follower = ?", [follower]
+        )
+        return self._time(rows[0][0]) if rows else None
+
+    def datasets_since(self, since: datetime) -> list[tuple[str, str, datetime]]:
+        """Dataset versions registered at or after ``since``: (name, version, registered)."""
+        rows = self.db._read(
+            "SELECT name, version, created_at FROM datasets WHERE created_at >= ? "
+            "ORDER BY created_at",
+            [since if self.postgres else format_ts(since)],
+        )
+        return [(r[0], r[1], self._time(r[2]) or since) for r in rows]
+
+    # --- claims -----------------------------------------------------------------------------
+
+    def claim(self, follower: str, trace_ids: Sequence[str]) -> list[str]:
+        """The runs of ``trace_ids`` this follower now holds (PostgreSQL: those no other
+        follower of the same name holds). Release them with :meth:`release`."""
+        if not self.postgres or not trace_ids:
+            return list(trace_ids)
+        rows = self.db._read(
+            "SELECT t FROM unnest(?::text[]) AS t "
+            "WHERE pg_try_advisory_lock(hashtext(?), hashtext(t))",
+            [list(trace_ids), follower],
+        )
+        return [r[0] for r in rows]
+
+    def release(self, follower: str, trace_ids: Sequence[str]) -> None:
+        if not self.postgres or not trace_ids:
+            return
+        self.db._read(
+            "SELECT pg_advisory_unlock(hashtext(?), hashtext(t)) FROM unnest(?::text[]) AS t",
+            [follower, list(trace_ids)],
+        )
+
+    def _time(self, value: Any) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+        return value.astimezone(UTC)  # type: ignore[no-any-return]

@@ -1,0 +1,221 @@
+"""Scoring live traffic: `serve --score` and `score --follow` as real processes, fed by the
+stock OTLP exporter, killed and restarted mid-stream."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+from prometheus_client.parser import text_string_to_metric_families
+
+from agentdocket.store import open_store
+from tests.helpers.otlp_server import Server, free_port
+
+SCORER = "interaction.metrics"
+CONFIG = f"""
+[follow]
+name = "live"
+poll_seconds = 0.2
+
+[[scorer]]
+name = "{SCORER}"
+"""
+
+
+def _verdicts(url: str) -> Counter[tuple[str, str]]:
+    with open_store(url) as store:
+        rows = store.recorder._read(
+            "SELECT trace_id, input_hash FROM verdicts WHERE scorer = ?", [SCORER]
+        )
+    return Counter((r[0], r[1]) for r in rows)
+
+
+def _finished(url: str) -> set[str]:
+    with open_store(url) as store:
+        rows = store.recorder._read("SELECT trace_id FROM runs WHERE ended_at IS NOT NULL")
+    return {r[0] for r in rows}
+
+
+def _wait(what: Callable[[], bool], seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not what():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def _samples(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    reply = httpx.get(url, timeout=10)
+    assert reply.status_code == 200
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(reply.text)
+        for s in family.samples
+    }
+
+
+class Agent:
+    """Runs an instrumented 'agent' over OTLP/HTTP: a root AGENT span with a tool call and a
+    database query under it."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.provider = TracerProvider()
+        self.provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+        self.tracer = self.provider.get_tracer("agent")
+        self.roots: list[SpanContext] = []
+
+    def run(self, i: int) -> None:
+        root = {"openinference.span.kind": "AGENT", "input.value": f"q{i}", "output.value": "a"}
+        with self.tracer.start_as_current_span("agent", attributes=root) as span:
+            tool = {"openinference.span.kind": "TOOL", "tool.name": "t", "input.value": "{}"}
+            self.tracer.start_span("t", attributes=tool).end()
+            self.query(f"SELECT {i}")
+            self.roots.append(span.get_span_context())
+
+    def query(self, text: str) -> None:
+        # a SQL step as agentdocket's tracer sends it (foreign database spans are generic steps)
+        db = {"agentdocket.kind": "sql", "db.system.name": "postgresql", "db.query.text": text}
+        self.tracer.start_span("query", attributes=db).end()
+
+    def late_query(self, root: SpanContext) -> None:
+        """A span of a finished run, arriving after it ended."""
+        parent = SpanContext(root.trace_id, root.span_id, True, TraceFlags(TraceFlags.SAMPLED))
+        with trace.use_span(NonRecordingSpan(parent)):
+            self.query("SELECT 'late'")
+
+    def close(self) -> None:
+        self.provider.shutdown()
+
+
+class Follow:
+    """One `agentdocket score --follow` process."""
+
+    def __init__(self, url: str, config: Path, log: Path) -> None:
+        self.url, self.config, self.log = url, config, log
+        self.metrics_port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Follow:
+        command = [
+            sys.executable,
+            "-c",
+            "from agentdocket.cli import main; main()",
+            "--database",
+            self.url,
+            "score",
+            "--follow",
+            "--config",
+            str(self.config),
+            "--metrics-port",
+            str(self.metrics_port),
+        ]
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(command, stdout=log, stderr=log, env=dict(os.environ))
+        return self
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            return self.proc.wait(30)
+        return self.proc.returncode
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "scoring.toml"
+    path.write_text(CONFIG)
+    return path
+
+
+@pytest.fixture
+def server(pg_url: str, tmp_path: Path, config: Path) -> Iterator[Server]:
+    s = Server(pg_url, tmp_path / "spool", "--config", str(config)).start()
+    yield s
+    s.stop()
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_two_followers_killed_and_restarted_judge_each_run_once(
+    server: Server, pg_url: str, config: Path, tmp_path: Path
+) -> None:
+    follow = Follow(pg_url, config, tmp_path / "follow.log").start()
+    agent = Agent(server.endpoint)
+    try:
+        for i in range(60):
+            agent.run(i)
+            if i == 15:
+                follow.kill()  # SIGKILL mid-stream, and back
+                follow.start()
+            if i == 30:
+                server.restart()  # SIGKILL of `serve --score`, and back
+            if i == 45:
+                follow.kill()
+                follow.start()
+        finished = _finished(pg_url)
+        assert len(finished) == 60
+        _wait(lambda: {t for t, _ in _verdicts(pg_url)} == finished)
+        verdicts = _verdicts(pg_url)
+        assert set(verdicts.values()) == {1}  # one verdict per run and input
+        assert Counter(t for t, _ in verdicts) == Counter(dict.fromkeys(finished, 1))
+        # a late event: judged again, under a new input hash
+        late = format(agent.roots[3].trace_id, "032x")
+        agent.late_query(agent.roots[3])
+        _wait(lambda: sum(1 for t, _ in _verdicts(pg_url) if t == late) == 2)
+        time.sleep(1.0)  # both followers have had their rounds
+        verdicts = _verdicts(pg_url)
+        assert set(verdicts.values()) == {1}
+        assert sum(1 for t, _ in verdicts if t == late) == 2
+    finally:
+        agent.close()
+        assert follow.stop() == 0, (tmp_path / "follow.log").read_text()
+
+
+@pytest.mark.postgres
+def test_follower_metrics_match_the_database(
+    server: Server, pg_url: str, config: Path, tmp_path: Path
+) -> None:
+    """`serve --score`'s /metrics carries the follower's figures, and they agree with what
+    the database holds after a known number of runs."""
+    agent = Agent(server.endpoint)
+    try:
+        for i in range(12):
+            agent.run(i)
+    finally:
+        agent.close()
+    _wait(lambda: len(_verdicts(pg_url)) == 12)
+    metrics = server.endpoint.replace("/v1/traces", "/metrics")
+    label = (("scorer", f"{SCORER}@1"),)
+
+    def settled() -> bool:
+        s = _samples(metrics)
+        return s[("agentdocket_scoring_verdicts_total", label)] == 12 and (
+            s[("agentdocket_scoring_backlog_runs", label)] == 0
+        )
+
+    _wait(settled, 30)
+    samples = _samples(metrics)
+    assert samples[("agentdocket_scoring_runs_total", ())] == 12
+    assert samples[("agentdocket_scoring_lag_seconds_count", ())] == 12
+    assert samples[("agentdocket_scoring_lag_seconds_bucket", (("le", "+Inf"),))] == 12
+    assert samples[("agentdocket_scoring_errors_total", label)] == 0
+    assert samples[("agentdocket_scoring_behind_events", ())] == 0
+    assert samples[("agentdocket_spans_received_total", ())] == 36
