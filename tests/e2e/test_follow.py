@@ -3,6 +3,7 @@ stock OTLP exporter, killed and restarted mid-stream."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
@@ -21,7 +23,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from prometheus_client.parser import text_string_to_metric_families
 
-from agentdocket.store import open_store
+from agentdocket import scorers
+from agentdocket.demo import run_demo
+from agentdocket.follow.config import FollowConfig, Rule
+from agentdocket.follow.follower import Budget, Followed, Follower
+from agentdocket.store import Store, open_store
 from tests.helpers.otlp_server import Server, free_port
 
 SCORER = "interaction.metrics"
@@ -219,3 +225,41 @@ def test_follower_metrics_match_the_database(
     assert samples[("agentdocket_scoring_errors_total", label)] == 0
     assert samples[("agentdocket_scoring_behind_events", ())] == 0
     assert samples[("agentdocket_spans_received_total", ())] == 36
+
+
+def test_a_judge_budget_defers_runs_and_drops_none(url: str, tmp_path: Path) -> None:
+    """An LLM judge held to 6 calls a minute judges at most that many new questions per round;
+    the rest wait (the cursor stays behind them) and are all judged as the minutes pass."""
+    run_demo(url, spool_dir=tmp_path / "spool")
+    reply = "The answer holds the facts.\nConclusion: Match\nScore: 4"
+    model = FakeListChatModel(responses=[reply] * 500)
+    base = scorers.get("answer.reference")
+    scorer = dataclasses.replace(base, config={**base.config, "model": model})
+    rule = Rule(name="answer.reference", calls_per_minute=6, concurrency=1)
+    minutes = [0.0]
+    followed = Followed(scorer, rule, Budget(6, clock=lambda: minutes[0] * 60))
+    with open_store(url) as store:
+        runs = set(store.trace_ids(dataset="concerts-demo"))
+        follower = Follower(store, FollowConfig(rules=(rule,), name="budget"), [followed])
+        calls: list[int] = []
+        for _ in range(40):
+            before = follower.stats.judge_calls.get(followed.label, 0)
+            follower.round()
+            calls.append(follower.stats.judge_calls.get(followed.label, 0) - before)
+            judged = {t for t, _ in _judged(store)}
+            if judged == runs:
+                break
+            assert store.following.cursor(follower.key) < follower.position  # held back
+            minutes[0] += 1
+        assert judged == runs
+        assert max(calls) <= 6 and sum(calls) > 6  # it took several minutes' budgets
+        assert follower.stats.deferred[followed.label] > 0
+        assert sum(follower.stats.cache_hits.values()) > 0  # repeated questions cost nothing
+        assert store.following.cursor(follower.key) == follower.position
+
+
+def _judged(store: Store) -> Counter[tuple[str, str]]:
+    rows = store.recorder._read(
+        "SELECT trace_id, input_hash FROM verdicts WHERE scorer = 'answer.reference'"
+    )
+    return Counter((r[0], r[1]) for r in rows)
