@@ -28,9 +28,11 @@ from grafana_foundation_sdk.models import dashboard as models
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentdocket.dashboards.panels import OVERVIEW, PANELS, TITLES, VARIABLE_SQL, PanelSpec
+from agentdocket.dashboards import pipeline
+from agentdocket.dashboards.panels import OVERVIEW, PANELS, TITLES, VARIABLE_SQL
 from agentdocket.dashboards.panels import E as EXPERIMENTS
 from agentdocket.dashboards.panels import V as VERSIONS
+from agentdocket.dashboards.spec import PanelSpec
 
 OUT = Path(__file__).resolve().parents[1] / "dashboards" / "json"
 DATASOURCE_TYPE = "grafana-postgresql-datasource"
@@ -87,6 +89,8 @@ def query_variable(name: str, label: str, sql: str, *, multi: bool = True) -> da
 
 def variables(uid: str) -> list[cogbuilder.Builder[models.VariableModel]]:
     source = dash.DatasourceVariable("datasource").label("Database").type(DATASOURCE_TYPE)
+    if uid == pipeline.UID:  # the pipeline's own health: no agent or dataset to choose
+        return [source]
     if uid == EXPERIMENTS:
         return [
             source,

@@ -215,6 +215,10 @@ def serve(
             f"agentdocket: scoring runs as they finish, as {follower.follower.key} with "
             + ", ".join(f.label for f in follower.follower.chosen)
         )
+    from agentdocket.ingest.samples import Sampler
+
+    sampler = Sampler(receiver, url)
+    sampler.start()
     refresher = None
     if refresh_every and parse_url(url).get_backend_name() == "postgresql":
         refresher = Refresher(url, refresh_every)
@@ -237,6 +241,7 @@ def serve(
             grpc_server.stop(GRACE_S)
         if follower is not None:
             follower.stop()
+        sampler.stop()
         if refresher is not None:
             refresher.stop()
         sink.close()

@@ -15,11 +15,11 @@ verdict panels on ``version`` too; the scorer-versions dashboard compares ``vers
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
+from agentdocket.dashboards import pipeline
 from agentdocket.dashboards.declared import family, names, scorer
 from agentdocket.dashboards.rollups import MEASURES
+from agentdocket.dashboards.spec import PANELS as PANELS  # every dashboard's, re-exported
+from agentdocket.dashboards.spec import panel
 from agentdocket.dashboards.views import TOOL_SCORERS as TOOLS
 
 # The filters every panel applies, on a view with time, agent and dataset columns. The
@@ -30,34 +30,6 @@ VERDICTS = RUNS + " AND scorer_version IN ($version)"
 TOOL_SCORERS = f"scorer IN {names(*TOOLS)}"
 PEER = f"scorer LIKE {family('review.peer')}"
 SUBTASK = "substr(scorer, length('review.peer.') + 1)"
-
-
-@dataclass(frozen=True)
-class PanelSpec:
-    """One panel: where it is, its SQL and the columns that SQL returns."""
-
-    dashboard: str
-    title: str
-    kind: str  # timeseries, stat, table, barchart, piechart
-    sql: str
-    columns: tuple[str, ...]
-    fmt: str = "table"
-    unit: str | None = None
-    description: str = ""
-    width: int = 12
-    height: int = 8
-    options: dict[str, Any] = field(default_factory=dict)
-
-
-PANELS: list[PanelSpec] = []
-
-
-def panel(dashboard: str, title: str, kind: str, sql: str, columns: str, **kw: Any) -> None:
-    fmt = "time_series" if kind == "timeseries" else "table"
-    spec = PanelSpec(
-        dashboard, title, kind, " ".join(sql.split()), tuple(columns.split()), fmt, **kw
-    )
-    PANELS.append(spec)
 
 
 def ratio(part: str, whole: str) -> str:
@@ -518,6 +490,7 @@ TITLES = {
     G: ("agentdocket: GRAMMAR", "Semantic groups, refined accuracy and context comparison"),
     V: ("agentdocket: scorer versions", "How verdicts moved between two versions of a scorer"),
     E: ("agentdocket: experiments", "Two sets of runs of a dataset, case by case"),
+    pipeline.UID: pipeline.TITLE,
 }
 
 

@@ -22,6 +22,10 @@ variable's "All" covers every run).
   its model.
 - ``dashboard_grammar``: GRAMMAR per run: group, tag, correctness, blame.
 - ``dashboard_dead_letters``: the records the store refused, by source and code.
+- ``dashboard_pipeline_samples``: what each receiver process reported every 15 seconds (spool
+  size, files and oldest record; events stored per second since its previous sample).
+- ``dashboard_scoring_samples``: what each follower reported every 15 seconds (scoring lag over
+  the interval, finished runs and events behind its cursor, verdicts per second).
 - ``dashboard_experiment_verdicts``: each run's latest run-level verdicts with its dataset,
   case and the selections that pick it (``experiment:NAME``, ``AGENT@VERSION``, ``AGENT``), for
   the experiments dashboard.
@@ -175,6 +179,28 @@ def _views() -> dict[str, str]:
         """,
         # Each run-level latest verdict of a run with a case, once per selection that picks
         # its run, as `agentdocket compare` names them: experiment:NAME, AGENT@VERSION, AGENT.
+        # Rates from the counters of consecutive samples of one process (a restart resets them:
+        # no rate across it).
+        "dashboard_pipeline_samples": """
+            SELECT at AS time, process, spool_bytes, spool_files, spool_oldest_s,
+                spans_received, events_stored, events_spooled, events_dead_lettered,
+                spans_dropped,
+                CASE WHEN events_stored >= lag(events_stored) OVER w
+                    AND at > lag(at) OVER w
+                THEN (events_stored - lag(events_stored) OVER w)
+                    / extract(epoch FROM at - lag(at) OVER w) END AS events_per_s
+            FROM pipeline_samples
+            WINDOW w AS (PARTITION BY process ORDER BY at)
+        """,
+        "dashboard_scoring_samples": """
+            SELECT at AS time, follower, process, runs_judged, verdicts, errors,
+                lag_p50_s, lag_p95_s, lag_max_s, behind_runs, behind_events, deferred,
+                CASE WHEN verdicts >= lag(verdicts) OVER w AND at > lag(at) OVER w
+                THEN (verdicts - lag(verdicts) OVER w) / extract(epoch FROM at - lag(at) OVER w)
+                END AS verdicts_per_s
+            FROM scoring_samples
+            WINDOW w AS (PARTITION BY follower, process ORDER BY at)
+        """,
         "dashboard_experiment_verdicts": """
             SELECT coalesce(r.started_at, r.first_ts) AS time, r.dataset, r.case_id,
                 v.trace_id, v.scorer, v.scorer_version,

@@ -21,170 +21,35 @@ Exactly once, with several followers of the same name (two ``serve --score``, or
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import hashlib
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-import orjson
-
-from agentdocket import scorers as registry
 from agentdocket.events import Trace
-from agentdocket.follow.config import ConfigFileError, FollowConfig, Rule
-from agentdocket.scorers.base import Scorer
+from agentdocket.follow.config import ConfigFileError, FollowConfig
+from agentdocket.follow.selection import Followed, follower_key, resolve
+from agentdocket.follow.stats import Stats, add
 from agentdocket.scorers.embeddings import EmbeddingsUnavailable
 from agentdocket.scorers.judges.client import JudgeUnavailable
 from agentdocket.scorers.runner import input_kinds, score_batch
 from agentdocket.store import Store, StoreError, StoreUnavailable
 from agentdocket.store.following import Arrival, Position
+from agentdocket.store.samples import ScoringSample
 
 log = logging.getLogger("agentdocket.follow")
+PROCESS = f"{socket.gethostname()}:{os.getpid()}"
 
-LAG_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 EVENTS_PER_RUN = 40  # events read per round: this many per run of the batch
 BACKLOG_EVERY_S = 5.0  # how often the events behind the cursor are counted
 MAX_BACKOFF_S = 30.0
+SAMPLE_EVERY_S = 15.0  # how often a sample of the follower goes into scoring_samples
 # A dataset version is looked for this long before the last one seen (or the cursor's last
 # save, at start): a registration that committed late is still found.
 DATASET_MARGIN = timedelta(seconds=60)
-
-
-@dataclass
-class Followed:
-    """One scorer following, with its rule and judge budget."""
-
-    scorer: Scorer
-    rule: Rule
-    budget: Budget | None = None
-
-    @property
-    def label(self) -> str:
-        return f"{self.scorer.name}@{self.scorer.version}"
-
-
-class Budget:
-    """A judge's calls per minute: a bucket refilled continuously, holding one minute's calls.
-    A round judges as many runs as the bucket pays for at the calls per run seen so far; the
-    rest wait for a later round (deferred, never dropped)."""
-
-    def __init__(self, per_minute: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.per_minute = per_minute
-        self.clock = clock
-        self.tokens = per_minute
-        self.at = clock()
-        self.calls_per_run = 1.0
-
-    def _refill(self) -> None:
-        now = self.clock()
-        self.tokens = min(self.per_minute, self.tokens + (now - self.at) * self.per_minute / 60)
-        self.at = now
-
-    def allow(self, runs: int) -> int:
-        """How many of ``runs`` may be judged now."""
-        self._refill()
-        return min(runs, int(self.tokens / max(self.calls_per_run, 1e-9)))
-
-    def spend(self, calls: int, runs: int) -> None:
-        """Account ``calls`` made for ``runs`` runs (cached answers cost nothing)."""
-        self.tokens -= calls
-        if runs:
-            self.calls_per_run = 0.8 * self.calls_per_run + 0.2 * max(calls / runs, 0.1)
-
-
-@dataclass
-class Stats:
-    """What a follower did since it started (read by its metrics)."""
-
-    rounds: int = 0
-    failures: int = 0  # rounds that failed on the database or a model and were retried
-    runs_seen: int = 0  # finished runs taken from the log
-    added: dict[str, int] = field(default_factory=dict)  # verdicts appended, per scorer
-    kept: dict[str, int] = field(default_factory=dict)  # already stored for the same inputs
-    errors: dict[str, int] = field(default_factory=dict)  # runs a scorer raised on
-    judge_calls: dict[str, int] = field(default_factory=dict)
-    cache_hits: dict[str, int] = field(default_factory=dict)
-    deferred: dict[str, int] = field(default_factory=dict)  # put off by a judge's budget
-    claimed_elsewhere: int = 0  # put off: another follower held the run
-    waiting: dict[str, int] = field(default_factory=dict)  # runs put off now, per scorer
-    behind_events: int = 0  # events after the cursor, at the last count
-    behind_runs: int = 0  # runs finished after the cursor, at the last count
-    lag_buckets: list[int] = field(default_factory=lambda: [0] * (len(LAG_BUCKETS) + 1))
-    lag_sum: float = 0.0
-    lag_count: int = 0
-    lags: list[float] = field(default_factory=list)  # kept only when asked (benchmarks)
-    keep_lags: bool = False
-    position: str = "0"
-
-    def observe_lag(self, seconds: float) -> None:
-        for i, bound in enumerate(LAG_BUCKETS):
-            if seconds <= bound:
-                self.lag_buckets[i] += 1
-                break
-        else:
-            self.lag_buckets[-1] += 1
-        self.lag_sum += seconds
-        self.lag_count += 1
-        if self.keep_lags:
-            self.lags.append(seconds)
-
-
-def _add(counts: dict[str, int], key: str, n: int) -> None:
-    if n:
-        counts[key] = counts.get(key, 0) + n
-
-
-def resolve(config: FollowConfig) -> list[Followed]:
-    """The scorers a config names, each with its rule; a name no scorer has, a scorer that
-    judges groups of runs, or a judge without a model is an error naming the rule."""
-    chosen: list[Followed] = []
-    for i, rule in enumerate(config.rules):
-        names = registry.matching(rule.name) or [rule.name]
-        for name in names:
-            try:
-                scorer = registry.get(name, rule.version)
-            except KeyError as exc:
-                raise ConfigFileError(f"scorer[{i}]: {exc.args[0]}") from None
-            if scorer.scope == "group":
-                raise ConfigFileError(
-                    f"scorer[{i}]: {scorer.name} judges groups of runs together; score it in "
-                    "batch (`agentdocket score`) once the group's runs are in"
-                )
-            if scorer.judge:
-                if rule.judge is not None:
-                    scorer = dataclasses.replace(
-                        scorer, config={**scorer.config, "model": rule.judge}
-                    )
-                elif scorer.config.get("model") is None:
-                    raise ConfigFileError(
-                        f"scorer[{i}]: {scorer.name} is an LLM judge: give it a model "
-                        '(judge = "PROVIDER:MODEL", or --judge)'
-                    )
-            if any(
-                f.scorer.name == scorer.name and f.scorer.version == scorer.version for f in chosen
-            ):
-                raise ConfigFileError(f"scorer[{i}]: {scorer.name}@{scorer.version} is named twice")
-            budget = Budget(rule.calls_per_minute) if rule.calls_per_minute is not None else None
-            chosen.append(Followed(scorer, rule, budget))
-    return chosen
-
-
-def follower_key(config: FollowConfig, chosen: Sequence[Followed]) -> str:
-    """The name a follower's cursor and claims go by: its config's name and a digest of what
-    it judges, so a changed config starts its own cursor (and catches up)."""
-    what = sorted(
-        (
-            f.scorer.name,
-            f.scorer.version,
-            orjson.dumps(f.rule.describe(), option=orjson.OPT_SORT_KEYS).decode(),
-        )
-        for f in chosen
-    )
-    digest = hashlib.sha256(orjson.dumps(what)).hexdigest()[:12]
-    return f"{config.name}:{digest}"
 
 
 class Follower:
@@ -290,7 +155,7 @@ class Follower:
             allowed = f.budget.allow(len(subset))
             for t in subset[allowed:]:
                 put_off.setdefault(t.trace_id, set()).add(f.label)
-            _add(self.stats.deferred, f.label, len(subset) - allowed)
+            add(self.stats.deferred, f.label, len(subset) - allowed)
             subset = subset[:allowed]
         if not subset:
             return
@@ -299,11 +164,11 @@ class Follower:
         if f.budget is not None:
             f.budget.spend(result.judge_calls, len(subset))
         tally = result.tallies[(f.scorer.name, f.scorer.version)]
-        _add(self.stats.added, f.label, tally.added)
-        _add(self.stats.kept, f.label, tally.kept)
-        _add(self.stats.errors, f.label, tally.errors)
-        _add(self.stats.judge_calls, f.label, result.judge_calls)
-        _add(self.stats.cache_hits, f.label, result.judge_cache_hits)
+        add(self.stats.added, f.label, tally.added)
+        add(self.stats.kept, f.label, tally.kept)
+        add(self.stats.errors, f.label, tally.errors)
+        add(self.stats.judge_calls, f.label, result.judge_calls)
+        add(self.stats.cache_hits, f.label, result.judge_cache_hits)
         for line in result.errors:
             log.warning("%s", line)
         for tid in result.judged:
@@ -358,7 +223,11 @@ class Follower:
         round's runs are judged again from the saved cursor)."""
         self.warm()
         backoff = self.config.poll_seconds
+        sampled_at = self.clock()
         while not stop.is_set():
+            if self.clock() - sampled_at >= SAMPLE_EVERY_S:
+                self.record_sample()
+                sampled_at = self.clock()
             try:
                 full = self.round()
                 backoff = self.config.poll_seconds
@@ -373,6 +242,37 @@ class Follower:
                 on_round(self)
             if not full:
                 stop.wait(self.config.poll_seconds)
+        self.record_sample()
+
+    def sample(self) -> ScoringSample:
+        """The follower's progress now; the lag over the interval since the last sample."""
+        s = self.stats
+        lags, s.recent_lags = sorted(s.recent_lags), []
+
+        def quantile(p: float) -> float | None:
+            return lags[min(len(lags) - 1, int(p * len(lags)))] if lags else None
+
+        return ScoringSample(
+            at=datetime.now(UTC),
+            follower=self.key,
+            process=PROCESS,
+            runs_judged=s.runs_seen,
+            verdicts=sum(s.added.values()),
+            errors=sum(s.errors.values()),
+            lag_p50_s=quantile(0.5),
+            lag_p95_s=quantile(0.95),
+            lag_max_s=lags[-1] if lags else None,
+            behind_runs=s.behind_runs,
+            behind_events=s.behind_events,
+            deferred=sum(s.waiting.values()),
+        )
+
+    def record_sample(self) -> None:
+        """Store a sample (the pipeline dashboard reads them); a failure is only logged."""
+        try:
+            self.store.samples.record(self.sample())
+        except StoreError as exc:
+            log.info("follower %s: sample not written: %s", self.key, exc)
 
     def warm(self) -> None:
         """Load what the scorers need (a model) before the first round, so that the first

@@ -29,7 +29,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from agentdocket.follow.follower import LAG_BUCKETS, Follower
+from agentdocket.follow.follower import Follower
+from agentdocket.follow.stats import LAG_BUCKETS
 
 
 class FollowerCollector(Collector):

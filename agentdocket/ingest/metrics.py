@@ -14,7 +14,8 @@ stored, spooled, rejected and dead-lettered since it started, and what waits in 
   letters;
 - ``agentdocket_spans_dropped_total{reason}``: spans lost (a full spool);
   ``agentdocket_database_failures_total``: failed attempts to reach or write the database;
-- ``agentdocket_spool_bytes`` and ``agentdocket_spool_files``: what waits for the database.
+- ``agentdocket_spool_bytes``, ``agentdocket_spool_files`` and
+  ``agentdocket_spool_oldest_seconds``: what waits for the database, and for how long.
 """
 
 from __future__ import annotations
@@ -100,6 +101,12 @@ class ReceiverCollector(Collector):
         )
         yield GaugeMetricFamily(
             "agentdocket_spool_files", "Spool files waiting.", value=len(sink.spool.files())
+        )
+        oldest = sink.spool.oldest_age()
+        yield GaugeMetricFamily(
+            "agentdocket_spool_oldest_seconds",
+            "Age of the oldest record waiting in the spool (0: none).",
+            value=oldest or 0.0,
         )
         yield GaugeMetricFamily(
             "agentdocket_requests_in_flight", "Requests being handled.", value=self.receiver.pending

@@ -87,6 +87,7 @@ class Spool:
         self.path = self.directory / (name + SUFFIX)
         self._fd: int | None = None
         self._own_bytes = 0
+        self._first_write: float | None = None  # when this file got its first record
         self._pid = os.getpid()
 
     # --- writing ------------------------------------------------------------------------------
@@ -114,6 +115,8 @@ class Spool:
                 os.ftruncate(fd, start)  # never leave half a record behind
                 raise
             self._own_bytes = start + len(record)
+            if self._first_write is None:
+                self._first_write = time.time()
             return True
 
     def _open_own(self) -> int:
@@ -145,6 +148,22 @@ class Spool:
                     total += path.stat().st_size
         return total
 
+    def oldest_age(self) -> float | None:
+        """Seconds since the oldest record waiting was spooled (None: nothing waits). Another
+        process's file counts from when it was named, this process's from its first record."""
+        now = time.time()
+        ages = []
+        for path in self.files():
+            if path == self.path:
+                if self._own_bytes and self._first_write is not None:
+                    ages.append(now - self._first_write)
+            else:
+                try:
+                    ages.append(now - int(path.name.split("-", 1)[0]) / 1e9)
+                except ValueError:
+                    continue
+        return max(ages) if ages else None
+
     def pending(self) -> bool:
         """Whether anything waits: this process's records, or another process's file."""
         return self._own_bytes > 0 or any(p != self.path for p in self.files())
@@ -167,6 +186,7 @@ class Spool:
                 os.ftruncate(self._fd, 0)
                 os.fsync(self._fd)
                 self._own_bytes = 0
+                self._first_write = None
             return delivered
 
     def _replay_orphan(self, path: Path, deliver: Deliver, quarantine: Quarantine) -> int:

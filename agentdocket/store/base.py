@@ -29,6 +29,7 @@ from agentdocket.store.reading import Reader, StoredRun
 from agentdocket.store.recorder import Recorder
 from agentdocket.store.redaction import Redactor
 from agentdocket.store.rollups import Refreshed
+from agentdocket.store.samples import PipelineSamples
 from agentdocket.store.scoring_reads import CaseCache, ReportRun, ReportVerdict, ScoringReader
 
 
@@ -49,6 +50,8 @@ class Store:
         self.scoring = ScoringReader(recorder, self.registry, self.reader)
         # Arrivals, finished runs, followers' cursors and claims (continuous scoring).
         self.following = Following(recorder)
+        # What receiver processes report of themselves (the pipeline dashboard).
+        self.samples = PipelineSamples(recorder)
         # False when open_store was given derived objects the database does not have as given
         # (PostgreSQL at the head revision is migrated only by `agentdocket migrate`).
         self.derived_current = True

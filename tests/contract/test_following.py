@@ -12,7 +12,8 @@ from scipy import stats as scipy_stats
 
 from agentdocket.events import Case, Dataset, Event, SqlExecuted
 from agentdocket.follow.config import ConfigFileError, FollowConfig, Rule, from_options, parse
-from agentdocket.follow.follower import Follower, resolve
+from agentdocket.follow.follower import Follower
+from agentdocket.follow.selection import resolve
 from agentdocket.store import Store, open_store
 from agentdocket.store.following import Position
 from tests.helpers.factory import T0, run_events

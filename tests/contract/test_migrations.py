@@ -52,6 +52,7 @@ ROLLUP_TABLES.add("rollup_transitions")
 DEAD_LETTERS = ({"dead_letters"}, {"dead_letters_state"})  # migration 0006
 DERIVED = {"derived_objects"}  # migration 0007; the views are installed by migrate
 CURSORS = {"scoring_cursors"}  # migration 0008
+SAMPLES = {"pipeline_samples", "scoring_samples"}  # migration 0009
 INSTALLED = {o.name for o in dashboards.objects() if o.identity.startswith("VIEW ")}
 
 
@@ -73,10 +74,20 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
         # the same views as 0004-0006 made, now installed from agentdocket/dashboards
         # (dashboard_experiment_verdicts came after 0006, with no migration)
         made_by_migrations = DASHBOARD_VIEWS | ROLLUP_VIEWS | {"dashboard_dead_letters"}
-        assert made_by_migrations | {"dashboard_experiment_verdicts"} == INSTALLED
+        later = {
+            "dashboard_experiment_verdicts",
+            "dashboard_pipeline_samples",
+            "dashboard_scoring_samples",
+        }
+        assert made_by_migrations | later == INSTALLED
+        assert _objects(bare_url) == (
+            TABLES | ROLLUP_TABLES | DEAD_LETTERS[0] | DERIVED | CURSORS | SAMPLES,
+            VIEWS | INSTALLED | DEAD_LETTERS[1],
+        )
+        downgrade(bare_url, "0008")
         assert _objects(bare_url) == (
             TABLES | ROLLUP_TABLES | DEAD_LETTERS[0] | DERIVED | CURSORS,
-            VIEWS | INSTALLED | DEAD_LETTERS[1],
+            VIEWS | DEAD_LETTERS[1],
         )
         downgrade(bare_url, "0007")
         assert _objects(bare_url) == (
@@ -96,6 +107,11 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
         downgrade(bare_url, "0004")
         assert _objects(bare_url) == (TABLES, VIEWS | DASHBOARD_VIEWS)
     else:
+        assert _objects(bare_url) == (
+            TABLES | DEAD_LETTERS[0] | DERIVED | CURSORS | SAMPLES,
+            VIEWS | DEAD_LETTERS[1],
+        )
+        downgrade(bare_url, "0008")
         assert _objects(bare_url) == (
             TABLES | DEAD_LETTERS[0] | DERIVED | CURSORS,
             VIEWS | DEAD_LETTERS[1],

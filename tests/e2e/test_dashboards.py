@@ -12,6 +12,7 @@ import re
 import sys
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from types import ModuleType
@@ -31,8 +32,9 @@ from agentdocket.dashboards.rollups import MEASURES
 from agentdocket.demo import run_demo
 from agentdocket.scorers.base import Outcome
 from agentdocket.scorers.runner import score_runs
-from agentdocket.store import DeadLetter, open_store
+from agentdocket.store import DeadLetter, Store, open_store
 from agentdocket.store.config import parse_url, psycopg_conninfo
+from agentdocket.store.samples import PipelineSample, ScoringSample
 from tests.helpers.db import ROOT, SHARED, cli, drop_database, fresh_pg, require_shared, rounded
 from tests.helpers.grammar_records import RECORDS
 
@@ -185,8 +187,21 @@ def seeded(pg_template: tuple[str, str], tmp_path_factory: pytest.TempPathFactor
         ibm = [r["trace_id"] for r in store.list_runs(dataset="ibm-mistral", limit=None)]
         score_runs(store, [stricter], trace_ids=ibm)
         store.keep_dead_letters([DeadLetter.of_raw('{"x": 1}', "test: refused", "seed")])
+        _pipeline_samples(store)
     yield url
     drop_database(pg_template[0], name)
+
+
+def _pipeline_samples(store: Store) -> None:
+    """What a receiver and a follower report over half a minute."""
+    now = datetime.now(UTC)
+    for i, at in enumerate((now - timedelta(seconds=30), now - timedelta(seconds=15))):
+        store.samples.record(
+            PipelineSample(at, "host:1", 100 * i, i, 3.0 * i or None, 40 * i, 300 * i, 0, i, 0)
+        )
+        store.samples.record(
+            ScoringSample(at, "live:abc", "host:2", 10 * i, 20 * i, 0, 0.2, 0.4, 0.5, 2, 9, 0)
+        )
 
 
 def _rows(conn: psycopg.Connection[Any], text: str) -> tuple[list[str], list[tuple[Any, ...]]]:

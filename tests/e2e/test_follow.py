@@ -26,7 +26,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from agentdocket import scorers
 from agentdocket.demo import run_demo
 from agentdocket.follow.config import FollowConfig, Rule
-from agentdocket.follow.follower import Budget, Followed, Follower
+from agentdocket.follow.follower import Follower
+from agentdocket.follow.selection import Budget, Followed
 from agentdocket.store import Store, open_store
 from tests.helpers.otlp_server import Server, free_port
 
@@ -225,6 +226,23 @@ def test_follower_metrics_match_the_database(
     assert samples[("agentdocket_scoring_errors_total", label)] == 0
     assert samples[("agentdocket_scoring_behind_events", ())] == 0
     assert samples[("agentdocket_spans_received_total", ())] == 36
+    # the panels' hourly view has the follower's verdicts at once (their hours are read live
+    # until serve's next refresh, a minute after its first)
+    with open_store(pg_url) as store:
+        [(counted,)] = store.recorder._read(
+            "SELECT sum(verdicts) FROM dashboard_verdict_stats WHERE scorer = ?", [SCORER]
+        )
+    assert counted == 12
+    # stopping writes the last samples the pipeline dashboard reads
+    server.stop()
+    with open_store(pg_url) as store:
+        [receiver] = store.samples.latest("pipeline_samples")
+        [follower] = store.samples.latest("scoring_samples")
+        events = store.counts()["events"]
+    assert receiver["spans_received"] == 36 and receiver["spool_bytes"] == 0
+    assert receiver["events_stored"] == events - 12  # the verdicts came from the follower
+    assert follower["verdicts"] == 12 and follower["runs_judged"] == 12
+    assert follower["behind_runs"] == 0
 
 
 def test_a_judge_budget_defers_runs_and_drops_none(url: str, tmp_path: Path) -> None:

@@ -1,0 +1,37 @@
+"""A panel as the dashboards declare it: where it goes, its SQL and the columns it returns.
+Every module of panels adds to :data:`PANELS` with :func:`panel`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["PANELS", "PanelSpec", "panel"]
+
+
+@dataclass(frozen=True)
+class PanelSpec:
+    """One panel: where it is, its SQL and the columns that SQL returns."""
+
+    dashboard: str
+    title: str
+    kind: str  # timeseries, stat, table, barchart, piechart
+    sql: str
+    columns: tuple[str, ...]
+    fmt: str = "table"
+    unit: str | None = None
+    description: str = ""
+    width: int = 12
+    height: int = 8
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+PANELS: list[PanelSpec] = []
+
+
+def panel(dashboard: str, title: str, kind: str, sql: str, columns: str, **kw: Any) -> None:
+    fmt = "time_series" if kind == "timeseries" else "table"
+    spec = PanelSpec(
+        dashboard, title, kind, " ".join(sql.split()), tuple(columns.split()), fmt, **kw
+    )
+    PANELS.append(spec)

@@ -1,0 +1,108 @@
+"""What a follower judges and at what cost: its scorers with their rules, and the judges'
+budgets."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import orjson
+
+from agentdocket import scorers as registry
+from agentdocket.follow.config import ConfigFileError, FollowConfig, Rule
+from agentdocket.scorers.base import Scorer
+
+
+@dataclass
+class Followed:
+    """One scorer following, with its rule and judge budget."""
+
+    scorer: Scorer
+    rule: Rule
+    budget: Budget | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.scorer.name}@{self.scorer.version}"
+
+
+class Budget:
+    """A judge's calls per minute: a bucket refilled continuously, holding one minute's calls.
+    A round judges as many runs as the bucket pays for at the calls per run seen so far; the
+    rest wait for a later round (deferred, never dropped)."""
+
+    def __init__(self, per_minute: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.per_minute = per_minute
+        self.clock = clock
+        self.tokens = per_minute
+        self.at = clock()
+        self.calls_per_run = 1.0
+
+    def _refill(self) -> None:
+        now = self.clock()
+        self.tokens = min(self.per_minute, self.tokens + (now - self.at) * self.per_minute / 60)
+        self.at = now
+
+    def allow(self, runs: int) -> int:
+        """How many of ``runs`` may be judged now."""
+        self._refill()
+        return min(runs, int(self.tokens / max(self.calls_per_run, 1e-9)))
+
+    def spend(self, calls: int, runs: int) -> None:
+        """Account ``calls`` made for ``runs`` runs (cached answers cost nothing)."""
+        self.tokens -= calls
+        if runs:
+            self.calls_per_run = 0.8 * self.calls_per_run + 0.2 * max(calls / runs, 0.1)
+
+
+def resolve(config: FollowConfig) -> list[Followed]:
+    """The scorers a config names, each with its rule; a name no scorer has, a scorer that
+    judges groups of runs, or a judge without a model is an error naming the rule."""
+    chosen: list[Followed] = []
+    for i, rule in enumerate(config.rules):
+        names = registry.matching(rule.name) or [rule.name]
+        for name in names:
+            try:
+                scorer = registry.get(name, rule.version)
+            except KeyError as exc:
+                raise ConfigFileError(f"scorer[{i}]: {exc.args[0]}") from None
+            if scorer.scope == "group":
+                raise ConfigFileError(
+                    f"scorer[{i}]: {scorer.name} judges groups of runs together; score it in "
+                    "batch (`agentdocket score`) once the group's runs are in"
+                )
+            if scorer.judge:
+                if rule.judge is not None:
+                    scorer = dataclasses.replace(
+                        scorer, config={**scorer.config, "model": rule.judge}
+                    )
+                elif scorer.config.get("model") is None:
+                    raise ConfigFileError(
+                        f"scorer[{i}]: {scorer.name} is an LLM judge: give it a model "
+                        '(judge = "PROVIDER:MODEL", or --judge)'
+                    )
+            if any(
+                f.scorer.name == scorer.name and f.scorer.version == scorer.version for f in chosen
+            ):
+                raise ConfigFileError(f"scorer[{i}]: {scorer.name}@{scorer.version} is named twice")
+            budget = Budget(rule.calls_per_minute) if rule.calls_per_minute is not None else None
+            chosen.append(Followed(scorer, rule, budget))
+    return chosen
+
+
+def follower_key(config: FollowConfig, chosen: Sequence[Followed]) -> str:
+    """The name a follower's cursor and claims go by: its config's name and a digest of what
+    it judges, so a changed config starts its own cursor (and catches up)."""
+    what = sorted(
+        (
+            f.scorer.name,
+            f.scorer.version,
+            orjson.dumps(f.rule.describe(), option=orjson.OPT_SORT_KEYS).decode(),
+        )
+        for f in chosen
+    )
+    digest = hashlib.sha256(orjson.dumps(what)).hexdigest()[:12]
+    return f"{config.name}:{digest}"

@@ -1,0 +1,77 @@
+"""The receiver's state into the database now and then (``pipeline_samples``), so that the
+pipeline dashboard shows the spool and the counts without Prometheus. A sample that cannot be
+written (the database away) is skipped: the spool's growth shows in the next one."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from datetime import UTC, datetime
+
+from agentdocket.ingest.metrics import Receiver
+from agentdocket.store import Store, open_store
+from agentdocket.store.samples import PipelineSample
+
+log = logging.getLogger("agentdocket.receiver")
+EVERY_S = 15.0
+
+
+def sample(receiver: Receiver, process: str) -> PipelineSample:
+    """The receiver's state now."""
+    s = receiver.sink.stats
+    spool = receiver.sink.spool
+    return PipelineSample(
+        at=datetime.now(UTC),
+        process=process,
+        spool_bytes=spool.size(),
+        spool_files=len(spool.files()),
+        spool_oldest_s=spool.oldest_age(),
+        spans_received=receiver.stats.spans,
+        events_stored=s.delivered + s.replayed,
+        events_spooled=s.spooled,
+        events_dead_lettered=s.refused,
+        spans_dropped=sum(s.dropped.values()),
+    )
+
+
+class Sampler(threading.Thread):
+    """Inserts a sample every ``every`` seconds until stopped, and one last on stopping."""
+
+    def __init__(self, receiver: Receiver, url: str, every: float = EVERY_S) -> None:
+        super().__init__(name="agentdocket-samples", daemon=True)
+        self.receiver = receiver
+        self.url = url
+        self.every = every
+        self.process = f"{socket.gethostname()}:{os.getpid()}"
+        self.stopped = threading.Event()
+        self._store: Store | None = None
+        self.written = 0
+
+    def write(self) -> bool:
+        try:
+            if self._store is None:
+                self._store = open_store(self.url, migrate=False)
+            self._store.samples.record(sample(self.receiver, self.process))
+        except Exception as exc:  # never into the receiver: the next sample will tell
+            log.info("pipeline sample not written: %s", exc)
+            if self._store is not None:
+                try:
+                    self._store.close()
+                finally:
+                    self._store = None
+            return False
+        self.written += 1
+        return True
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.every):
+            self.write()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join()
+        self.write()
+        if self._store is not None:
+            self._store.close()
