@@ -155,7 +155,9 @@ def _send(endpoint: str, rate: int, seconds: float) -> tuple[int, float]:
     return sent, taken
 
 
-def one_rate(url: str, rate: int, seconds: float, workdir: Path) -> dict[str, Any]:
+def one_rate(
+    url: str, rate: int, seconds: float, workdir: Path, in_serve: bool = False
+) -> dict[str, Any]:
     with fresh_database(url) as db:
         with open_store(db) as store:
             store.register_dataset(_dataset())
@@ -164,14 +166,15 @@ def one_rate(url: str, rate: int, seconds: float, workdir: Path) -> dict[str, An
         port, metrics = free_port(), free_port()
         env = dict(os.environ, HF_HUB_OFFLINE="1")
         logs = open(workdir / f"bench-follow-{rate}.log", "ab")  # noqa: SIM115
-        serve = subprocess.Popen(
-            _cli(db, "serve", "--port", str(port), "--grpc-port", "0", "--refresh-every", "0"),
-            stdout=logs,
-            stderr=logs,
-            env=env,
-        )
+        serving = ["serve", "--port", str(port), "--grpc-port", "0", "--refresh-every", "0"]
+        if in_serve:  # serve --score: one process receives and follows
+            serving += ["--config", str(config)]
+            metrics = port
+        serve = subprocess.Popen(_cli(db, *serving), stdout=logs, stderr=logs, env=env)
         follow = subprocess.Popen(
-            _cli(db, "score", "--follow", "--config", str(config), "--metrics-port", str(metrics)),
+            _cli(db, "score", "--follow", "--config", str(config), "--metrics-port", str(metrics))
+            if not in_serve
+            else [sys.executable, "-c", "import time; time.sleep(1e6)"],
             stdout=logs,
             stderr=logs,
             env=env,
@@ -259,12 +262,17 @@ def main() -> None:
     parser.add_argument("--rates", default="50,200,500")
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--database", help="PostgreSQL URL (default: the local cluster)")
+    parser.add_argument(
+        "--in-serve",
+        action="store_true",
+        help="follow inside serve (serve --score) instead of a score --follow process",
+    )
     args = parser.parse_args()
     url = postgres_url(args.database)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for rate in (int(r) for r in args.rates.split(",")):
-            row = one_rate(url, rate, args.seconds, Path(tmp))
+            row = one_rate(url, rate, args.seconds, Path(tmp), args.in_serve)
             rows.append(row)
             print(
                 f"{rate:>4} runs/s offered ({row['offered_per_s']:.0f} sent/s, "
