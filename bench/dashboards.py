@@ -10,7 +10,9 @@ judgements on 30%, peer review (3 sub-tasks) on 10%, GRAMMAR on one dataset's 10
 written with set-based SQL straight into the tables (the store's append path is measured by
 bench/ingest.py); the projections are written consistently with the events. Then each panel's
 SQL, expanded as Grafana expands it for the default range (the last ``--range-days`` days) with
-every variable at "All", is timed: the median of ``--rounds``. Target: every panel < 200 ms.
+every variable at "All", is timed: the median of ``--rounds``. Target: every panel < 200 ms;
+the run dashboard's panels, which read the newest failing run, < 50 ms (its list of failing
+runs, 200 ms).
 
 The synthesis marks every hour stale (the rollup triggers fire on the inserts), so a full
 refresh of the rollups is timed first. Then the panels, three times: on fresh rollups; with the
@@ -36,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agentdocket import dashboards  # noqa: E402
-from agentdocket.dashboards import panels  # noqa: E402
+from agentdocket.dashboards import panels, run  # noqa: E402
 from agentdocket.dashboards.macros import expand  # noqa: E402
 from agentdocket.store import open_store  # noqa: E402
 from agentdocket.store.config import parse_url, psycopg_conninfo  # noqa: E402
@@ -44,6 +46,7 @@ from agentdocket.store.grafana import grant_dashboard_role  # noqa: E402
 from bench.common import fresh_database, postgres_url  # noqa: E402
 
 TARGET_MS = 200.0
+RUN_TARGET_MS = 50.0  # the run dashboard reads one run
 ROLE = "agentdocket_bench_grafana"
 
 
@@ -297,14 +300,23 @@ def main() -> None:
     for row in zip(*modes, strict=True):
         dashboard, title, _, n = row[0]
         times = [ms for _, _, ms, _ in row]
-        over = max(times[:2]) >= TARGET_MS
+        over = max(times[:2]) >= target(dashboard, title)
         slow += over
         flag = "  over target" if over else ""
         cells = " ".join(f"{ms:8.1f}" for ms in times)
         print(f"  {dashboard:16} {title[:52]:52} {cells} {n:6} rows{flag}")
     print(
-        f"{len(fresh) - slow} of {len(fresh)} queries under {TARGET_MS:.0f} ms fresh and recording"
+        f"{len(fresh) - slow} of {len(fresh)} queries under their targets fresh and recording "
+        f"({TARGET_MS:.0f} ms; the run dashboard's {RUN_TARGET_MS:.0f} ms but its list of runs)"
     )
+
+
+def target(dashboard: str, title: str) -> float:
+    """The run dashboard reads one run: 50 ms; its list of failing runs, as every other
+    panel: 200 ms."""
+    if dashboard == run.UID.removeprefix("agentdocket-") and title != "Failing runs":
+        return RUN_TARGET_MS
+    return TARGET_MS
 
 
 def panel_times(
@@ -322,6 +334,17 @@ def panel_times(
     ms, _ = timed(conn, sql, rounds)
     results.append(("variables", "version_a / version_b", ms, 2))
     values["version_a"], values["version_b"] = ["1"], ["1.1"]
+    # the experiments dashboard: the first dataset and two of its selections
+    sql = expand(panels.VARIABLE_SQL["experiment_dataset"], {}, *window)
+    values["experiment_dataset"] = [str(conn.execute(sql.encode()).fetchall()[0][0])]
+    sql = expand(panels.VARIABLE_SQL["baseline"], values, *window)
+    selections = sorted(str(r[0]) for r in conn.execute(sql.encode()).fetchall())
+    values["baseline"], values["candidate"] = [selections[0]], [selections[-1]]
+    # the run dashboard: the newest run that failed a scorer; the list unfiltered
+    newest = "SELECT trace_id FROM dashboard_failing_runs ORDER BY time DESC LIMIT 1"
+    values["trace_id"] = [str(conn.execute(newest).fetchall()[0][0])]
+    for name in ("case_id", "failing_scorer", "failure_type", "tool"):
+        values[name] = [""]
     for spec in panels.PANELS:
         sql = expand(spec.sql, values, *window)
         ms, n = timed(conn, sql, rounds)

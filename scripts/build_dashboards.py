@@ -18,17 +18,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from grafana_foundation_sdk.builders import barchart, piechart, stat, table, timeseries
+from grafana_foundation_sdk.builders import alerting, barchart, piechart, stat, table, timeseries
 from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.cog import builder as cogbuilder
 from grafana_foundation_sdk.cog import variants as cogvariants
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models import alerting as alerting_models
 from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as models
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentdocket.dashboards import pipeline
+from agentdocket.dashboards import alerts, pipeline, run
 from agentdocket.dashboards.panels import OVERVIEW, PANELS, TITLES, VARIABLE_SQL
 from agentdocket.dashboards.panels import E as EXPERIMENTS
 from agentdocket.dashboards.panels import V as VERSIONS
@@ -91,6 +92,10 @@ def variables(uid: str) -> list[cogbuilder.Builder[models.VariableModel]]:
     source = dash.DatasourceVariable("datasource").label("Database").type(DATASOURCE_TYPE)
     if uid == pipeline.UID:  # the pipeline's own health: no agent or dataset to choose
         return [source]
+    if uid == run.UID:  # one run, or a list of failing runs filtered by what a link carried
+        return [source] + [
+            dash.TextBoxVariable(name).label(label) for name, label in run.VARIABLES.items()
+        ]
     if uid == EXPERIMENTS:
         return [
             source,
@@ -124,6 +129,7 @@ KINDS: dict[str, Callable[[], Any]] = {
     "table": table.Panel,
     "barchart": barchart.Panel,
     "piechart": piechart.Panel,
+    "traces": table.Panel,  # the SDK has no traces builder: built as a table, retyped below
 }
 
 
@@ -141,7 +147,24 @@ def build_panel(spec: PanelSpec, panel_id: int) -> Any:
         p = p.unit(spec.unit)
     if spec.description:
         p = p.description(spec.description)
+    for column, url in spec.links.items():
+        if column != "*":  # "*": every field's, set on the built JSON below
+            links = [{"title": LINK_TITLES[column], "url": url}]
+            p = p.override_by_name(column, [models.DynamicConfigValue("links", links)])
     return p
+
+
+LINK_TITLES = {
+    "trace_id": "Open this run",
+    "baseline_run": "Open this run",
+    "candidate_run": "Open this run",
+    "judge_trace_id": "Open the judge's trace",
+    "case_id": "Failing runs of this case",
+    "failure_type": "Runs that failed this way",
+    "scorer": "Failing runs of this scorer",
+    "tool": "Failing runs that called this tool",
+    "*": "Failing runs in this time range",
+}
 
 
 def build_dashboard(uid: str) -> dict[str, Any]:
@@ -162,6 +185,12 @@ def build_dashboard(uid: str) -> dict[str, Any]:
     for panel_id, spec in enumerate(mine, start=1):
         d = d.with_panel(build_panel(spec, panel_id))
     built: dict[str, Any] = json.loads(json.dumps(d.build(), cls=JSONEncoder))
+    for spec, p in zip(mine, built["panels"], strict=True):
+        if spec.kind == "traces":
+            p["type"] = "traces"
+        if "*" in spec.links:
+            defaults = p.setdefault("fieldConfig", {}).setdefault("defaults", {})
+            defaults["links"] = [{"title": LINK_TITLES["*"], "url": spec.links["*"]}]
     return built
 
 
@@ -169,10 +198,128 @@ def render(uid: str) -> str:
     return json.dumps(build_dashboard(uid), indent=2, sort_keys=True) + "\n"
 
 
+# --- alert rules ------------------------------------------------------------------------------
+
+ALERTS = OUT.parent / "provisioning" / "alerting" / "agentdocket.json"
+DATASOURCE_UID = "agentdocket"  # as provisioning/datasources/agentdocket.yaml names it
+# Per-rule keys of the HTTP API that a provisioning file does not take (the group says them).
+API_ONLY = ("folderUID", "ruleGroup", "orgID", "id", "updated", "provenance")
+
+
+class AlertSql(cogvariants.Dataquery):
+    """A rule's query: the PostgreSQL datasource by its provisioned uid, as a table."""
+
+    def __init__(self, raw_sql: str) -> None:
+        self.raw_sql = raw_sql
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "refId": "A",
+            "datasource": {"type": DATASOURCE_TYPE, "uid": DATASOURCE_UID},
+            "editorMode": "code",
+            "format": "table",
+            "rawQuery": True,
+            "rawSql": self.raw_sql,
+        }
+
+
+class Threshold(cogvariants.Dataquery):
+    """A server-side expression: fires where A's value is above 0."""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "refId": "B",
+            "type": "threshold",
+            "expression": "A",
+            "datasource": {"type": "__expr__", "uid": "__expr__"},
+            "conditions": [{"evaluator": {"type": "gt", "params": [0]}}],
+        }
+
+
+class _Built(cogbuilder.Builder[cogvariants.Dataquery]):
+    def __init__(self, query: cogvariants.Dataquery) -> None:
+        self.query = query
+
+    def build(self) -> cogvariants.Dataquery:
+        return self.query
+
+
+def panel_id(dashboard: str, title: str) -> int:
+    """The id build_dashboard gives a panel (its place among its dashboard's panels)."""
+    mine = [spec.title for spec in PANELS if spec.dashboard == dashboard]
+    return mine.index(title) + 1
+
+
+def build_alerts(thresholds: alerts.Thresholds) -> dict[str, Any]:
+    built = []
+    for rule in alerts.rules(thresholds):
+        pid = panel_id(rule.dashboard, rule.panel)  # also checks that the panel exists
+        r = (
+            alerting.Rule(rule.title)
+            .uid(rule.uid)
+            .condition("B")
+            .with_query(
+                alerting.Query("A")
+                .datasource_uid(DATASOURCE_UID)
+                .relative_time_range(alerting_models.RelativeTimeRange(from_val=3600, to=0))
+                .model(_Built(AlertSql(rule.sql)))
+            )
+            .with_query(
+                alerting.Query("B")
+                .datasource_uid("__expr__")
+                .relative_time_range(alerting_models.RelativeTimeRange(from_val=3600, to=0))
+                .model(_Built(Threshold()))
+            )
+            .no_data_state("OK")
+            .exec_err_state("Error")
+            .for_val(rule.for_)
+            .labels({"severity": rule.severity, "source": "agentdocket"})
+            .annotations(
+                {
+                    "summary": rule.summary,
+                    "description": rule.description,
+                    "__dashboardUid__": rule.dashboard,
+                    "__panelId__": str(pid),
+                }
+            )
+        )
+        data: dict[str, Any] = json.loads(json.dumps(r.build(), cls=JSONEncoder))
+        for key in API_ONLY:
+            data.pop(key, None)
+        built.append(data)
+    return {
+        "apiVersion": 1,
+        "groups": [
+            {
+                "orgId": 1,
+                "name": "agentdocket",
+                "folder": "agentdocket",
+                "interval": "1m",
+                "rules": built,
+            }
+        ],
+    }
+
+
+def render_alerts(thresholds: alerts.Thresholds) -> str:
+    return json.dumps(build_alerts(thresholds), indent=2, sort_keys=True) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--check", action="store_true", help="fail if the JSON is not current")
+    defaults = alerts.Thresholds()
+    for name in defaults.__dataclass_fields__:
+        parser.add_argument(
+            f"--{name.replace('_', '-')}",
+            type=type(getattr(defaults, name)),
+            default=getattr(defaults, name),
+            help=f"alert threshold (default {getattr(defaults, name)})",
+        )
     args = parser.parse_args()
+    thresholds = alerts.Thresholds(
+        **{name: getattr(args, name) for name in defaults.__dataclass_fields__}
+    )
     stale = []
     OUT.mkdir(exist_ok=True)
     for uid in TITLES:
@@ -183,6 +330,13 @@ def main() -> int:
                 stale.append(path.name)
         else:
             path.write_text(text)
+    text = render_alerts(thresholds)
+    if args.check:
+        if not ALERTS.exists() or ALERTS.read_text() != text:
+            stale.append(ALERTS.name)
+    else:
+        ALERTS.parent.mkdir(parents=True, exist_ok=True)
+        ALERTS.write_text(text)
     if stale:
         print(
             f"not current (run python scripts/build_dashboards.py): {', '.join(stale)}",

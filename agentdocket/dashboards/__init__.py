@@ -10,13 +10,14 @@ scorer names and detail keys they read come from the scorers' declarations
 from __future__ import annotations
 
 from agentdocket.dashboards.rollups import objects as rollup_objects
+from agentdocket.dashboards.run import objects as run_objects
 from agentdocket.dashboards.views import objects as view_objects
 from agentdocket.store.derived import Derived
 
 
 def objects() -> list[Derived]:
     """Every derived object, in the order they are created."""
-    return view_objects() + rollup_objects()
+    return view_objects() + run_objects() + rollup_objects()
 
 
 __all__ = ["objects"]

@@ -15,7 +15,7 @@ verdict panels on ``version`` too; the scorer-versions dashboard compares ``vers
 
 from __future__ import annotations
 
-from agentdocket.dashboards import pipeline
+from agentdocket.dashboards import pipeline, run
 from agentdocket.dashboards.declared import family, names, scorer
 from agentdocket.dashboards.rollups import MEASURES
 from agentdocket.dashboards.spec import PANELS as PANELS  # every dashboard's, re-exported
@@ -84,6 +84,27 @@ def mean(measure: str) -> str:
     return (
         f"sum(total) FILTER (WHERE measure = '{measure}') / "
         f"nullif(sum(n) FILTER (WHERE measure = '{measure}'), 0)"
+    )
+
+
+def failing_runs(dashboard: str, which: str, condition: str) -> None:
+    """The dashboard's table of recent failing runs of its scorers (``which`` names them in
+    the title), each linking to its run."""
+    panel(
+        dashboard,
+        f"Recent failing runs ({which})",
+        "table",
+        "SELECT time, trace_id, agent, case_id, scorer, failure_type, rationale "
+        f"FROM dashboard_failing_runs WHERE $__timeFilter(time) AND agent IN ($agent) "
+        f"AND dataset IN ($dataset) AND {condition} "
+        "ORDER BY time DESC, trace_id, scorer, scorer_version LIMIT 50",
+        "time trace_id agent case_id scorer failure_type rationale",
+        width=24,
+        links={
+            "trace_id": run.RUN_LINK,
+            "case_id": run.runs_link("case_id"),
+            "failure_type": run.runs_link("failure_type"),
+        },
     )
 
 
@@ -199,6 +220,8 @@ panel(
     width=18,
 )
 
+failing_runs(OVERVIEW, "every scorer", "true")
+
 # --- Tool use ---------------------------------------------------------------------------------
 
 T = "agentdocket-tool-use"
@@ -223,6 +246,7 @@ panel(
     f"WHERE {VERDICTS} AND {TOOL_SCORERS} GROUP BY 1, 2 ORDER BY 1",
     "time metric pass_rate",
     unit="percentunit",
+    links={"*": run.FAILING},
 )
 panel(
     T,
@@ -233,6 +257,7 @@ panel(
     f"GROUP BY 1, 2 ORDER BY 1, 2",
     "tool scorer pass_rate runs",
     description="Each run counts once for every tool it called.",
+    links={"tool": run.runs_link("tool"), "scorer": run.runs_link("failing_scorer")},
 )
 panel(
     T,
@@ -242,6 +267,10 @@ panel(
     f"WHERE {VERDICTS} AND {TOOL_SCORERS} AND failure_type IS NOT NULL GROUP BY 1, 2 "
     f"ORDER BY verdicts DESC LIMIT 20",
     "failure_type scorer verdicts",
+    links={
+        "failure_type": run.runs_link("failure_type"),
+        "scorer": run.runs_link("failing_scorer"),
+    },
 )
 panel(
     T,
@@ -252,6 +281,8 @@ panel(
     f"GROUP BY label ORDER BY min(total / n)",
     "extra_steps runs",
 )
+
+failing_runs(T, "tool use", f"{TOOL_SCORERS} AND scorer_version IN ($version)")
 
 # --- Responses --------------------------------------------------------------------------------
 
@@ -298,6 +329,13 @@ panel(
     f"WHERE {measures(REFERENCE, 'interpretive_score')} GROUP BY label "
     f"ORDER BY CAST(label AS numeric)",
     "score answers",
+)
+
+failing_runs(
+    R,
+    "responses",
+    f"scorer IN {names('response.similarity', 'answer.reference')} "
+    "AND scorer_version IN ($version)",
 )
 
 # --- Peer review ------------------------------------------------------------------------------
@@ -349,6 +387,8 @@ panel(
     width=24,
 )
 
+failing_runs(P, "peer review", f"{PEER} AND scorer_version IN ($version)")
+
 # --- GRAMMAR ----------------------------------------------------------------------------------
 
 G = "agentdocket-grammar"
@@ -385,6 +425,8 @@ panel(
     "blame runs",
     width=8,
 )
+
+failing_runs(G, "GRAMMAR", f"{GRAMMAR} AND scorer_version IN ($version)")
 
 # --- Scorer versions --------------------------------------------------------------------------
 
@@ -428,8 +470,15 @@ panel(
     f"AND (a.passed IS DISTINCT FROM b.passed OR a.label IS DISTINCT FROM b.label "
     f"OR a.score IS DISTINCT FROM b.score) ORDER BY a.time DESC LIMIT 200",
     "trace_id case_id version_a version_b failure_a failure_b",
+    links={"trace_id": run.RUN_LINK, "case_id": run.runs_link("case_id")},
 )
 
+
+failing_runs(
+    V,
+    "the scorer's two versions",
+    "scorer = '$scorer' AND scorer_version IN ('$version_a', '$version_b')",
+)
 
 # --- Experiments ------------------------------------------------------------------------------
 
@@ -476,6 +525,11 @@ panel(
     "baseline_run candidate_run",
     width=24,
     height=12,
+    links={
+        "baseline_run": run.RUN_LINK,
+        "candidate_run": run.RUN_LINK,
+        "case_id": run.runs_link("case_id"),
+    },
 )
 
 
@@ -491,6 +545,7 @@ TITLES = {
     V: ("agentdocket: scorer versions", "How verdicts moved between two versions of a scorer"),
     E: ("agentdocket: experiments", "Two sets of runs of a dataset, case by case"),
     pipeline.UID: pipeline.TITLE,
+    run.UID: run.TITLE,
 }
 
 

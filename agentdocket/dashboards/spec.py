@@ -15,7 +15,7 @@ class PanelSpec:
 
     dashboard: str
     title: str
-    kind: str  # timeseries, stat, table, barchart, piechart
+    kind: str  # timeseries, stat, table, barchart, piechart, traces
     sql: str
     columns: tuple[str, ...]
     fmt: str = "table"
@@ -24,6 +24,9 @@ class PanelSpec:
     width: int = 12
     height: int = 8
     options: dict[str, Any] = field(default_factory=dict)
+    # data links: a column's name -> the URL a click on its value opens (Grafana's
+    # ${__value.raw} and ${__url_time_range} are expanded by Grafana)
+    links: dict[str, str] = field(default_factory=dict)
 
 
 PANELS: list[PanelSpec] = []

@@ -26,6 +26,7 @@ variable's "All" covers every run).
   size, files and oldest record; events stored per second since its previous sample).
 - ``dashboard_scoring_samples``: what each follower reported every 15 seconds (scoring lag over
   the interval, finished runs and events behind its cursor, verdicts per second).
+- ``dashboard_telemetry_dropped``: spans exporters reported dropping (``telemetry.dropped``).
 - ``dashboard_experiment_verdicts``: each run's latest run-level verdicts with its dataset,
   case and the selections that pick it (``experiment:NAME``, ``AGENT@VERSION``, ``AGENT``), for
   the experiments dashboard.
@@ -200,6 +201,11 @@ def _views() -> dict[str, str]:
                 END AS verdicts_per_s
             FROM scoring_samples
             WINDOW w AS (PARTITION BY follower, process ORDER BY at)
+        """,
+        "dashboard_telemetry_dropped": """
+            SELECT e.ts AS time, e.payload->>'reason' AS reason,
+                CAST(e.payload->>'count' AS bigint) AS count
+            FROM events e WHERE e.kind = 'telemetry.dropped'
         """,
         "dashboard_experiment_verdicts": """
             SELECT coalesce(r.started_at, r.first_ts) AS time, r.dataset, r.case_id,

@@ -10,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from agentdocket import dashboards
+from agentdocket.dashboards import run
 from agentdocket.store import Derived, open_store
 from agentdocket.store.config import parse_url
 from agentdocket.store.derived import digest
@@ -78,6 +79,8 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
             "dashboard_experiment_verdicts",
             "dashboard_pipeline_samples",
             "dashboard_scoring_samples",
+            "dashboard_telemetry_dropped",
+            *(o.name for o in run.objects()),
         }
         assert made_by_migrations | later == INSTALLED
         assert _objects(bare_url) == (

@@ -5,14 +5,12 @@ returns the columns the panel expects, non-empty. Also the read-only Grafana rol
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import json
 import re
 import sys
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from types import ModuleType
@@ -21,22 +19,16 @@ from typing import Any
 import psycopg
 import pytest
 import yaml  # type: ignore[import-untyped]
-from langchain_core.language_models.fake_chat_models import FakeListChatModel
-from psycopg import sql
 
-from agentdocket import dashboards, scorers
+from agentdocket import dashboards
 from agentdocket.dashboards import panels
 from agentdocket.dashboards.macros import expand
 from agentdocket.dashboards.panels import OUTCOME, quantiles
 from agentdocket.dashboards.rollups import MEASURES
-from agentdocket.demo import run_demo
-from agentdocket.scorers.base import Outcome
-from agentdocket.scorers.runner import score_runs
-from agentdocket.store import DeadLetter, Store, open_store
+from agentdocket.store import open_store
 from agentdocket.store.config import parse_url, psycopg_conninfo
-from agentdocket.store.samples import PipelineSample, ScoringSample
-from tests.helpers.db import ROOT, SHARED, cli, drop_database, fresh_pg, require_shared, rounded
-from tests.helpers.grammar_records import RECORDS
+from tests.helpers.db import ROOT, SHARED, cli, rounded
+from tests.helpers.grafana import drop_role, rows_of, variables
 
 DASHBOARDS = ROOT / "dashboards"
 IBM_CASE = SHARED / "datasets" / "ibm-coalitions" / "single-models" / "mistral_all"
@@ -137,106 +129,14 @@ def test_provisioning_points_at_the_dashboards_and_a_postgresql_datasource() -> 
 
 # --- the panels' SQL on a seeded database -------------------------------------------------------
 
-REFERENCE = [
-    "Rationale.\nConclusion: Match\nScore: 4",
-    "Rationale.\nConclusion: Not Match\nScore: 2",
-]
-PEER = ["Rationale.\nFinal Decision: Perfect", "Rationale.\nFinal Decision: Imperfect"]
-
-
-def _stricter(trace: Any, config: Any) -> Outcome | None:
-    """planner.suffix_match 1.1 for the versions dashboard: extra steps fail."""
-    outcome = scorers.get("planner.suffix_match", "1").fn(trace, config)
-    if outcome is not None and outcome.passed and outcome.details.get("extra_steps"):
-        return Outcome(passed=False, score=0.0, failure_type="planner:extra_steps")
-    return outcome
-
-
-@pytest.fixture(scope="module")
-def seeded(pg_template: tuple[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    require_shared(IBM_CASE)
-    url, name = fresh_pg(pg_template)
-    tmp = tmp_path_factory.mktemp("seed")
-    run_demo(url, spool_dir=tmp / "spool")
-    cli(url, "import", "ibm-coalitions", str(IBM_CASE), "--dataset", "ibm-mistral")
-    # a second model on the same cases: what the experiments dashboard compares
-    cli(url, "import", "ibm-coalitions", str(IBM_OTHER), "--dataset", "ibm-mistral")
-    results = tmp / "grammar.json"
-    results.write_text(json.dumps(RECORDS))
-    cli(url, "import", "grammar-results", str(results), "--dataset", "grammar-toy")
-    cli(url, "score")
-    with open_store(url) as store:
-        demo = [r["trace_id"] for r in store.list_runs(dataset="concerts-demo", limit=None)]
-        judge = scorers.get("answer.reference", "1")
-        judge = dataclasses.replace(
-            judge, config={**judge.config, "model": FakeListChatModel(responses=REFERENCE)}
-        )
-        peers = [
-            dataclasses.replace(
-                s, config={**s.config, "model": FakeListChatModel(responses=PEER * 3 + PEER[:1])}
-            )
-            for s in (
-                scorers.get(f"review.peer.{t}", "1")
-                for t in ("interaction_planning", "tool_employment", "information_synthesis")
-            )
-        ]
-        stricter = dataclasses.replace(
-            scorers.get("planner.suffix_match", "1"), version="1.1", fn=_stricter
-        )
-        score_runs(store, [judge, *peers, stricter], trace_ids=demo)
-        ibm = [r["trace_id"] for r in store.list_runs(dataset="ibm-mistral", limit=None)]
-        score_runs(store, [stricter], trace_ids=ibm)
-        store.keep_dead_letters([DeadLetter.of_raw('{"x": 1}', "test: refused", "seed")])
-        _pipeline_samples(store)
-    yield url
-    drop_database(pg_template[0], name)
-
-
-def _pipeline_samples(store: Store) -> None:
-    """What a receiver and a follower report over half a minute."""
-    now = datetime.now(UTC)
-    for i, at in enumerate((now - timedelta(seconds=30), now - timedelta(seconds=15))):
-        store.samples.record(
-            PipelineSample(at, "host:1", 100 * i, i, 3.0 * i or None, 40 * i, 300 * i, 0, i, 0)
-        )
-        store.samples.record(
-            ScoringSample(at, "live:abc", "host:2", 10 * i, 20 * i, 0, 0.2, 0.4, 0.5, 2, 9, 0)
-        )
-
-
-def _rows(conn: psycopg.Connection[Any], text: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-    cur = conn.execute(text.encode())  # type: ignore[call-overload]
-    return [d.name for d in cur.description or []], list(cur.fetchall())
-
-
-def _variables(conn: psycopg.Connection[Any]) -> dict[str, list[str]]:
-    """The template variables' values as Grafana would offer them; two planner versions."""
-    values: dict[str, list[str]] = {}
-    for name in ("agent", "dataset", "version"):
-        _, rows = _rows(conn, expand(panels.VARIABLE_SQL[name], {}))
-        values[name] = sorted(str(r[0]) for r in rows)
-        assert values[name], name
-    _, rows = _rows(conn, expand(panels.VARIABLE_SQL["experiment_dataset"], {}))
-    assert "ibm-mistral" in {r[0] for r in rows}
-    values["experiment_dataset"] = ["ibm-mistral"]
-    _, rows = _rows(conn, expand(panels.VARIABLE_SQL["baseline"], values))
-    assert {"mistral_all", "mixtral-all"} <= {r[0] for r in rows}
-    values["baseline"], values["candidate"] = ["mistral_all"], ["mixtral-all"]
-    values["scorer"] = ["planner.suffix_match"]
-    _, rows = _rows(conn, expand(panels.VARIABLE_SQL["version_a"], values))
-    versions = sorted(str(r[0]) for r in rows)
-    assert versions == ["1", "1.1"]
-    values["version_a"], values["version_b"] = [versions[0]], [versions[1]]
-    return values
-
 
 def _panels(conn: psycopg.Connection[Any]) -> dict[str, list[tuple[Any, ...]]]:
     """Every panel's rows (floats rounded: sums may add up in another order), checking that
     each returns its columns and at least one row."""
-    values = _variables(conn)
+    values = variables(conn)
     out = {}
     for spec in panels.PANELS:
-        columns, rows = _rows(conn, expand(spec.sql, values))
+        columns, rows = rows_of(conn, expand(spec.sql, values))
         assert columns == list(spec.columns), spec.title
         assert rows, f"{spec.dashboard} / {spec.title}: no rows on the seeded data"
         assert any(v is not None for r in rows for v in r), spec.title
@@ -328,7 +228,7 @@ def test_the_hourly_views_agree_with_the_row_level_views(seeded: str) -> None:
         expected = _one(conn, rows)
         assert expected and _one(conn, hourly) == expected, hourly
     step = 2 ** (1 / 8)
-    values = _variables(conn)
+    values = variables(conn)
     for p in (0.1, 0.5, 0.95):
         [(estimate,)] = conn.execute(
             expand(quantiles({"q": p}), values).encode()  # type: ignore[call-overload]
@@ -370,7 +270,7 @@ def test_the_seeded_panels_show_what_was_seeded(seeded: str) -> None:
         "baseline": ["mistral_all"],
         "candidate": ["mixtral-all"],
     }
-    _, rows = _rows(conn, expand(spec.sql, values))
+    _, rows = rows_of(conn, expand(spec.sql, values))
     changed = {(r[1], r[2]) for r in rows if r[0] == "tools.slot_fill"}
     compared = json.loads(
         cli(
@@ -423,19 +323,7 @@ def test_the_grafana_role_reads_the_views_and_nothing_else(seeded: str) -> None:
             with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
                 conn.execute("CREATE TEMP TABLE t (x int)")
     finally:
-        admin = psycopg.connect(psycopg_conninfo(parse_url(seeded)), autocommit=True)
-        db = sql.Identifier(admin.info.dbname)
-        role = sql.Identifier(name)
-        for statement in (
-            "REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {role}",
-            "REVOKE ALL ON ALL FUNCTIONS IN SCHEMA public FROM {role}",
-            "REVOKE USAGE ON SCHEMA public FROM {role}",
-            "REVOKE CONNECT ON DATABASE {db} FROM {role}",
-            "ALTER ROLE {role} IN DATABASE {db} RESET ALL",
-            "DROP ROLE {role}",
-        ):
-            admin.execute(sql.SQL(statement).format(role=role, db=db))
-        admin.close()
+        drop_role(seeded, name)
 
 
 def test_the_role_needs_postgresql(sqlite_url: str) -> None:

@@ -1,0 +1,91 @@
+"""The seeded PostgreSQL database the dashboard tests share (built once per session)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+from agentdocket import scorers
+from agentdocket.demo import run_demo
+from agentdocket.scorers.base import Outcome
+from agentdocket.scorers.runner import score_runs
+from agentdocket.store import DeadLetter, Store, open_store
+from agentdocket.store.samples import PipelineSample, ScoringSample
+from tests.helpers.db import SHARED, cli, drop_database, fresh_pg, require_shared
+from tests.helpers.grammar_records import RECORDS
+
+IBM_CASE = SHARED / "datasets" / "ibm-coalitions" / "single-models" / "mistral_all"
+IBM_OTHER = IBM_CASE.parent / "mixtral-all"
+
+
+REFERENCE = [
+    "Rationale.\nConclusion: Match\nScore: 4",
+    "Rationale.\nConclusion: Not Match\nScore: 2",
+]
+PEER = ["Rationale.\nFinal Decision: Perfect", "Rationale.\nFinal Decision: Imperfect"]
+
+
+def _stricter(trace: Any, config: Any) -> Outcome | None:
+    """planner.suffix_match 1.1 for the versions dashboard: extra steps fail."""
+    outcome = scorers.get("planner.suffix_match", "1").fn(trace, config)
+    if outcome is not None and outcome.passed and outcome.details.get("extra_steps"):
+        return Outcome(passed=False, score=0.0, failure_type="planner:extra_steps")
+    return outcome
+
+
+@pytest.fixture(scope="session")
+def seeded(pg_template: tuple[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    require_shared(IBM_CASE)
+    url, name = fresh_pg(pg_template)
+    tmp = tmp_path_factory.mktemp("seed")
+    run_demo(url, spool_dir=tmp / "spool")
+    cli(url, "import", "ibm-coalitions", str(IBM_CASE), "--dataset", "ibm-mistral")
+    # a second model on the same cases: what the experiments dashboard compares
+    cli(url, "import", "ibm-coalitions", str(IBM_OTHER), "--dataset", "ibm-mistral")
+    results = tmp / "grammar.json"
+    results.write_text(json.dumps(RECORDS))
+    cli(url, "import", "grammar-results", str(results), "--dataset", "grammar-toy")
+    cli(url, "score")
+    with open_store(url) as store:
+        demo = [r["trace_id"] for r in store.list_runs(dataset="concerts-demo", limit=None)]
+        judge = scorers.get("answer.reference", "1")
+        judge = dataclasses.replace(
+            judge, config={**judge.config, "model": FakeListChatModel(responses=REFERENCE)}
+        )
+        peers = [
+            dataclasses.replace(
+                s, config={**s.config, "model": FakeListChatModel(responses=PEER * 3 + PEER[:1])}
+            )
+            for s in (
+                scorers.get(f"review.peer.{t}", "1")
+                for t in ("interaction_planning", "tool_employment", "information_synthesis")
+            )
+        ]
+        stricter = dataclasses.replace(
+            scorers.get("planner.suffix_match", "1"), version="1.1", fn=_stricter
+        )
+        score_runs(store, [judge, *peers, stricter], trace_ids=demo)
+        ibm = [r["trace_id"] for r in store.list_runs(dataset="ibm-mistral", limit=None)]
+        score_runs(store, [stricter], trace_ids=ibm)
+        store.keep_dead_letters([DeadLetter.of_raw('{"x": 1}', "test: refused", "seed")])
+        _pipeline_samples(store)
+    yield url
+    drop_database(pg_template[0], name)
+
+
+def _pipeline_samples(store: Store) -> None:
+    """What a receiver and a follower report over half a minute."""
+    now = datetime.now(UTC)
+    for i, at in enumerate((now - timedelta(seconds=30), now - timedelta(seconds=15))):
+        store.samples.record(
+            PipelineSample(at, "host:1", 100 * i, i, 3.0 * i or None, 40 * i, 300 * i, 0, i, 0)
+        )
+        store.samples.record(
+            ScoringSample(at, "live:abc", "host:2", 10 * i, 20 * i, 0, 0.2, 0.4, 0.5, 2, 9, 0)
+        )
