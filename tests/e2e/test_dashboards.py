@@ -21,7 +21,7 @@ import pytest
 import yaml  # type: ignore[import-untyped]
 
 from agentdocket import dashboards
-from agentdocket.dashboards import panels
+from agentdocket.dashboards import alerts, panels
 from agentdocket.dashboards.macros import expand
 from agentdocket.dashboards.panels import OUTCOME, quantiles
 from agentdocket.dashboards.rollups import MEASURES
@@ -61,6 +61,10 @@ def test_the_committed_json_is_what_the_code_builds() -> None:
         )
     assert sorted(p.name for p in (DASHBOARDS / "json").glob("*.json")) == sorted(
         p.name for p in FILES.values()
+    )
+    # and the alert rules, with the default thresholds
+    assert build.ALERTS.read_text() == build.render_alerts(alerts.Thresholds()), (
+        "dashboards/provisioning/alerting: run python scripts/build_dashboards.py"
     )
 
 

@@ -4,10 +4,8 @@ stock OTLP exporter, killed and restarted mid-stream."""
 from __future__ import annotations
 
 import dataclasses
-import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -29,7 +27,7 @@ from agentdocket.follow.config import FollowConfig, Rule
 from agentdocket.follow.follower import Follower
 from agentdocket.follow.selection import Budget, Followed
 from agentdocket.store import Store, open_store
-from tests.helpers.otlp_server import Server, free_port
+from tests.helpers.otlp_server import Server, free_port, start_cli
 
 SCORER = "interaction.metrics"
 CONFIG = f"""
@@ -115,21 +113,16 @@ class Follow:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Follow:
-        command = [
-            sys.executable,
-            "-c",
-            "from agentdocket.cli import main; main()",
-            "--database",
+        self.proc = start_cli(
             self.url,
+            self.log,
             "score",
             "--follow",
             "--config",
             str(self.config),
             "--metrics-port",
             str(self.metrics_port),
-        ]
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(command, stdout=log, stderr=log, env=dict(os.environ))
+        )
         return self
 
     def kill(self) -> None:

@@ -19,6 +19,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def start_cli(url: str, log: Path, *args: str) -> subprocess.Popen[bytes]:
+    """``agentdocket --database URL ARGS...`` as a process of its own, its output in ``log``."""
+    command = [sys.executable, "-c", "from agentdocket.cli import main; main()"]
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [*command, "--database", url, *args], stdout=out, stderr=out, env=dict(os.environ)
+        )
+
+
 class Server:
     """One ``agentdocket serve`` process; :meth:`restart` kills it and starts another on the
     same port."""
@@ -38,12 +47,9 @@ class Server:
         self.log = spool.parent / f"serve-{self.port}.log"
 
     def start(self) -> Server:
-        command = [
-            sys.executable,
-            "-c",
-            "from agentdocket.cli import main; main()",
-            "--database",
+        self.proc = start_cli(
             self.url,
+            self.log,
             "serve",
             "--port",
             str(self.port),
@@ -52,9 +58,7 @@ class Server:
             "--grpc-port",
             str(self.grpc_port),
             *self.args,
-        ]
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(command, stdout=log, stderr=log, env=dict(os.environ))
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
