@@ -4,6 +4,7 @@ Closed-Domain Retrieval-Augmented Language Models")."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -122,3 +123,120 @@ def compare(
         f"accuracy A {result['accuracy_a']:.3f}, B {result['accuracy_b']:.3f}; difference "
         f"{result['difference']:+.3f}, {result['level']:.0%} interval [{low:+.3f}, {high:+.3f}]"
     )
+
+
+@grammar.command(name="report")
+@click.option("--short", "short", required=True, help="Dataset of the short (robust) form.")
+@click.option("--long", "long_", required=True, help="Dataset of the long (non-robust) form.")
+@click.option("--short-balanced", help="Dataset of the short form with gap examples balanced.")
+@click.option("--long-balanced", help="Dataset of the long form with gap examples balanced.")
+@click.option(
+    "--version",
+    help="grammar.groups version (default: the newest stored; e.g. 1+closed_domain=false).",
+)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.pass_context
+def report_table(
+    ctx: click.Context,
+    short: str,
+    long_: str,
+    short_balanced: str | None,
+    long_balanced: str | None,
+    version: str | None,
+    fmt: str,
+) -> None:
+    """Table 3 of the GRAMMAR paper for one benchmark: accuracy under No Action, Remove Gap
+    Groups (the refined accuracy, gap groups left out) and Balance Gap Examples (the balanced
+    datasets' accuracy), the robust (short) and non-robust (long) text forms side by side, from
+    the grammar.groups verdicts of each dataset.
+
+    The Context Comparison rows need responses regenerated with the context of correctly
+    answered queries, which result files do not hold: they are not computed.
+
+    \b
+    Examples:
+      agentdocket grammar report --short aurp-short --long aurp-long \\
+          --short-balanced aurp-short-b --long-balanced aurp-long-b
+      agentdocket grammar report --short open-short --long open-long --version 1+closed_domain=false
+    """
+    import json
+
+    from rich.table import Table
+
+    from agentdocket.scorers.report import ReportError
+
+    forms = {"short": short, "long": long_, "short_balanced": short_balanced}
+    forms["long_balanced"] = long_balanced
+    metrics: dict[str, dict[str, object] | None] = {}
+    with open_from(ctx) as store:
+        for form, dataset in forms.items():
+            if dataset is None:
+                metrics[form] = None
+                continue
+            try:
+                metrics[form] = _groups_metrics(store, dataset, version)
+            except ReportError as exc:
+                raise click.ClickException(str(exc)) from None
+    rows = _table3(metrics)
+    if fmt == "json":
+        click.echo(json.dumps({"datasets": forms, "version": version, "rows": rows}, indent=2))
+        return
+    table = Table(title="GRAMMAR, Table 3 layout", title_justify="left")
+    for col in (
+        "isolating errors from the retrieval database",
+        "robust (short)",
+        "non-robust (long)",
+    ):
+        table.add_column(col, justify="left" if col.startswith("isolating") else "right")
+    for row in rows:
+        table.add_row(str(row["method"]), _cell(row["robust"]), _cell(row["non_robust"]))
+    console.print(table)
+    console.print(
+        "Context Comparison (isolating errors from the LLM) needs regenerated responses: "
+        "not computed from result files."
+    )
+
+
+def _cell(value: object) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _groups_metrics(store: Any, dataset: str, version: str | None) -> dict[str, object]:
+    """The grammar.groups report metrics of ``dataset`` (its newest version, or ``version``)."""
+    from agentdocket.commands.score import make_report
+    from agentdocket.scorers.report import ReportError
+
+    if not any(d["name"] == dataset for d in store.datasets()):
+        raise ReportError(f"no dataset {dataset!r} in the store")
+    if "grammar.groups" not in store.scorer_versions(dataset):
+        raise ReportError(
+            f"dataset {dataset!r} has no grammar.groups verdicts: run "
+            f"`agentdocket score --dataset {dataset} --scorer grammar.groups`"
+        )
+    asked = (f"grammar.groups={version}",) if version else ()
+    found = make_report(store, dataset, None, asked)["scorers"]["grammar.groups"]
+    return {"version": found["version"], "runs": found["scored"], **found["metrics"]}
+
+
+def _table3(metrics: dict[str, dict[str, object] | None]) -> list[dict[str, object]]:
+    def get(form: str, key: str) -> object:
+        found = metrics.get(form)
+        return None if found is None else found.get(key)
+
+    return [
+        {
+            "method": "No Action",
+            "robust": get("short", "accuracy"),
+            "non_robust": get("long", "accuracy"),
+        },
+        {
+            "method": "Remove Gap Groups",
+            "robust": get("short", "refined_accuracy"),
+            "non_robust": get("long", "refined_accuracy"),
+        },
+        {
+            "method": "Balance Gap Examples",
+            "robust": get("short_balanced", "accuracy"),
+            "non_robust": get("long_balanced", "accuracy"),
+        },
+    ]

@@ -193,13 +193,31 @@ def import_taskweaver(ctx: click.Context, folder: Path, dataset: str) -> None:
 @click.argument("path", type=click.Path(path_type=Path, dir_okay=False, exists=True))
 @click.option("--dataset", required=True, help="Name of the dataset the cases go into.")
 @click.option("--agent", help="Agent name of the runs (default: the file's name).")
+@click.option(
+    "--judgements",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="The answer judge's cache for records without a judgement of their own (the "
+    "authors' SemanticsMatch/<form>.json).",
+)
 @click.pass_context
-def import_grammar(ctx: click.Context, path: Path, dataset: str, agent: str | None) -> None:
+def import_grammar(
+    ctx: click.Context, path: Path, dataset: str, agent: str | None, judgements: Path | None
+) -> None:
     """Import a GRAMMAR results file (JSON records of query, answer, true and retrieved document
-    ids, response, judgement, query_tag) as runs with their retrieval and response, cases grouped
-    by query_tag, and the judgement as a verdict of grammar.judge."""
-    from agentdocket.importers.grammar_results import load
+    ids, response, judgement, query_tag; or the authors' records with their judgement cache) as
+    runs with their retrieval and response, cases grouped by query_tag, and the judgement as a
+    verdict of grammar.judge. A record without a judgement counts as incorrect.
+
+    \b
+    Examples:
+      agentdocket import grammar-results results.json --dataset g
+      agentdocket import grammar-results eval_results/results_short.json \\
+          --judgements SemanticsMatch/short.json --dataset aurp-short
+    """
+    from agentdocket.importers.grammar_results import load, read_judgements
 
     with _source_errors():
-        data, events = load(path, dataset, agent)
-    _store_import(ctx, path, [data], events)
+        cache = read_judgements(judgements) if judgements is not None else None
+        imported = load(path, dataset, agent, cache)
+    console.print(f"{path}: {imported.summary()}", soft_wrap=True)
+    _store_import(ctx, path, [imported.dataset], imported.events)

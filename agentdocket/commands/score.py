@@ -55,10 +55,13 @@ def _since(value: str | None) -> datetime | None:
 )
 @click.option(
     "--config",
-    "config_file",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="With --follow: a scoring config file (TOML: scorers, filters, sampling, judge "
-    "budgets; see docs/scoring-live.md).",
+    "configs",
+    multiple=True,
+    help="KEY=VALUE: an option of the scorers named with --scorer, typed as they declare it "
+    "(repeatable; `agentdocket scorers --format json` lists them); it becomes part of the "
+    "version (1+KEY=VALUE), so its verdicts stand beside the default's. With --follow, "
+    "FILE: a scoring config (TOML: scorers, filters, sampling, judge budgets; see "
+    "docs/scoring-live.md).",
 )
 @click.option("--agent", "agents", multiple=True, help="With --follow: only runs of this agent.")
 @click.option(
@@ -79,7 +82,7 @@ def score(
     workers: int,
     batch_size: int,
     follow: bool,
-    config_file: Path | None,
+    configs: tuple[str, ...],
     agents: tuple[str, ...],
     metrics_port: int | None,
     metrics_host: str,
@@ -97,15 +100,25 @@ def score(
     Examples:
       agentdocket score --dataset ibm-coalitions
       agentdocket score --scorer review.peer --judge openai:gpt-4o
+      agentdocket score --scorer grammar.groups --config closed_domain=false
       agentdocket score --follow --config scoring.toml --metrics-port 9464
     """
+    options = dict(c.partition("=")[::2] for c in configs if "=" in c)
+    files = [Path(c) for c in configs if "=" not in c]
+    if len(files) > 1 or (files and not follow):
+        raise click.UsageError(
+            "--config takes KEY=VALUE (a scorer option), or one FILE with --follow"
+        )
+    config_file = files[0] if files else None
     if follow:
+        if options:
+            raise click.UsageError("with --follow, scorer options go in the config file")
         if since is not None or workers != 1:
             raise click.UsageError("--since and --workers are for batch scoring, not --follow")
         _follow(ctx, config_file, names, agents, dataset, judge, metrics_port, metrics_host)
         return
-    if config_file is not None or agents or metrics_port is not None:
-        raise click.UsageError("--config, --agent and --metrics-port go with --follow")
+    if agents or metrics_port is not None:
+        raise click.UsageError("--agent and --metrics-port go with --follow")
     from agentdocket import scorers
     from agentdocket.scorers.embeddings import EmbeddingsUnavailable
     from agentdocket.scorers.judges.client import JudgeUnavailable
@@ -119,6 +132,13 @@ def score(
                 chosen.append(scorers.get(full, version if sep else None))
     except KeyError as exc:
         raise click.BadParameter(str(exc.args[0]), param_hint="--scorer") from None
+    if options:
+        if not names:
+            raise click.UsageError("--config KEY=VALUE needs the scorers it is for: --scorer NAME")
+        try:
+            chosen = [scorers.with_options(s, options) for s in chosen]
+        except (KeyError, ValueError) as exc:
+            raise click.BadParameter(str(exc.args[0]), param_hint="--config") from None
     if judge is not None:  # the judge model is part of the configuration, so of the input hash
         chosen = [
             dataclasses.replace(s, config={**s.config, "model": judge}) if s.judge else s

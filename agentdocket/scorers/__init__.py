@@ -22,6 +22,7 @@ from agentdocket.scorers.base import (
     scorers,
     shared_outcomes,
     unregister,
+    with_options,
 )
 from agentdocket.scorers.judges import peer, points, reference  # noqa: F401
 
@@ -36,4 +37,5 @@ __all__ = [
     "scorers",
     "shared_outcomes",
     "unregister",
+    "with_options",
 ]

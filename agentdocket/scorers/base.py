@@ -13,6 +13,7 @@ A scorer that gains from seeing many traces at once (embeddings are encoded in b
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -67,9 +68,68 @@ class Option:
                 f"scorer {scorer}: option {name!r} takes {wanted}, not {type(value).__name__}"
             )
 
+    def parse(self, scorer: str, name: str, text: str) -> Any:
+        """``text`` (from a command line) as the value this option takes: ``true`` / ``false``
+        for a switch, a number, JSON for a list or a mapping, else the text itself."""
+        lowered = text.strip().lower()
+        for kind in self.types:
+            if kind is bool:
+                if lowered in ("true", "yes", "on", "1"):
+                    return True
+                if lowered in ("false", "no", "off", "0"):
+                    return False
+            elif kind is int:
+                try:
+                    return int(text)
+                except ValueError:
+                    pass
+            elif kind is float:
+                try:
+                    return float(text)
+                except ValueError:
+                    pass
+            elif kind in (list, dict):
+                try:
+                    value = orjson.loads(text)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(value, kind):
+                    return value
+            elif kind is str:
+                return text
+        wanted = " or ".join(t.__name__ for t in self.types)
+        raise ValueError(f"scorer {scorer}: option {name!r} takes {wanted}, not {text!r}")
+
 
 def option(types: type | tuple[type, ...], default: Any, description: str) -> Option:
     return Option(types if isinstance(types, tuple) else (types,), default, description)
+
+
+def with_options(scorer: Scorer, given: Mapping[str, str]) -> Scorer:
+    """``scorer`` run with options given as text (``KEY=VALUE`` on a command line), typed by
+    its declared options. The options that change its configuration become part of its
+    version (``1+closed_domain=false``): a different setting is a different verdict set, and
+    reports and dashboards say which setting gave what they show. An unknown key is an error
+    listing the scorer's options."""
+    values: dict[str, Any] = {}
+    for name, text in given.items():
+        declared = scorer.options.get(name)
+        if declared is None:
+            known = ", ".join(sorted(scorer.options)) or "none"
+            raise KeyError(f"scorer {scorer.name} has no option {name!r} (its options: {known})")
+        values[name] = declared.parse(scorer.name, name, text)
+    changed = {
+        k: v for k, v in values.items() if scorer.config.get(k, scorer.options[k].default) != v
+    }
+    if not changed:
+        return scorer
+    suffix = ",".join(
+        f"{k}={orjson.dumps(v).decode() if not isinstance(v, str) else v}"
+        for k, v in sorted(changed.items())
+    )
+    return dataclasses.replace(
+        scorer, version=f"{scorer.version}+{suffix}", config={**scorer.config, **changed}
+    )
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,8 @@ def choose_versions(stored: Mapping[str, Sequence[str]], asked: Sequence[str]) -
     otherwise (``"2"``: version 2 of every scorer that has one; ``"NAME=2"``: of that one)."""
     chosen = {name: max(versions, key=version_key) for name, versions in stored.items()}
     for item in asked:
-        name, _, version = item.rpartition("=")
+        # NAME=V at the first "=": a version may hold one (1+closed_domain=false)
+        name, _, version = item.partition("=") if "=" in item else ("", "", item)
         if name:
             if name not in stored:
                 known = ", ".join(sorted(stored)) or "none"

@@ -34,3 +34,50 @@ RECORDS = [
     record("D", "Correct", ["d4", "d5"], ["d5", "d4"], 1),
     record("D", None, ["d4", "d5"], ["d4", "d5"], 2),
 ]
+
+# What grammar.groups reports on RECORDS (closed domain), whichever shape they came in.
+METRICS = {
+    "accuracy": 4 / 9,
+    "retrieval_accuracy": 7 / 9,
+    "knowledge_accuracy": 3 / 4,
+    "refined_accuracy": 4 / 7,
+    "refined_retrieval_accuracy": 6 / 7,
+    "gap": 1,
+    "robust": 1,
+    "non_robust": 2,
+    "runs_per_group": 2.25,
+    "blame_retrieval": 1,
+    "blame_language_model": 2,
+}
+
+
+def authors_shape(
+    records: list[Any], no_response: tuple[int, ...] = ()
+) -> tuple[list[Any], dict[str, list[str]]]:
+    """``records`` as the authors' files have them: document ids as Python list literals in
+    strings, ``retrieval_judgement``, no ``judgement`` (it goes to a judgement cache keyed by
+    the Python literal of (query, answer, response)), and ``gpt_response`` null for the records
+    at ``no_response`` (their judgement must then be Incorrect or missing)."""
+    results, cache = [], {}
+    for n, r in enumerate(records):
+        response = None if n in no_response else r["gpt_response"]
+        judgement = r["judgement"]
+        if response is None:
+            assert judgement != "Correct", "a record without a response cannot be correct"
+        elif judgement is not None:
+            cache[repr((r["query"], r["answer"], response[0]))] = [judgement]
+        results.append(
+            {
+                "query": r["query"],
+                "answer": r["answer"],
+                "true_document_ids": repr(r["true_document_ids"]),
+                "retrieved_documents": "the documents' text",
+                "gpt_response": response,
+                "retrieval_judgement": int(
+                    set(r["true_document_ids"]) <= set(r["retrieved_document_ids"])
+                ),
+                "retrieved_document_ids": repr(r["retrieved_document_ids"]),
+                "query_tag": r["query_tag"],
+            }
+        )
+    return results, cache
