@@ -15,6 +15,7 @@ from agentdocket.commands import dead_letters as dead_letter_commands
 from agentdocket.commands import examine as examine_commands
 from agentdocket.commands import experiment as experiment_commands
 from agentdocket.commands import exports, imports
+from agentdocket.commands import followers as followers_commands
 from agentdocket.commands import grammar as grammar_commands
 from agentdocket.commands import refresh_dashboards as dashboard_commands
 from agentdocket.commands import runs as runs_commands
@@ -209,6 +210,7 @@ main.add_command(dashboard_commands.refresh_dashboards)
 main.add_command(compare_commands.compare)
 main.add_command(dataset_commands.datasets)
 main.add_command(experiment_commands.experiment)
+main.add_command(followers_commands.followers)
 
 
 @main.command(name="grafana-role")

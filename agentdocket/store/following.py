@@ -168,14 +168,10 @@ class Following:
                 [follower, position.tx, position.seq, now if self.postgres else format_ts(now)],
             )
 
-    def cursors(self) -> list[dict[str, Any]]:
-        """Every follower's cursor."""
+    def cursors(self) -> list[tuple[str, Position, datetime | None]]:
+        """Every follower's cursor: (follower, position, when it last moved)."""
         return [
-            {
-                "follower": r[0],
-                "position": str(Position(int(r[1]), int(r[2]))),
-                "updated_at": self._time(r[3]),
-            }
+            (r[0], Position(int(r[1]), int(r[2])), self._time(r[3]))
             for r in self.db._read(
                 "SELECT follower, tx, position, updated_at FROM scoring_cursors ORDER BY follower"
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 from collections import Counter
@@ -13,9 +14,10 @@ from scipy import stats as scipy_stats
 from agentdocket.events import Case, Dataset, Event, SqlExecuted
 from agentdocket.follow.config import ConfigFileError, FollowConfig, Rule, from_options, parse
 from agentdocket.follow.follower import Follower
-from agentdocket.follow.selection import resolve
+from agentdocket.follow.selection import follower_key, resolve
 from agentdocket.store import Store, open_store
 from agentdocket.store.following import Position
+from tests.helpers.db import cli
 from tests.helpers.factory import T0, run_events
 
 SCORER = "interaction.metrics"  # judges any run with a plan or an answer; no case needed
@@ -72,7 +74,10 @@ def test_cursors_only_move_forward(store: Store) -> None:
     store.following.save_cursor("a", Position(0, 3))  # another follower was behind
     store.following.save_cursor("b", Position(0, 1))
     assert store.following.cursor("a") == Position(0, 5)
-    assert [c["follower"] for c in store.following.cursors()] == ["a", "b"]
+    assert [(c[0], c[1]) for c in store.following.cursors()] == [
+        ("a", Position(0, 5)),
+        ("b", Position(0, 1)),
+    ]
 
 
 @pytest.mark.postgres
@@ -140,6 +145,19 @@ def test_the_follower_judges_runs_as_they_finish_and_again_when_inputs_change(
         assert again.position == follower.position
         again.round()
         assert sum(again.stats.added.values()) == 0 and again.stats.runs_seen == 0
+
+
+def test_the_followers_command_says_how_far_each_has_come(url: str) -> None:
+    rng = random.Random(10)
+    with open_store(url) as store:
+        store.append(run_events(rng))
+        Follower(store, _config("listed")).round()
+        store.append(run_events(rng))  # after the cursor
+        key = follower_key(_config("listed"), resolve(_config("listed")))
+    [row] = json.loads(cli(url, "followers", "--format", "json"))
+    assert row["follower"] == key and row["finished_runs_behind"] == 1
+    assert row["events_behind"] == 13 and row["moved_at"] is not None
+    assert key in cli(url, "followers")
 
 
 def test_a_newly_registered_case_gets_its_runs_judged(url: str) -> None:

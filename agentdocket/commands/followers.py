@@ -1,0 +1,56 @@
+"""`agentdocket followers`: how far each follower of live traffic has scored."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from agentdocket.commands.common import FORMAT, console, echo_json, open_from
+from agentdocket.events import format_ts
+
+
+@click.command()
+@FORMAT
+@click.pass_context
+def followers(ctx: click.Context, fmt: str) -> None:
+    """List the followers' cursors (`score --follow`, `serve --score`): where each resumes,
+    when it last moved, and the events and finished runs stored after it.
+
+    \b
+    Examples:
+      agentdocket followers
+      agentdocket followers --format json
+    """
+    rows = []
+    with open_from(ctx) as store:
+        following = store.following
+        for name, position, moved in following.cursors():
+            rows.append(
+                {
+                    "follower": name,
+                    "position": str(position),
+                    "moved_at": None if moved is None else format_ts(moved),
+                    "events_behind": following.count_after(position, skip_kinds=("verdict",)),
+                    "finished_runs_behind": following.count_after(
+                        position, only_kinds=("run.finished",)
+                    ),
+                }
+            )
+    if fmt == "json":
+        echo_json(rows)
+        return
+    if not rows:
+        console.print("no follower has saved a cursor yet (agentdocket score --follow)")
+        return
+    table = Table(title="followers", title_justify="left")
+    for col in ("follower", "position", "moved at", "events behind", "finished runs behind"):
+        table.add_column(col, justify="right" if "behind" in col else "left")
+    for r in rows:
+        table.add_row(
+            str(r["follower"]),
+            str(r["position"]),
+            str(r["moved_at"] or "-"),
+            str(r["events_behind"]),
+            str(r["finished_runs_behind"]),
+        )
+    console.print(table)
