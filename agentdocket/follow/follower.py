@@ -103,7 +103,10 @@ class Follower:
         for tid, (_, at) in self.deferred.items():
             received.setdefault(tid, at)
         touched = list(dict.fromkeys([*self.deferred, *first, *self._new_cases()]))
-        runs = following.finished(touched)
+        # finished as of what this round read: a run whose end committed after the read is
+        # judged when its end arrives, not twice
+        upto = arrivals[-1].position if arrivals else self.position
+        runs = following.finished(touched, upto)
         self.stats.runs_seen += sum(1 for t in first if t in runs)
         admitted = {
             f.label: [t for t in touched if t in runs and f.rule.admits(runs[t])]

@@ -126,11 +126,23 @@ class Following:
             rows = self.db._read("SELECT 0, position FROM events ORDER BY position DESC LIMIT 1")
         return Position(int(rows[0][0]), int(rows[0][1])) if rows else Position()
 
-    def finished(self, trace_ids: Sequence[str]) -> dict[str, FinishedRun]:
-        """The finished runs among ``trace_ids`` (a run is finished once its end is stored)."""
+    def finished(
+        self, trace_ids: Sequence[str], upto: Position | None = None
+    ) -> dict[str, FinishedRun]:
+        """The finished runs among ``trace_ids``: their end is stored, at or before ``upto``
+        when given (what a follower has read: an end committed since is read next round)."""
         if not trace_ids:
             return {}
         where, params = self.db._any("trace_id", list(trace_ids))
+        if upto is not None:
+            arrived = (
+                "(f.tx, f.position) <= (?::text::xid8, ?)" if self.postgres else ("f.position <= ?")
+            )
+            where += (
+                " AND EXISTS (SELECT 1 FROM events f WHERE f.trace_id = runs.trace_id "
+                f"AND f.kind = 'run.finished' AND {arrived})"
+            )
+            params += [str(upto.tx), upto.seq] if self.postgres else [upto.seq]
         rows = self.db._read(
             "SELECT trace_id, agent, agent_version, dataset, status, attributes FROM runs "
             f"WHERE {where} AND started_at IS NOT NULL AND ended_at IS NOT NULL",

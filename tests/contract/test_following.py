@@ -63,6 +63,11 @@ def test_arrivals_come_in_the_order_they_were_stored(store: Store) -> None:
     assert store.following.count_after(head[-1].position) == len(rest)
     assert store.following.count_after(Position(), only_kinds=("run.finished",)) == 3
     assert store.following.head() == arrived[-1].position
+    # finished as of a position: not before its end arrived
+    tid = runs[0][0].trace_id
+    end = next(a.position for a in arrived if a.trace_id == tid and a.kind == "run.finished")
+    assert store.following.finished([tid], end.before()) == {}
+    assert list(store.following.finished([tid], end)) == [tid]
     # a re-sent batch adds no arrival
     store.append(runs[0])
     assert store.following.after(arrived[-1].position, 10) == []
