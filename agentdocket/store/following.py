@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from agentdocket.events import format_ts
 from agentdocket.store.recorder import Recorder
 
 
@@ -100,7 +99,12 @@ class Following:
             f"WHERE {where} ORDER BY {order} LIMIT ?",
             [*params, limit],
         )
-        return [Arrival(Position(int(r[0]), int(r[1])), r[2], r[3], self._time(r[4])) for r in rows]
+        return [
+            Arrival(
+                Position(int(r[0]), int(r[1])), r[2], r[3], self.db._from_db("received_at", r[4])
+            )
+            for r in rows
+        ]
 
     def count_after(
         self,
@@ -177,13 +181,13 @@ class Following:
                 "updated_at = excluded.updated_at "
                 "WHERE (scoring_cursors.tx, scoring_cursors.position) "
                 "< (excluded.tx, excluded.position)",
-                [follower, position.tx, position.seq, now if self.postgres else format_ts(now)],
+                [follower, position.tx, position.seq, self.db._to_db("updated_at", now)],
             )
 
     def cursors(self) -> list[tuple[str, Position, datetime | None]]:
         """Every follower's cursor: (follower, position, when it last moved)."""
         return [
-            (r[0], Position(int(r[1]), int(r[2])), self._time(r[3]))
+            (r[0], Position(int(r[1]), int(r[2])), self.db._from_db("updated_at", r[3]))
             for r in self.db._read(
                 "SELECT follower, tx, position, updated_at FROM scoring_cursors ORDER BY follower"
             )
@@ -194,16 +198,16 @@ class Following:
         rows = self.db._read(
             "SELECT updated_at FROM scoring_cursors WHERE follower = ?", [follower]
         )
-        return self._time(rows[0][0]) if rows else None
+        return self.db._from_db("updated_at", rows[0][0]) if rows else None
 
     def datasets_since(self, since: datetime) -> list[tuple[str, str, datetime]]:
         """Dataset versions registered at or after ``since``: (name, version, registered)."""
         rows = self.db._read(
             "SELECT name, version, created_at FROM datasets WHERE created_at >= ? "
             "ORDER BY created_at",
-            [since if self.postgres else format_ts(since)],
+            [self.db._to_db("created_at", since)],
         )
-        return [(r[0], r[1], self._time(r[2]) or since) for r in rows]
+        return [(r[0], r[1], self.db._from_db("created_at", r[2]) or since) for r in rows]
 
     # --- claims -----------------------------------------------------------------------------
 
@@ -226,10 +230,3 @@ class Following:
             "SELECT pg_advisory_unlock(hashtext(?), hashtext(t)) FROM unnest(?::text[]) AS t",
             [follower, list(trace_ids)],
         )
-
-    def _time(self, value: Any) -> datetime | None:
-        if value is None:
-            return None
-        if isinstance(value, str):
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
-        return value.astimezone(UTC)  # type: ignore[no-any-return]

@@ -36,7 +36,17 @@ EVENT_COLUMNS = (
 )
 JSON_COLUMNS = frozenset({"models", "attributes", "details", "payload", "data"})
 TIME_COLUMNS = frozenset(
-    {"ts", "started_at", "ended_at", "first_ts", "last_ts", "created_at", "received_at"}
+    {
+        "ts",
+        "started_at",
+        "ended_at",
+        "first_ts",
+        "last_ts",
+        "created_at",
+        "received_at",
+        "updated_at",  # scoring_cursors
+        "at",  # pipeline_samples, scoring_samples
+    }
 )
 # Errors of Python's own making while a record is encoded for the database (an integer past 64
 # bits, a value no JSON encoder takes): the record's fault, like a value the database refuses.

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
-from agentdocket.events import format_ts
 from agentdocket.store.recorder import Recorder
 
 
@@ -52,8 +51,7 @@ class PipelineSamples:
 
     def record(self, sample: PipelineSample | ScoringSample) -> None:
         values = asdict(sample)
-        if self.db.dialect != "postgresql":
-            values["at"] = format_ts(sample.at)
+        values["at"] = self.db._to_db("at", sample.at)
         table = "pipeline_samples" if isinstance(sample, PipelineSample) else "scoring_samples"
         with self.db._write() as conn:
             self.db._execute(
