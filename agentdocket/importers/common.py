@@ -54,14 +54,19 @@ class RunBuilder:
         self.add(ToolReturned(call_id=span, tool=tool, result=result), span)
 
 
-def read_json_list(path: Path, what: str, error: type[SourceFormatError]) -> list[Any]:
-    """A file holding a JSON list (of ``what``), or ``error`` naming the file and the problem."""
+def read_json(path: Path, error: type[SourceFormatError]) -> Any:
+    """A JSON file's content, or ``error`` naming the file and the problem."""
     try:
-        data = orjson.loads(path.read_bytes())
+        return orjson.loads(path.read_bytes())
     except OSError as exc:
         raise error(f"{path}: cannot read it ({exc.strerror})") from None
     except orjson.JSONDecodeError as exc:
         raise error(f"{path}: not JSON ({exc})") from None
+
+
+def read_json_list(path: Path, what: str, error: type[SourceFormatError]) -> list[Any]:
+    """A file holding a JSON list (of ``what``), or ``error`` naming the file and the problem."""
+    data = read_json(path, error)
     if not isinstance(data, list):
         raise error(f"{path}: expected a list of {what}")
     return data

@@ -30,8 +30,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from agentdocket.events import (
     Case,
     Dataset,
@@ -43,7 +41,12 @@ from agentdocket.events import (
     RunStarted,
     Verdict,
 )
-from agentdocket.importers.common import RunBuilder, SourceFormatError, read_json_list
+from agentdocket.importers.common import (
+    RunBuilder,
+    SourceFormatError,
+    read_json,
+    read_json_list,
+)
 
 NAMESPACE = uuid.UUID("b1c7a3e2-5d4f-5e6a-9b8c-0d1e2f3a4b5c")
 EPOCH = datetime(2024, 6, 1, tzinfo=UTC)
@@ -97,12 +100,7 @@ def _ids(value: Any, where: str) -> list[str]:
 def read_judgements(path: Path) -> dict[Key, str]:
     """A judgement cache (the authors' ``SemanticsMatch/<form>.json``): (query, answer,
     response) -> Correct or Incorrect."""
-    try:
-        data = orjson.loads(path.read_bytes())
-    except OSError as exc:
-        raise GrammarFormatError(f"{path}: cannot read it ({exc.strerror})") from None
-    except orjson.JSONDecodeError as exc:
-        raise GrammarFormatError(f"{path}: not JSON ({exc})") from None
+    data = read_json(path, GrammarFormatError)
     if not isinstance(data, dict):
         raise GrammarFormatError(f"{path}: expected an object keyed by (query, answer, response)")
     out: dict[Key, str] = {}
