@@ -1,4 +1,4 @@
-"""Following live traffic: the parts `score --follow` and `serve --score` share."""
+"""Following live traffic: `score --follow`'s loop, and what it shares with `serve --score`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from agentdocket.commands.common import err
+from agentdocket.commands.common import err, open_from
 from agentdocket.store import Store, open_store
 
 if TYPE_CHECKING:
@@ -99,6 +99,49 @@ class Status:
             f"agentdocket: followed {s.runs_seen} finished runs, {added} new verdicts, "
             f"{s.behind_events} events behind, cursor {s.position}"
         )
+
+
+def follow_until_stopped(
+    ctx: click.Context, config: FollowConfig, metrics_host: str, metrics_port: int | None
+) -> None:
+    """`score --follow`: follow in this process until SIGTERM or SIGINT, with metrics on
+    ``metrics_port`` if given and the dashboards' rollups refreshed every minute (PostgreSQL)."""
+    import signal
+
+    from agentdocket.commands.refresh_dashboards import Refresher
+
+    stop = threading.Event()
+    with open_from(ctx) as store:
+        follower = make_follower(store, config)
+        server = start_metrics(follower, metrics_host, metrics_port) if metrics_port else None
+        refresher = None
+        if store.dialect == "postgresql":
+            refresher = Refresher(store.url, 60.0)
+            refresher.start()
+        previous = {
+            sig: signal.signal(sig, lambda *_: stop.set())
+            for sig in (signal.SIGTERM, signal.SIGINT)
+        }
+        err.print(
+            f"agentdocket: following as {follower.key} from {follower.position} with "
+            + ", ".join(f.label for f in follower.chosen)
+            + (f"; metrics on http://{metrics_host}:{metrics_port}/metrics" if server else "")
+        )
+        try:
+            follower.run(stop, Status())
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            if refresher is not None:
+                refresher.stop()
+            if server is not None:
+                server.shutdown()
+            follower.store.close()
+    added = sum(follower.stats.added.values())
+    err.print(
+        f"agentdocket: stopped; {follower.stats.runs_seen} finished runs followed, "
+        f"{added} new verdicts, cursor {follower.stats.position}"
+    )
 
 
 class FollowerThread(threading.Thread):

@@ -115,7 +115,12 @@ def score(
             raise click.UsageError("with --follow, scorer options go in the config file")
         if since is not None or workers != 1:
             raise click.UsageError("--since and --workers are for batch scoring, not --follow")
-        _follow(ctx, config_file, names, agents, dataset, judge, metrics_port, metrics_host)
+        from agentdocket.commands.following import follow_config, follow_until_stopped
+
+        config = follow_config(
+            config_file, names, agents=agents, datasets=[dataset] if dataset else [], judge=judge
+        )
+        follow_until_stopped(ctx, config, metrics_host, metrics_port)
         return
     if agents or metrics_port is not None:
         raise click.UsageError("--agent and --metrics-port go with --follow")
@@ -187,59 +192,6 @@ def score(
         raise click.ClickException(
             f"{result.error_count} runs could not be scored (no verdict written for them)"
         )
-
-
-def _follow(
-    ctx: click.Context,
-    config_file: Path | None,
-    names: tuple[str, ...],
-    agents: tuple[str, ...],
-    dataset: str | None,
-    judge: str | None,
-    metrics_port: int | None,
-    metrics_host: str,
-) -> None:
-    import signal
-    import threading
-
-    from agentdocket.commands.following import Status, follow_config, make_follower, start_metrics
-    from agentdocket.commands.refresh_dashboards import Refresher
-
-    config = follow_config(
-        config_file, names, agents=agents, datasets=[dataset] if dataset else [], judge=judge
-    )
-    stop = threading.Event()
-    with open_from(ctx) as store:
-        follower = make_follower(store, config)
-        server = start_metrics(follower, metrics_host, metrics_port) if metrics_port else None
-        refresher = None
-        if store.dialect == "postgresql":
-            refresher = Refresher(store.url, 60.0)
-            refresher.start()
-        previous = {
-            sig: signal.signal(sig, lambda *_: stop.set())
-            for sig in (signal.SIGTERM, signal.SIGINT)
-        }
-        err.print(
-            f"agentdocket: following as {follower.key} from {follower.position} with "
-            + ", ".join(f.label for f in follower.chosen)
-            + (f"; metrics on http://{metrics_host}:{metrics_port}/metrics" if server else "")
-        )
-        try:
-            follower.run(stop, Status())
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-            if refresher is not None:
-                refresher.stop()
-            if server is not None:
-                server.shutdown()
-            follower.store.close()
-    added = sum(follower.stats.added.values())
-    err.print(
-        f"agentdocket: stopped; {follower.stats.runs_seen} finished runs followed, "
-        f"{added} new verdicts, cursor {follower.stats.position}"
-    )
 
 
 @click.command(name="scorers")
