@@ -18,6 +18,7 @@ from agentdocket.commands import exports, imports
 from agentdocket.commands import followers as followers_commands
 from agentdocket.commands import grammar as grammar_commands
 from agentdocket.commands import refresh_dashboards as dashboard_commands
+from agentdocket.commands import retention as retention_commands
 from agentdocket.commands import runs as runs_commands
 from agentdocket.commands import score as scoring
 from agentdocket.commands.common import console, err, open_from
@@ -211,6 +212,7 @@ main.add_command(compare_commands.compare)
 main.add_command(dataset_commands.datasets)
 main.add_command(experiment_commands.experiment)
 main.add_command(followers_commands.followers)
+main.add_command(retention_commands.retention)
 
 
 @main.command(name="grafana-role")

@@ -43,6 +43,7 @@ from agentdocket.dashboards.macros import expand  # noqa: E402
 from agentdocket.store import open_store  # noqa: E402
 from agentdocket.store.config import parse_url, psycopg_conninfo  # noqa: E402
 from agentdocket.store.grafana import grant_dashboard_role  # noqa: E402
+from agentdocket.store.months import month_of  # noqa: E402
 from bench.common import fresh_database, postgres_url  # noqa: E402
 
 TARGET_MS = 200.0
@@ -61,7 +62,7 @@ SYNTHESIS = [
     INSERT INTO runs (trace_id, agent, agent_version, strategy, models, question, dataset,
         dataset_version, case_id, attributes, status, error, started_at, ended_at, first_ts,
         last_ts, n_events, n_steps, n_errors, n_plans, n_tool_calls, n_sql, n_retrievals,
-        n_llm_calls, n_messages, n_responses, n_other_steps)
+        n_llm_calls, n_messages, n_responses, n_other_steps, run_month)
     SELECT md5('run' || i), 'agent-' || (i % 5), 'v' || (i % 3),
         (ARRAY['sequential', 'iterative', 'no-interaction'])[1 + i % 3],
         jsonb_build_object('planner', 'model-' || (i % 4)), 'question ' || (i % 1000),
@@ -70,7 +71,8 @@ SYNTHESIS = [
         CASE WHEN i % 20 = 0 THEN 'boom' END,
         t, t + make_interval(secs => (200 + (i * 7919) % 9000) / 1000.0), t,
         t + make_interval(secs => (200 + (i * 7919) % 9000) / 1000.0),
-        10, 8, CASE WHEN i % 20 = 0 THEN 1 ELSE 0 END, 1, 3, 0, 0, 0, 0, 1, 0
+        10, 8, CASE WHEN i % 20 = 0 THEN 1 ELSE 0 END, 1, 3, 0, 0, 0, 0, 1, 0,
+        agentdocket_month(t)
     FROM (SELECT i, {END}::timestamptz - make_interval(secs => (i * 2654435761::bigint)
                  % ({DAYS} * 86400)) AS t
           FROM generate_series(1::bigint, {RUNS}) i) s
@@ -78,7 +80,7 @@ SYNTHESIS = [
     # Events: 10 per run.
     f"""
     INSERT INTO events (event_id, trace_id, span_id, parent_span_id, seq, ts, kind,
-        schema_version, payload)
+        schema_version, payload, run_month)
     SELECT md5(r.trace_id || '/' || k)::uuid, r.trace_id, substr(md5(r.trace_id || k), 1, 16),
         NULL, k, r.started_at + make_interval(secs => k / 10.0), ({KINDS})[k + 1], 1,
         CASE WHEN k = 0 THEN jsonb_build_object('agent', r.agent, 'question', r.question,
@@ -91,13 +93,15 @@ SYNTHESIS = [
              WHEN k IN (3, 5, 7) THEN jsonb_build_object('call_id', 'c' || (k - 1),
                  'result', jsonb_build_array(jsonb_build_array(k)), 'duration_ms', k * 1.5)
              WHEN k = 8 THEN jsonb_build_object('text', 'The answer is ' || k)
-             ELSE jsonb_build_object('status', r.status) END
+             ELSE jsonb_build_object('status', r.status) END,
+        r.run_month
     FROM runs r CROSS JOIN generate_series(0, 9) k
     """,
     # Rule-based verdicts on every run, and planner 1.1 on half of them.
     """
     INSERT INTO verdicts (verdict_id, trace_id, subject_span_id, scorer, scorer_version,
-        input_hash, passed, score, label, failure_type, rationale, details, judge_trace_id, ts)
+        input_hash, passed, score, label, failure_type, rationale, details, judge_trace_id, ts,
+        run_month)
     SELECT md5(r.trace_id || s.scorer || s.version), r.trace_id, NULL, s.scorer, s.version,
         md5(r.trace_id), p, CASE WHEN p THEN 1.0 ELSE 0.0 END, NULL,
         CASE WHEN NOT p THEN s.failure END, NULL,
@@ -105,7 +109,7 @@ SYNTHESIS = [
             WHEN 'planner.suffix_match' THEN jsonb_build_object('extra_steps', h % 3)
             WHEN 'tools.slot_fill' THEN jsonb_build_object('matched_fraction', (h % 4) / 3.0)
             ELSE '{}'::jsonb END,
-        NULL, r.ended_at + interval '1 hour'
+        NULL, r.ended_at + interval '1 hour', r.run_month
     FROM (SELECT r.*, abs(hashtext(r.trace_id)::bigint) AS h FROM runs r) r
     CROSS JOIN (VALUES ('planner.suffix_match', '1', 'planner:mismatch'),
                        ('tools.slot_fill', '2', 'slot_fill:wrong_argument'),
@@ -118,18 +122,20 @@ SYNTHESIS = [
     # Response similarity on every run.
     """
     INSERT INTO verdicts (verdict_id, trace_id, subject_span_id, scorer, scorer_version,
-        input_hash, passed, score, label, failure_type, rationale, details, judge_trace_id, ts)
+        input_hash, passed, score, label, failure_type, rationale, details, judge_trace_id, ts,
+        run_month)
     SELECT md5(r.trace_id || 'similarity'), r.trace_id, NULL, 'response.similarity', '1',
         md5(r.trace_id), NULL, c, NULL, NULL, NULL,
         jsonb_build_object('cosine', c, 'rougeL_precision', c * 0.9, 'rougeL_recall', c * 0.8,
                            'rougeL_fmeasure', c * 0.85),
-        NULL, r.ended_at + interval '1 hour'
+        NULL, r.ended_at + interval '1 hour', r.run_month
     FROM (SELECT r.*, (abs(hashtext(r.trace_id)::bigint) % 1000) / 1000.0 AS c FROM runs r) r
     """,
     # Reference judgements on 30%: conclusive (Match / Not Match) and interpretive (1-5).
     """
     INSERT INTO verdicts (verdict_id, trace_id, subject_span_id, scorer, scorer_version,
-        input_hash, passed, score, label, failure_type, rationale, details, judge_trace_id, ts)
+        input_hash, passed, score, label, failure_type, rationale, details, judge_trace_id, ts,
+        run_month)
     SELECT md5(r.trace_id || 'reference'), r.trace_id, NULL, 'answer.reference', '1',
         md5(r.trace_id), CASE WHEN conclusive THEN h % 3 <> 0 END,
         CASE WHEN conclusive THEN NULL ELSE 1 + h % 5 END,
@@ -138,7 +144,7 @@ SYNTHESIS = [
         jsonb_build_object('question_type',
                            CASE WHEN conclusive THEN 'conclusive' ELSE 'interpretive' END,
                            'model', 'judge-' || (h % 2), 'score', 1 + h % 5),
-        NULL, r.ended_at + interval '2 hours'
+        NULL, r.ended_at + interval '2 hours', r.run_month
     FROM (SELECT r.*, abs(hashtext(r.trace_id)::bigint) AS h,
                  abs(hashtext(r.trace_id)::bigint) % 2 = 0 AS conclusive FROM runs r) r
     WHERE h % 10 < 3
@@ -146,7 +152,8 @@ SYNTHESIS = [
     # Peer review on 10%, three sub-tasks, three reviewers and three meta-reviewers each.
     """
     INSERT INTO verdicts (verdict_id, trace_id, subject_span_id, scorer, scorer_version,
-        input_hash, passed, score, label, failure_type, rationale, details, judge_trace_id, ts)
+        input_hash, passed, score, label, failure_type, rationale, details, judge_trace_id, ts,
+        run_month)
     SELECT md5(r.trace_id || t.subtask), r.trace_id, NULL, 'review.peer.' || t.subtask, '1',
         md5(r.trace_id), perfect, NULL, CASE WHEN perfect THEN 'Perfect' ELSE 'Imperfect' END,
         NULL, NULL,
@@ -159,7 +166,7 @@ SYNTHESIS = [
             'reviewer_models', jsonb_build_array('judge-a', 'judge-b', 'judge-a'),
             'meta_reviewer_models', jsonb_build_array('judge-b', 'judge-a', 'judge-b'),
             'reviewers_unanimous', perfect, 'meta_reviewers_unanimous', false),
-        NULL, r.ended_at + interval '3 hours'
+        NULL, r.ended_at + interval '3 hours', r.run_month
     FROM (SELECT r.*, abs(hashtext(r.trace_id)::bigint) AS h FROM runs r) r
     CROSS JOIN (VALUES ('interaction_planning'), ('tool_employment'),
                        ('information_synthesis')) t(subtask)
@@ -169,7 +176,8 @@ SYNTHESIS = [
     # GRAMMAR on dataset-9's runs: groups of 5, tags, blames.
     """
     INSERT INTO verdicts (verdict_id, trace_id, subject_span_id, scorer, scorer_version,
-        input_hash, passed, score, label, failure_type, rationale, details, judge_trace_id, ts)
+        input_hash, passed, score, label, failure_type, rationale, details, judge_trace_id, ts,
+        run_month)
     SELECT md5(r.trace_id || 'grammar'), r.trace_id, NULL, 'grammar.groups', '1',
         md5(r.trace_id), correct, NULL, tag, NULL, NULL,
         jsonb_build_object('group', 'g' || g, 'tag', tag, 'correct', correct,
@@ -180,7 +188,7 @@ SYNTHESIS = [
                                                    ELSE 'language_model' END END,
                            'group_representative', CASE WHEN n = 1 THEN 1 END,
                            'group_size', 5),
-        NULL, r.ended_at + interval '4 hours'
+        NULL, r.ended_at + interval '4 hours', r.run_month
     FROM (SELECT r.*, abs(hashtext(r.trace_id)::bigint) AS h,
                  row_number() OVER (ORDER BY r.trace_id) AS rn FROM runs r
           WHERE r.dataset = 'dataset-9') r
@@ -197,6 +205,9 @@ def synthesise(url: str, runs: int, days: int, end: datetime) -> dict[str, int]:
     conn = psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True)
     conn.execute("SET synchronous_commit = off")
     conn.execute("SET maintenance_work_mem = '512MB'")
+    # the months' partitions (the store makes them as events come; here rows come in bulk)
+    months = sorted({month_of(end - timedelta(days=d)) for d in range(days + 1)})
+    conn.execute("SELECT agentdocket_ensure_partitions(%s::date[])", [months])
     for i, statement in enumerate(SYNTHESIS):
         start = time.perf_counter()
         sql = (

@@ -255,6 +255,26 @@ class TelemetryDropped:
     process: dict[str, Any] = field("host, pid and service of the dropping process", factory=dict)
 
 
+@dataclass(frozen=True)
+class RetentionApplied:
+    """Whole months of runs dropped from the log by ``agentdocket retention``: what went, and
+    under which window. Lives in a trace of its own, like ``telemetry.dropped``."""
+
+    KIND: ClassVar[str] = "retention.applied"
+    VERSION: ClassVar[int] = 1
+
+    keep: str = field("the window kept, as given: 90d")
+    window_start: str = field("runs that started before the month of this time went (ISO 8601)")
+    months: list[dict[str, Any]] = field(
+        "each month dropped: month (YYYY-MM) and the rows that went with it, by table"
+    )
+    refused: list[dict[str, Any]] = field(
+        "months past the window kept because runs in them are newer than the window",
+        factory=list,
+    )
+    process: dict[str, Any] = field("host, pid and user of the process", factory=dict)
+
+
 PAYLOAD_TYPES: dict[str, type] = {
     cls.KIND: cls
     for cls in (
@@ -271,9 +291,10 @@ PAYLOAD_TYPES: dict[str, type] = {
         GenericStep,
         Verdict,
         TelemetryDropped,
+        RetentionApplied,
     )
 }
 KINDS = tuple(PAYLOAD_TYPES)
-# Kinds about the telemetry pipeline itself: stored, but not part of any run.
-PIPELINE_KINDS = frozenset({"telemetry.dropped"})
+# Kinds about the pipeline and the log themselves: stored, but not part of any run.
+PIPELINE_KINDS = frozenset({"telemetry.dropped", "retention.applied"})
 STEP_KINDS = frozenset(KINDS) - {"run.started", "run.finished", "verdict"} - PIPELINE_KINDS

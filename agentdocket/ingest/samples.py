@@ -1,6 +1,8 @@
-"""The receiver's state into the database now and then (``pipeline_samples``), so that the
-pipeline dashboard shows the spool and the counts without Prometheus. A sample that cannot be
-written (the database away) is skipped: the spool's growth shows in the next one."""
+"""The receiver's upkeep of the database, on a thread of its own: its state now and then
+(``pipeline_samples``), so that the pipeline dashboard shows the spool and the counts without
+Prometheus, and the coming months' partitions, made ahead (hourly) so that the first events of
+a month never wait for one. A sample that cannot be written (the database away) is skipped:
+the spool's growth shows in the next one."""
 
 from __future__ import annotations
 
@@ -8,14 +10,17 @@ import logging
 import os
 import socket
 import threading
+import time
 from datetime import UTC, datetime
 
 from agentdocket.ingest.metrics import Receiver
 from agentdocket.store import Store, open_store
+from agentdocket.store.months import months_ahead
 from agentdocket.store.samples import PipelineSample
 
 log = logging.getLogger("agentdocket.receiver")
 EVERY_S = 15.0
+PARTITIONS_EVERY_S = 3600.0
 
 
 def sample(receiver: Receiver, process: str) -> PipelineSample:
@@ -48,12 +53,16 @@ class Sampler(threading.Thread):
         self.stopped = threading.Event()
         self._store: Store | None = None
         self.written = 0
+        self._partitions_at = float("-inf")
 
     def write(self) -> bool:
         try:
             if self._store is None:
                 self._store = open_store(self.url, migrate=False)
             self._store.samples.record(sample(self.receiver, self.process))
+            if time.monotonic() - self._partitions_at >= PARTITIONS_EVERY_S:
+                self._store.recorder.ensure_partitions(months_ahead())
+                self._partitions_at = time.monotonic()
         except Exception as exc:  # never into the receiver: the next sample will tell
             log.info("pipeline sample not written: %s", exc)
             if self._store is not None:

@@ -10,9 +10,11 @@ import logging
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from datetime import date
 from typing import Any
 
 from agentdocket.events import Dataset, Event
+from agentdocket.store import months as run_months
 from agentdocket.store.datasets import DatasetRegistry
 from agentdocket.store.dead_letters import DeadLetter, DeadLetters
 from agentdocket.store.errors import RecordRefused, WriteConflict
@@ -90,6 +92,7 @@ class Appender:
         raise AssertionError("unreachable")
 
     def _append_batch_once(self, events: list[Event], source: str) -> tuple[int, int]:
+        self.db.ensure_partitions(run_months.needed(events))
         with self.db._write() as conn:
             inserted, refusals = self.append_on(conn, events)
             if refusals:
@@ -109,6 +112,7 @@ class Appender:
     def append_strict(self, events: list[Event]) -> int:
         """Append, raising :class:`RecordRefused` (naming the event) instead of keeping a dead
         letter; nothing is written then."""
+        self.db.ensure_partitions(run_months.needed(events))
         with self.db._write() as conn:
             inserted, refusals = self.append_on(conn, events)
             if refusals:
@@ -120,6 +124,7 @@ class Appender:
         self, datasets: Sequence[Dataset], events: Sequence[Event], batch_size: int = BATCH
     ) -> AppendResult:
         """See :meth:`agentdocket.store.Store.import_all`."""
+        self.db.ensure_partitions(run_months.needed(events))
         with self.db._write() as conn:
             for dataset in datasets:
                 self.datasets.register_on(conn, dataset)
@@ -137,7 +142,8 @@ class Appender:
         database refused (everything else is written)."""
         unique = list({e.event_id: e for e in events}.values())
         prepared, refusals = self._prepare(unique)
-        inserted, refused = self._insert_isolating(conn, prepared)
+        months = run_months.assign(self.db, conn, prepared) if prepared else {}
+        inserted, refused = self._insert_isolating(conn, prepared, months)
         return inserted, refusals + refused
 
     def _prepare(self, events: list[Event]) -> tuple[list[Event], Refusals]:
@@ -162,7 +168,9 @@ class Appender:
             event = replace(event, payload=payload)
         return self.redactor.event(event, text) if self.redactor.active else event
 
-    def _insert_isolating(self, conn: Any, events: list[Event]) -> tuple[int, Refusals]:
+    def _insert_isolating(
+        self, conn: Any, events: list[Event], months: dict[str, date]
+    ) -> tuple[int, Refusals]:
         """Insert and project ``events`` in a savepoint. If the database refuses the batch,
         halve it until the refused events stand alone (about three times the work of one
         insert for one bad event in a batch), so that all the others are written."""
@@ -170,13 +178,13 @@ class Appender:
             return 0, []
         try:
             with self.db._savepoint(conn):
-                inserted, projection = self.db._insert_events(conn, events)
-                self.projector.apply(conn, projection)
+                inserted, projection = self.db._insert_events(conn, events, months)
+                self.projector.apply(conn, projection, months)
             return inserted, []
         except RecordRefused as exc:
             if len(events) == 1:
                 return 0, [(events[0], exc.about(str(events[0].event_id)))]
         middle = len(events) // 2
-        first, refused_first = self._insert_isolating(conn, events[:middle])
-        second, refused_second = self._insert_isolating(conn, events[middle:])
+        first, refused_first = self._insert_isolating(conn, events[:middle], months)
+        second, refused_second = self._insert_isolating(conn, events[middle:], months)
         return first + second, refused_first + refused_second

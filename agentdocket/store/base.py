@@ -28,6 +28,7 @@ from agentdocket.store.projector import Projector
 from agentdocket.store.reading import Reader, StoredRun
 from agentdocket.store.recorder import Recorder
 from agentdocket.store.redaction import Redactor
+from agentdocket.store.retention import Retention
 from agentdocket.store.rollups import Refreshed
 from agentdocket.store.samples import PipelineSamples
 from agentdocket.store.scoring_reads import CaseCache, ReportRun, ReportVerdict, ScoringReader
@@ -52,6 +53,8 @@ class Store:
         self.following = Following(recorder)
         # What receiver processes report of themselves (the pipeline dashboard).
         self.samples = PipelineSamples(recorder)
+        # Whole months of runs leaving the log (agentdocket retention).
+        self.retention = Retention(recorder, self.appender)
         # False when open_store was given derived objects the database does not have as given
         # (PostgreSQL at the head revision is migrated only by `agentdocket migrate`).
         self.derived_current = True

@@ -18,6 +18,7 @@ from agentdocket.store.config import display_url, parse_url
 from agentdocket.store.derived import Derived, drop_installed, install
 from agentdocket.store.derived import installed_digest as derived_digest
 from agentdocket.store.errors import StoreError
+from agentdocket.store.months import months_ahead
 
 SCRIPT_LOCATION = str(Path(agentdocket.migrations.__file__).parent)
 
@@ -93,6 +94,11 @@ def _run(url: str, action: str, revision: str, derived: Sequence[Derived] = ()) 
                 command.downgrade(cfg, revision)
             if MigrationContext.configure(conn).get_current_revision() == head_revision():
                 install(conn, derived, readers)
+                if conn.dialect.name == "postgresql":  # this month's partitions and the next
+                    conn.exec_driver_sql(
+                        "SELECT agentdocket_ensure_partitions(%(months)s::date[])",
+                        {"months": sorted(months_ahead())},
+                    )
     finally:
         engine.dispose()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -21,14 +21,25 @@ from agentdocket.store.escaping import loads as stored_loads
 from agentdocket.store.projections import Projection, project
 from agentdocket.store.recorder import (
     DATA_ERRORS,
-    EVENT_COLUMNS,
     JSON_COLUMNS,
+    STORED_EVENT_COLUMNS,
     TIME_COLUMNS,
     Recorder,
 )
 from agentdocket.store.rollups import Refreshed, refresh
 
-EVENT_TYPES = ["uuid", "text", "text", "text", "int8", "timestamptz", "text", "int2", "jsonb"]
+EVENT_TYPES = [
+    *("uuid", "text", "text", "text", "int8", "timestamptz", "text", "int2", "jsonb", "date")
+]
+# A partitioned table's unique keys hold its partition key (migration 0010).
+UNIQUE_KEYS = {
+    "events": ("trace_id", "event_id", "run_month"),
+    "runs": ("trace_id", "run_month"),
+    "verdicts": ("trace_id", "verdict_id", "run_month"),
+}
+# Traces not yet stored are locked while a batch gives them their month: the key's first half
+# says what the lock is about ("agd" "mo"), the second is the trace's hash.
+NEW_TRACE_LOCK = 0x61676D6F
 TYPES = {
     "runs": {
         "models": "jsonb",
@@ -37,8 +48,15 @@ TYPES = {
         "ended_at": "timestamptz",
         "first_ts": "timestamptz",
         "last_ts": "timestamptz",
+        "run_month": "date",
     },
-    "verdicts": {"passed": "bool", "score": "float8", "details": "jsonb", "ts": "timestamptz"},
+    "verdicts": {
+        "passed": "bool",
+        "score": "float8",
+        "details": "jsonb",
+        "ts": "timestamptz",
+        "run_month": "date",
+    },
     "cases": {"ordinal": "int4", "data": "jsonb"},
     "judge_calls": {"temperature": "float8", "sample": "int4", "ts": "timestamptz"},
     "dead_letters": {"received_at": "timestamptz"},
@@ -141,6 +159,44 @@ class PostgresRecorder(Recorder):
 
     def _read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self._read_on(self._conn, query, params)
+
+    # --- months -------------------------------------------------------------------------------
+
+    def unique_key(self, table: str) -> tuple[str, ...]:
+        return UNIQUE_KEYS[table]
+
+    def ensure_partitions(self, months: set[date]) -> int:
+        if not months:
+            return 0
+        with mapped_errors():
+            [(made,)] = self._conn.execute(
+                "SELECT agentdocket_ensure_partitions(%s::date[])", [sorted(months)]
+            ).fetchall()
+        return int(made)
+
+    def _stored_months(self, conn: Any, trace_ids: Sequence[str]) -> dict[str, date]:
+        # One probe of each month's primary key per trace, stopping at the first event found.
+        rows = conn.execute(
+            "SELECT t.id, (SELECT e.run_month FROM events e WHERE e.trace_id = t.id LIMIT 1) "
+            "FROM unnest(%s::text[]) AS t(id)",
+            [list(trace_ids)],
+            prepare=False,
+        ).fetchall()
+        return {r[0]: r[1] for r in rows if r[1] is not None}
+
+    def _lock_new_traces(self, conn: Any, trace_ids: Sequence[str]) -> bool:
+        # In hash order, so two writers locking overlapping sets take them in the same order.
+        conn.execute(
+            "SELECT count(pg_advisory_xact_lock(%s, h)) FROM "
+            "(SELECT DISTINCT hashtext(id) AS h FROM unnest(%s::text[]) AS t(id) ORDER BY h) s",
+            [NEW_TRACE_LOCK, list(trace_ids)],
+            prepare=False,
+        )
+        return True
+
+    def _month(self, value: Any) -> date:
+        assert isinstance(value, date)
+        return value
 
     def refresh_dashboards(
         self, progress: Callable[[int, int], None] | None = None
@@ -245,7 +301,9 @@ class PostgresRecorder(Recorder):
 
     # --- bulk writes --------------------------------------------------------------------------
 
-    def _event_rows(self, events: Sequence[Event]) -> Iterator[tuple[Any, ...]]:
+    def _event_rows(
+        self, events: Sequence[Event], months: dict[str, date]
+    ) -> Iterator[tuple[Any, ...]]:
         for e in events:
             yield (
                 e.event_id,
@@ -257,6 +315,7 @@ class PostgresRecorder(Recorder):
                 e.kind,
                 e.schema_version,
                 _dumps_jsonb(e.payload),
+                months[e.trace_id],
             )
 
     def _copy(
@@ -292,7 +351,9 @@ class PostgresRecorder(Recorder):
         )
         return name
 
-    def _insert_events(self, conn: Any, events: Sequence[Event]) -> tuple[int, Projection]:
+    def _insert_events(
+        self, conn: Any, events: Sequence[Event], months: dict[str, date]
+    ) -> tuple[int, Projection]:
         if not events:
             return 0, Projection()
         # Fast path: a batch of new events goes straight in with COPY, and their projection is
@@ -305,9 +366,9 @@ class PostgresRecorder(Recorder):
                 self._copy(
                     conn,
                     "events",
-                    EVENT_COLUMNS,
+                    STORED_EVENT_COLUMNS,
                     EVENT_TYPES,
-                    self._event_rows(events),
+                    self._event_rows(events, months),
                     meanwhile=lambda: projected.append(project(events)),
                 )
             return len(events), projected[0]
@@ -315,12 +376,13 @@ class PostgresRecorder(Recorder):
             pass
         staging = self._stage(conn, "events")
         conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(staging)))
-        self._copy(conn, staging, EVENT_COLUMNS, EVENT_TYPES, self._event_rows(events))
-        cols = sql.SQL(", ").join(map(sql.Identifier, EVENT_COLUMNS))
+        rows = self._event_rows(events, months)
+        self._copy(conn, staging, STORED_EVENT_COLUMNS, EVENT_TYPES, rows)
+        cols = sql.SQL(", ").join(map(sql.Identifier, STORED_EVENT_COLUMNS))
         cur = conn.execute(
             sql.SQL(
                 "INSERT INTO events ({cols}) SELECT {cols} FROM {src} ORDER BY trace_id, event_id "
-                "ON CONFLICT (trace_id, event_id) DO NOTHING RETURNING event_id"
+                "ON CONFLICT (trace_id, event_id, run_month) DO NOTHING RETURNING event_id"
             ).format(cols=cols, src=sql.Identifier(staging))
         )
         new = {row[0] for row in cur.fetchall()}

@@ -9,9 +9,11 @@ of batches, so that a rebuild gives the same rows.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import date
 from typing import Any
 
 from agentdocket.events import Event
+from agentdocket.store.months import month_of
 from agentdocket.store.projections import (
     JUDGE_CALL_COLUMNS,
     RUN_COLUMNS,
@@ -21,12 +23,12 @@ from agentdocket.store.projections import (
     Projection,
     project,
 )
-from agentdocket.store.recorder import EVENT_COLUMNS, Recorder
+from agentdocket.store.recorder import EVENT_COLUMNS, STORED_EVENT_COLUMNS, Recorder
 
 PROJECTION_TABLES = ("verdicts", "runs", "judge_calls")
 
 
-def _upsert_runs_clause(least: str, greatest: str) -> str:
+def _upsert_runs_clause(target: tuple[str, ...], least: str, greatest: str) -> str:
     sets = [f"{c} = coalesce(runs.{c}, excluded.{c})" for c in RUN_IDENTITY]
     sets += [f"{c} = coalesce(runs.{c}, excluded.{c})" for c in ("status", "error")]
     for c, fn in (
@@ -39,7 +41,7 @@ def _upsert_runs_clause(least: str, greatest: str) -> str:
             f"{c} = {fn}(coalesce(runs.{c}, excluded.{c}), coalesce(excluded.{c}, runs.{c}))"
         )
     sets += [f"{c} = runs.{c} + excluded.{c}" for c in RUN_COUNTS]
-    return "ON CONFLICT (trace_id) DO UPDATE SET " + ", ".join(sets)
+    return f"ON CONFLICT ({', '.join(target)}) DO UPDATE SET " + ", ".join(sets)
 
 
 class Projector:
@@ -47,23 +49,39 @@ class Projector:
 
     def __init__(self, db: Recorder) -> None:
         self.db = db
-        self.runs_upsert = _upsert_runs_clause(db.least, db.greatest)
+        self.runs_upsert = _upsert_runs_clause(db.unique_key("runs"), db.least, db.greatest)
+        self.verdicts_conflict = f"ON CONFLICT ({', '.join(db.unique_key('verdicts'))}) DO NOTHING"
 
-    def apply(self, conn: Any, proj: Projection) -> None:
-        """Upsert what ``proj`` changes, on ``conn`` (inside the caller's transaction)."""
+    def apply(self, conn: Any, proj: Projection, months: dict[str, date]) -> None:
+        """Upsert what ``proj`` changes, on ``conn`` (inside the caller's transaction), under
+        the runs' ``months`` (:mod:`agentdocket.store.months`)."""
+        months = dict(months)
+        wanted = {v.trace_id for v in proj.verdicts} | proj.runs.keys()
+        if missing := sorted(wanted - months.keys()):  # a verdict about a run stored before
+            months = {**months, **self.db._stored_months(conn, missing)}
+        for v in proj.verdicts:  # about a run with no events: under the verdict's own month
+            months.setdefault(v.trace_id, month_of(v.ts))
+        month = self._month_column(months)
         if proj.runs:
-            rows = self.db._rows(RUN_COLUMNS, proj.runs.values())
-            self.db._merge(conn, "runs", RUN_COLUMNS, ("trace_id",), rows, self.runs_upsert)
+            rows = [(*r, month(r[0])) for r in self.db._rows(RUN_COLUMNS, proj.runs.values())]
+            columns = (*RUN_COLUMNS, "run_month")
+            self.db._merge(conn, "runs", columns, ("trace_id",), rows, self.runs_upsert)
         # Rows keyed by their event (a verdict) or by a cache key whose first reply stays:
         # inserted once, never changed.
-        for objects, table, columns, key in (
-            (proj.verdicts, "verdicts", VERDICT_COLUMNS, "verdict_id"),
-            (proj.judge_calls, "judge_calls", JUDGE_CALL_COLUMNS, "cache_key"),
-        ):
-            if objects:
-                rows = self.db._rows(columns, objects)
-                conflict = f"ON CONFLICT ({key}) DO NOTHING"
-                self.db._merge(conn, table, columns, (key,), rows, conflict)
+        if proj.verdicts:
+            rows = [(*r, month(r[1])) for r in self.db._rows(VERDICT_COLUMNS, proj.verdicts)]
+            columns = (*VERDICT_COLUMNS, "run_month")
+            key = ("trace_id", "verdict_id")
+            self.db._merge(conn, "verdicts", columns, key, rows, self.verdicts_conflict)
+        if proj.judge_calls:
+            rows = self.db._rows(JUDGE_CALL_COLUMNS, proj.judge_calls)
+            conflict = "ON CONFLICT (cache_key) DO NOTHING"
+            self.db._merge(conn, "judge_calls", JUDGE_CALL_COLUMNS, ("cache_key",), rows, conflict)
+
+    def _month_column(self, months: dict[str, date]) -> Any:
+        to_db = self.db._to_db
+        converted = {t: to_db("run_month", m) for t, m in months.items()}
+        return converted.__getitem__
 
     def rebuild(self, batch_size: int) -> int:
         """Drop the projections and replay the whole event log into them, in one transaction.
@@ -73,12 +91,15 @@ class Projector:
             for table in PROJECTION_TABLES:
                 self.db._execute(conn, f"DELETE FROM {table}")
             count = 0
-            for chunk in self._stream_events(conn, batch_size):
-                self.apply(conn, project(chunk))
+            for chunk, months in self._stream_events(conn, batch_size):
+                self.apply(conn, project(chunk), months)
                 count += len(chunk)
         return count
 
-    def _stream_events(self, conn: Any, size: int) -> Iterator[list[Event]]:
-        sql = f"SELECT {', '.join(EVENT_COLUMNS)} FROM events ORDER BY trace_id, seq, event_id"
+    def _stream_events(self, conn: Any, size: int) -> Iterator[tuple[list[Event], dict[str, date]]]:
+        columns = ", ".join(STORED_EVENT_COLUMNS)
+        sql = f"SELECT {columns} FROM events ORDER BY trace_id, seq, event_id"
+        width = len(EVENT_COLUMNS)
         for rows in self.db._stream_on(conn, sql, size):
-            yield [self.db._event(r) for r in rows]
+            months = {r[1]: self.db._month(r[width]) for r in rows}
+            yield [self.db._event(r[:width]) for r in rows], months

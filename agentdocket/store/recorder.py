@@ -14,6 +14,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from datetime import date
 from operator import attrgetter
 from typing import Any
 
@@ -34,6 +35,15 @@ EVENT_COLUMNS = (
     "schema_version",
     "payload",
 )
+# What the event log stores of an event: the event, and the month of its run
+# (:mod:`agentdocket.store.months`).
+STORED_EVENT_COLUMNS = (*EVENT_COLUMNS, "run_month")
+# The keys that recognise a stored row (ON CONFLICT targets), where no partition key joins them.
+UNIQUE_KEYS = {
+    "events": ("trace_id", "event_id"),
+    "runs": ("trace_id",),
+    "verdicts": ("verdict_id",),
+}
 JSON_COLUMNS = frozenset({"models", "attributes", "details", "payload", "data"})
 TIME_COLUMNS = frozenset(
     {
@@ -76,6 +86,30 @@ class Recorder(ABC):
     @abstractmethod
     def ping(self) -> None:
         """Raise :class:`StoreUnavailable` unless the database answers now."""
+
+    # --- months (agentdocket.store.months) ----------------------------------------------------
+
+    def unique_key(self, table: str) -> tuple[str, ...]:
+        """The columns that recognise a row of ``events``, ``runs`` or ``verdicts``."""
+        return UNIQUE_KEYS[table]
+
+    def ensure_partitions(self, months: set[date]) -> int:
+        """Make sure rows of these months have somewhere to go; how many partitions were made
+        (none where the database has no partitions). Outside any transaction."""
+        return 0
+
+    @abstractmethod
+    def _stored_months(self, conn: Any, trace_ids: Sequence[str]) -> dict[str, date]:
+        """The month of each of these traces that has events stored."""
+
+    def _lock_new_traces(self, conn: Any, trace_ids: Sequence[str]) -> bool:
+        """Lock these traces, not yet stored, until the transaction ends; whether there are
+        such locks (a database with one writer at a time needs none)."""
+        return False
+
+    @abstractmethod
+    def _month(self, value: Any) -> date:
+        """A ``run_month`` as the database gives it."""
 
     @abstractmethod
     def _write(self) -> AbstractContextManager[Any]:
@@ -160,9 +194,12 @@ class Recorder(ABC):
     def _execute(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> None: ...
 
     @abstractmethod
-    def _insert_events(self, conn: Any, events: Sequence[Event]) -> tuple[int, Projection]:
-        """Insert events, skipping those already stored; return how many were inserted and the
-        projection of those (a backend may compute it while the database digests the rows)."""
+    def _insert_events(
+        self, conn: Any, events: Sequence[Event], months: dict[str, date]
+    ) -> tuple[int, Projection]:
+        """Insert events under their traces' ``months``, skipping those already stored; return
+        how many were inserted and the projection of those (a backend may compute it while the
+        database digests the rows)."""
 
     @abstractmethod
     def _merge(

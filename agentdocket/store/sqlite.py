@@ -7,7 +7,7 @@ import time
 import uuid
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from agentdocket.events import Event, format_ts
@@ -20,12 +20,14 @@ from agentdocket.store.recorder import (
     DATA_ERRORS,
     EVENT_COLUMNS,
     JSON_COLUMNS,
+    STORED_EVENT_COLUMNS,
     TIME_COLUMNS,
     Recorder,
     dumps,
 )
 
 BOOL_COLUMNS = frozenset({"passed"})
+DATE_COLUMNS = frozenset({"run_month"})  # ISO dates as text
 # sqlite3 has no error codes worth mapping by number in Python 3.11; its messages tell.
 TRANSIENT_MESSAGES = ("locked", "busy", "disk i/o", "unable to open", "disk is full")
 
@@ -129,6 +131,22 @@ class SqliteRecorder(Recorder):
         with mapped_errors():
             self._conn.execute("SELECT 1")
 
+    def _stored_months(self, conn: Any, trace_ids: Sequence[str]) -> dict[str, date]:
+        months: dict[str, date] = {}
+        for start in range(0, len(trace_ids), CHUNK):
+            chunk = trace_ids[start : start + CHUNK]
+            values = ", ".join(["(?)"] * len(chunk))
+            rows = conn.execute(
+                "SELECT t.column1, (SELECT e.run_month FROM events e "
+                f"WHERE e.trace_id = t.column1 LIMIT 1) FROM (VALUES {values}) AS t",
+                chunk,
+            )
+            months.update((r[0], self._month(r[1])) for r in rows if r[1] is not None)
+        return months
+
+    def _month(self, value: Any) -> date:
+        return date.fromisoformat(value)
+
     def _read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with mapped_errors():
             return self._conn.execute(query, list(params)).fetchall()
@@ -190,10 +208,17 @@ class SqliteRecorder(Recorder):
             return _ts(value)
         if column in BOOL_COLUMNS:
             return int(value)
+        if column in DATE_COLUMNS:
+            return value.isoformat()
         return value
 
     def _converts(self, column: str) -> bool:
-        return column in JSON_COLUMNS or column in TIME_COLUMNS or column in BOOL_COLUMNS
+        return (
+            column in JSON_COLUMNS
+            or column in TIME_COLUMNS
+            or column in BOOL_COLUMNS
+            or column in DATE_COLUMNS
+        )
 
     def _from_db(self, column: str, value: Any) -> Any:
         if value is None:
@@ -206,9 +231,13 @@ class SqliteRecorder(Recorder):
             return _parse_ts(value)
         if column in BOOL_COLUMNS:
             return bool(value)
+        if column in DATE_COLUMNS:
+            return date.fromisoformat(value)
         return value
 
-    def _insert_events(self, conn: Any, events: Sequence[Event]) -> tuple[int, Projection]:
+    def _insert_events(
+        self, conn: Any, events: Sequence[Event], months: dict[str, date]
+    ) -> tuple[int, Projection]:
         ids = [str(e.event_id) for e in events]
         stored: set[str] = set()
         for start in range(0, len(ids), CHUNK):
@@ -222,8 +251,8 @@ class SqliteRecorder(Recorder):
         [(last,)] = conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchall()
         received = _ts(datetime.now(UTC))
         conn.executemany(
-            f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}, position, received_at) "
-            f"VALUES ({', '.join('?' * 11)})",
+            f"INSERT INTO events ({', '.join(STORED_EVENT_COLUMNS)}, position, received_at) "
+            f"VALUES ({', '.join('?' * 12)})",
             [
                 (
                     str(e.event_id),
@@ -235,6 +264,7 @@ class SqliteRecorder(Recorder):
                     e.kind,
                     e.schema_version,
                     dumps(e.payload),
+                    months[e.trace_id].isoformat(),
                     last + i,
                     received,
                 )

@@ -17,6 +17,7 @@ from agentdocket.follow.follower import Follower
 from agentdocket.follow.selection import follower_key, resolve
 from agentdocket.store import Store, open_store
 from agentdocket.store.following import Position
+from agentdocket.store.months import month_of
 from tests.helpers.db import cli
 from tests.helpers.factory import T0, run_events
 
@@ -95,7 +96,7 @@ def test_an_open_transaction_holds_back_everything_after_it(pg_url: str) -> None
         a.append(run_events(rng))
         before = a.following.after(Position(), 1000)
         with b.recorder._write() as conn:
-            b.recorder._insert_events(conn, slow)  # not committed yet
+            b.recorder._insert_events(conn, slow, {slow[0].trace_id: month_of(slow[0].ts)})
             a.append(fast)
             assert a.following.after(before[-1].position, 1000) == []
         arrived = a.following.after(before[-1].position, 1000)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import random
+import re
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -23,8 +25,9 @@ from agentdocket.store.migrate import (
     installed_digest,
     upgrade,
 )
+from agentdocket.store.months import months_ahead
 from agentdocket.store.projections import RUN_COUNTS
-from tests.helpers.factory import T0, run_events
+from tests.helpers.factory import T0, run_events, verdict_event
 
 TABLES = {"events", "runs", "verdicts", "judge_calls", "datasets", "cases"}
 VIEWS = {"steps", "verdicts_latest"}
@@ -57,11 +60,16 @@ SAMPLES = {"pipeline_samples", "scoring_samples"}  # migration 0009
 INSTALLED = {o.name for o in dashboards.objects() if o.identity.startswith("VIEW ")}
 
 
+MONTHLY = re.compile(r"^(events|runs|verdicts)_\d{4}_\d{2}$")  # partitions (migration 0010)
+
+
 def _objects(url: str) -> tuple[set[str], set[str]]:
+    """Tables (but the months' partitions) and views."""
     engine = sa.create_engine(parse_url(url))
     try:
         insp = sa.inspect(engine)
-        return set(insp.get_table_names()) - {"alembic_version"}, set(insp.get_view_names())
+        tables = {t for t in insp.get_table_names() if not MONTHLY.match(t)}
+        return tables - {"alembic_version"}, set(insp.get_view_names())
     finally:
         engine.dispose()
 
@@ -258,17 +266,89 @@ def test_the_latest_verdict_is_the_one_with_the_greatest_time_then_id(url: str) 
         ("d", "s1", "1", "2026-01-01T00:00:00Z"),  # a step: its own
         ("e", None, "2", "2026-01-01T00:00:00Z"),  # another version: its own
     ]
+    month = min(months_ahead()).isoformat()  # a month with partitions
     with engine.begin() as conn:
         for verdict_id, subject, version, ts in rows:
             conn.execute(
                 sa.text(
                     "INSERT INTO verdicts (verdict_id, trace_id, subject_span_id, scorer, "
-                    "scorer_version, input_hash, details, ts) VALUES "
-                    "(:v, 't', :s, 'x', :version, 'h', '{}', :ts)"
+                    "scorer_version, input_hash, details, ts, run_month) VALUES "
+                    "(:v, 't', :s, 'x', :version, 'h', '{}', :ts, :month)"
                 ),
-                {"v": verdict_id, "s": subject, "version": version, "ts": ts},
+                {"v": verdict_id, "s": subject, "version": version, "ts": ts, "month": month},
             )
     with engine.connect() as conn:
         latest = conn.execute(sa.text("SELECT verdict_id FROM verdicts_latest")).fetchall()
     engine.dispose()
     assert sorted(r[0] for r in latest) == ["c", "d", "e"]
+
+
+def _without_month(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in r.items() if k != "run_month"} for r in rows]
+
+
+def _stored(url: str) -> dict[str, list[dict[str, Any]]]:
+    with open_store(url) as store:
+        return {
+            "events": _without_month(store.rows("events", "trace_id, event_id")),
+            "runs": _without_month(store.rows("runs", "trace_id")),
+            "verdicts": _without_month(store.rows("verdicts", "verdict_id")),
+        }
+
+
+def test_time_partitions_up_and_down_with_data(bare_url: str) -> None:
+    """0010 moves what is stored into monthly partitions (PostgreSQL) or gives it its month
+    (SQLite), each trace under the month of its earliest event, and moves it back: every row,
+    position and projection is kept both ways."""
+    upgrade(bare_url)
+    rng = random.Random(10)
+    boundary = datetime(2026, 1, 31, 23, 59, 59, 950_000, tzinfo=UTC)  # runs into February
+    runs = [run_events(rng, start=boundary), run_events(rng, start=T0)]
+    with open_store(bare_url) as store:
+        for events in runs:
+            store.append([*events, verdict_event(events, when=T0 + timedelta(days=60))])
+    before = _stored(bare_url)
+    downgrade(bare_url, "0009")
+    postgres = parse_url(bare_url).get_backend_name() == "postgresql"
+    for table in ("events", "runs", "verdicts"):
+        assert "run_month" not in _columns(bare_url, table)
+    engine = sa.create_engine(parse_url(bare_url))
+    try:
+        with engine.connect() as conn:
+            if postgres:
+                kinds = conn.execute(
+                    sa.text(
+                        "SELECT relname, relkind FROM pg_class WHERE relname IN "
+                        "('events', 'runs', 'verdicts') OR relname LIKE 'events\\_2%'"
+                    )
+                ).fetchall()
+                assert sorted(kinds) == [("events", "r"), ("runs", "r"), ("verdicts", "r")]
+            n = conn.execute(sa.text("SELECT count(*) FROM events")).scalar_one()
+            assert n == len(before["events"])
+    finally:
+        engine.dispose()
+    upgrade(bare_url)
+    assert _stored(bare_url) == before
+    with open_store(bare_url) as store:
+        months = {
+            (r["trace_id"], r["run_month"])
+            for table in ("events", "runs", "verdicts")
+            for r in store.rows(table, "trace_id")
+        }
+        assert months == {
+            (runs[0][0].trace_id, date(2026, 1, 1)),
+            (runs[1][0].trace_id, date(2026, 3, 1)),
+        }
+        again = store.append([e for events in runs for e in events])
+        assert again.inserted == 0
+    if postgres:
+        parts = {name for name in _objects_with_partitions(bare_url) if name.startswith("events_")}
+        assert {"events_2026_01", "events_2026_03"} <= parts
+
+
+def _objects_with_partitions(url: str) -> set[str]:
+    engine = sa.create_engine(parse_url(url))
+    try:
+        return set(sa.inspect(engine).get_table_names())
+    finally:
+        engine.dispose()

@@ -1,0 +1,273 @@
+"""Scale benchmark: a year of runs, partitioned by month against unpartitioned, in one run.
+
+    python bench/scale.py [--events 30000000] [--months 12] [--rounds 3] [--url ...]
+
+For each layout in turn, on a fresh PostgreSQL database (one at a time, so that the disk holds
+one copy): ``--events`` events (10 per run, with their runs and about five verdicts a run, as
+bench/dashboards.py writes them, set-based) spread over ``--months`` months ending now, the
+rollups refreshed, then timed (median of ``--rounds``):
+
+1. reading one run (``Store.read_trace``), an old one and a recent one;
+2. scoring the last day: ``interaction.metrics`` (a new version each round, so that it writes)
+   over the runs started in the last 24 hours, through ``score_runs``;
+3. every dashboard panel for the last 7 days, as Grafana runs them (total and slowest);
+4. dropping the oldest month: ``agentdocket retention`` (partitions dropped) against what an
+   unpartitioned table needs, DELETE of the month's rows (append-only trigger set aside).
+
+The two layouts: the current schema (migration 0010: ``events``, ``runs`` and ``verdicts``
+partitioned by ``run_month``), and the same schema with those three as plain tables (same
+columns, keys and indexes), made here from 0010's own downgrade. Ratios are unpartitioned over
+partitioned: above 1, partitions are faster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import sqlalchemy as sa
+from alembic.operations import Operations
+from alembic.runtime.migration import MigrationContext
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from agentdocket import dashboards  # noqa: E402
+from agentdocket.dashboards import panels  # noqa: E402
+from agentdocket.dashboards.macros import expand  # noqa: E402
+from agentdocket.scorers.runner import score_runs  # noqa: E402
+from agentdocket.store import open_store  # noqa: E402
+from agentdocket.store.config import parse_url, psycopg_conninfo  # noqa: E402
+from agentdocket.store.derived import drop_installed, install  # noqa: E402
+from bench.common import fresh_database, postgres_url  # noqa: E402
+from bench.dashboards import synthesise, timed  # noqa: E402
+from bench.scoring import fresh_version  # noqa: E402
+
+LAYOUTS = ("partitioned", "unpartitioned")
+
+
+def _migration_0010() -> Any:
+    path = ROOT / "agentdocket" / "migrations" / "versions" / "0010_time_partitions.py"
+    spec = importlib.util.spec_from_file_location("agentdocket_migration_0010", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def unpartition(url: str) -> None:
+    """The current schema with ``events``, ``runs`` and ``verdicts`` as plain tables: 0010's
+    downgrade, then ``run_month`` and the same keys put back (the tables are empty)."""
+    m = _migration_0010()
+    engine = sa.create_engine(parse_url(url))
+    try:
+        with engine.begin() as conn:
+            readers = drop_installed(conn)
+            with Operations.context(MigrationContext.configure(conn)):
+                m._postgres_down()
+            conn.exec_driver_sql(m.MONTH_FUNCTION)
+            conn.exec_driver_sql(
+                "CREATE FUNCTION agentdocket_ensure_partitions(months date[]) RETURNS integer "
+                "LANGUAGE sql RETURN 0"
+            )
+            for table, key in m.KEYS.items():
+                conn.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN run_month date NOT NULL")
+                conn.exec_driver_sql(
+                    f"ALTER TABLE {table} DROP CONSTRAINT {table}_pkey, "
+                    f"ADD PRIMARY KEY ({', '.join((*key, 'run_month'))})"
+                )
+            install(conn, dashboards.objects(), readers)
+    finally:
+        engine.dispose()
+
+
+def median_ms(fn: Callable[[], Any], rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def read_runs(url: str, rounds: int, end: datetime, months: int) -> dict[str, float]:
+    out = {}
+    with psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True) as conn:
+        picks = {
+            "read one run (a month old)": end - timedelta(days=30),
+            f"read one run ({months - 1} months old)": end - timedelta(days=30 * (months - 1)),
+        }
+        with open_store(url, migrate=False) as store:
+            for label, around in picks.items():
+                ids = [
+                    str(r[0])
+                    for r in conn.execute(
+                        "SELECT trace_id FROM runs WHERE started_at BETWEEN %s AND %s LIMIT 50",
+                        [around - timedelta(hours=12), around],
+                    ).fetchall()
+                ]
+                rng = random.Random(7)
+
+                def read(ids: list[str] = ids, rng: random.Random = rng) -> None:
+                    assert store.read_trace(rng.choice(ids)) is not None
+
+                out[label] = median_ms(read, max(rounds, 5))
+    return out
+
+
+def score_last_day(url: str, rounds: int, end: datetime) -> tuple[float, int]:
+    times, runs = [], 0
+    with open_store(url, migrate=False) as store:
+        for _ in range(rounds):
+            scorer = fresh_version("interaction.metrics")
+            start = time.perf_counter()
+            result = score_runs(
+                store, [scorer], since=end - timedelta(days=1), refresh_dashboards=False
+            )
+            times.append((time.perf_counter() - start) * 1000)
+            runs = result.tallies[(scorer.name, scorer.version)].added
+    return statistics.median(times), runs
+
+
+def panels_last_week(url: str, rounds: int, end: datetime) -> tuple[float, float, str]:
+    window = (
+        (end - timedelta(days=7)).isoformat().replace("+00:00", "Z"),
+        end.isoformat().replace("+00:00", "Z"),
+    )
+    values: dict[str, list[str]] = {
+        "scorer": ["planner.suffix_match"],
+        "version_a": ["1"],
+        "version_b": ["1.1"],
+        "experiment_dataset": ["dataset-0"],
+        "baseline": ["agent-0"],
+        "candidate": ["agent-1"],
+        "case_id": [""],
+        "failing_scorer": [""],
+        "failure_type": [""],
+        "tool": [""],
+    }
+    total, slowest, which = 0.0, 0.0, ""
+    with psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True) as conn:
+        for name in ("agent", "dataset", "version"):
+            sql = expand(panels.VARIABLE_SQL[name], {}, *window)
+            values[name] = sorted(str(r[0]) for r in conn.execute(sql.encode()).fetchall())
+        newest = "SELECT trace_id FROM dashboard_failing_runs ORDER BY time DESC LIMIT 1"
+        values["trace_id"] = [str(conn.execute(newest).fetchall()[0][0])]
+        for spec in panels.PANELS:
+            ms, _ = timed(conn, expand(spec.sql, values, *window), rounds)
+            total += ms
+            if ms > slowest:
+                slowest, which = ms, f"{spec.dashboard.removeprefix('agentdocket-')}: {spec.title}"
+    return total, slowest, which
+
+
+def drop_oldest(url: str, layout: str, oldest: date) -> tuple[float, int]:
+    """Drop the oldest month; milliseconds and the events that went."""
+    if layout == "partitioned":
+        # a window that starts in the second month: only the oldest is past it
+        second = date(oldest.year + oldest.month // 12, oldest.month % 12 + 1, 1)
+        keep = f"{(datetime.now(UTC) - datetime(second.year, second.month, 2, tzinfo=UTC)).days}d"
+        with open_store(url, migrate=False) as store:
+            plan = store.retention.plan(keep)
+            assert [m.month for m in plan.drop] == [oldest], plan
+            start = time.perf_counter()
+            applied = store.retention.apply(plan)
+            ms = (time.perf_counter() - start) * 1000
+        return ms, applied.dropped[0].rows["events"]
+    with psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True) as conn:
+        start = time.perf_counter()
+        with conn.transaction():
+            conn.execute(
+                "INSERT INTO rollup_stale (hour, what) SELECT DISTINCT "
+                "agentdocket_hour(coalesce(started_at, first_ts)), w FROM runs "
+                "CROSS JOIN (VALUES ('runs'), ('verdicts')) k(w) WHERE run_month = %s",
+                [oldest],
+            )
+            conn.execute("ALTER TABLE events DISABLE TRIGGER events_append_only")
+            cur = conn.execute("DELETE FROM events WHERE run_month = %s", [oldest])
+            gone = cur.rowcount
+            conn.execute("ALTER TABLE events ENABLE TRIGGER events_append_only")
+            conn.execute("DELETE FROM verdicts WHERE run_month = %s", [oldest])
+            conn.execute("DELETE FROM runs WHERE run_month = %s", [oldest])
+        with open_store(url, migrate=False) as store:
+            store.refresh_dashboards()
+        return (time.perf_counter() - start) * 1000, gone
+
+
+def measure(server: str, layout: str, args: argparse.Namespace, end: datetime) -> dict[str, Any]:
+    runs = args.events // 10
+    days = args.months * 30
+    with fresh_database(server) as url:
+        open_store(url, derived=dashboards.objects()).close()
+        if layout == "unpartitioned":
+            unpartition(url)
+        print(f"[{layout}] synthesising {runs:,} runs over {days} days ...", flush=True)
+        start = time.perf_counter()
+        counts = synthesise(url, runs, days, end)
+        load_s = time.perf_counter() - start
+        with open_store(url, migrate=False) as store:
+            refreshed = store.refresh_dashboards()
+        with psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True) as conn:
+            conn.execute("ANALYZE")  # what autovacuum would soon do, after the refresh
+            [(size,)] = conn.execute("SELECT pg_database_size(current_database())").fetchall()
+            [(oldest,)] = conn.execute("SELECT min(run_month) FROM runs").fetchall()
+        print(
+            f"[{layout}] {counts['events']:,} events, {counts['verdicts']:,} verdicts, "
+            f"{size / 1e9:.1f} GB, loaded in {load_s:.0f} s; rollups: {refreshed}",
+            flush=True,
+        )
+        result: dict[str, Any] = {"counts": counts, "gb": size / 1e9, "load_s": load_s}
+        result.update(read_runs(url, args.rounds, end, args.months))
+        result["score the last day"], result["runs scored"] = score_last_day(url, args.rounds, end)
+        total, slowest, which = panels_last_week(url, args.rounds, end)
+        result["every panel, last 7 days (sum)"] = total
+        result["slowest panel"] = slowest
+        result["slowest panel is"] = which
+        result["drop the oldest month"], result["events dropped"] = drop_oldest(url, layout, oldest)
+        print(f"[{layout}] {result}", flush=True)
+        return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--events", type=int, default=30_000_000)
+    parser.add_argument("--months", type=int, default=12)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--url", help="PostgreSQL server URL (default: the local cluster)")
+    args = parser.parse_args()
+    end = datetime.now(UTC).replace(microsecond=0)
+    server = postgres_url(args.url)
+    results = {layout: measure(server, layout, args, end) for layout in LAYOUTS}
+    part, flat = results["partitioned"], results["unpartitioned"]
+    print(
+        f"\n{part['counts']['events']:,} events over {args.months} months "
+        f"({part['gb']:.1f} GB partitioned, {flat['gb']:.1f} GB unpartitioned); "
+        f"median of {args.rounds}, milliseconds"
+    )
+    print(f"  {'':34} {'partitioned':>12} {'unpartitioned':>14} {'ratio':>7}")
+    for key, value in part.items():
+        if key in ("counts", "gb", "load_s", "runs scored", "events dropped", "slowest panel is"):
+            continue
+        ratio = flat[key] / value if value else float("nan")
+        print(f"  {key:34} {value:12.1f} {flat[key]:14.1f} {ratio:6.2f}x")
+    print(
+        f"  runs scored in the last day: {part['runs scored']:,}; events dropped with the "
+        f"oldest month: {part['events dropped']:,} (partitioned), {flat['events dropped']:,}"
+    )
+    print(f"  slowest panel: {part['slowest panel is']} / {flat['slowest panel is']}")
+    print(f"  load: {part['load_s']:.0f} s partitioned, {flat['load_s']:.0f} s unpartitioned")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+"""Time partitions (migration 0010): a run and everything about it under its month."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from datetime import UTC, date, datetime, timedelta
+
+import psycopg
+import pytest
+
+from agentdocket.events import Event, GenericStep
+from agentdocket.store import open_store
+from agentdocket.store.config import parse_url, psycopg_conninfo
+from agentdocket.store.months import month_of, months_ahead
+from tests.helpers.factory import run_events, verdict_event
+
+pytestmark = pytest.mark.postgres
+
+BOUNDARY = datetime(2026, 1, 31, 23, 59, 59, 990_000, tzinfo=UTC)  # runs from here cross into Feb
+JAN, FEB = date(2026, 1, 1), date(2026, 2, 1)
+
+
+def _conn(url: str) -> psycopg.Connection[tuple[object, ...]]:
+    return psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True)
+
+
+def _partitions(url: str, table: str) -> set[str]:
+    with _conn(url) as conn:
+        rows = conn.execute(
+            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+            "WHERE i.inhparent = %s::regclass",
+            [table],
+        ).fetchall()
+    return {str(r[0]) for r in rows}
+
+
+def _where(url: str, table: str, trace_id: str) -> dict[str, int]:
+    """Which partitions hold the trace's rows, and how many each."""
+    with _conn(url) as conn:
+        rows = conn.execute(
+            f"SELECT tableoid::regclass::text, count(*) FROM {table} WHERE trace_id = %s "
+            "GROUP BY 1",
+            [trace_id],
+        ).fetchall()
+    return {str(r[0]): int(str(r[1])) for r in rows}
+
+
+def test_partitions_exist_for_the_months_ahead_and_for_any_month_written(pg_url: str) -> None:
+    ahead = {f"{m:%Y_%m}" for m in months_ahead()}
+    assert len(ahead) == 4
+    for table in ("events", "runs", "verdicts"):
+        assert {f"{table}_{m}" for m in ahead} <= _partitions(pg_url, table)
+        assert f"{table}_2019_06" not in _partitions(pg_url, table)
+    old = run_events(random.Random(1), start=datetime(2019, 6, 3, tzinfo=UTC))
+    with open_store(pg_url) as store:
+        assert store.append(old).inserted == len(old)
+        assert store.recorder.ensure_partitions({date(2019, 6, 1)}) == 0  # made already
+    for table in ("events", "runs"):
+        assert f"{table}_2019_06" in _partitions(pg_url, table)
+    assert _where(pg_url, "events", old[0].trace_id) == {"events_2019_06": len(old)}
+
+
+def test_a_run_across_a_month_boundary_stays_in_its_month_and_a_resent_batch_adds_nothing(
+    pg_url: str,
+) -> None:
+    rng = random.Random(2)
+    events = run_events(rng, start=BOUNDARY)
+    assert month_of(events[0].ts) == JAN and month_of(events[-1].ts) == FEB
+    trace = events[0].trace_id
+    with open_store(pg_url) as store:
+        assert store.append(events).inserted == len(events)
+        counts = store.counts()
+        again = store.append(events)
+        assert (again.inserted, again.duplicates) == (0, len(events))
+        assert store.counts() == counts
+        # a late event and a verdict, weeks later, join the run's month; re-sent, nothing
+        late = Event.create(
+            trace_id=trace,
+            span_id="00000000000000aa",
+            seq=99,
+            ts=BOUNDARY + timedelta(days=20),
+            payload=GenericStep(name="late"),
+        )
+        verdict = verdict_event(events, when=BOUNDARY + timedelta(days=40))
+        assert store.append([late, verdict]).inserted == 2
+        assert store.append([late, verdict]).inserted == 0
+        run = store.run(trace)
+        assert run is not None and run["n_events"] == len(events) + 1
+    assert _where(pg_url, "events", trace) == {"events_2026_01": len(events) + 2}
+    assert _where(pg_url, "runs", trace) == {"runs_2026_01": 1}
+    assert _where(pg_url, "verdicts", trace) == {"verdicts_2026_01": 1}
+
+
+def test_two_writers_of_a_new_trace_agree_on_its_month(pg_url: str) -> None:
+    """The first writer's January span and the second's February span of one new trace: the
+    second waits for the first to commit, then finds the trace's month stored."""
+    events = run_events(random.Random(3), start=BOUNDARY)
+    january, february = events[:1], events[-1:]
+    assert month_of(february[0].ts) == FEB
+    with open_store(pg_url) as first, open_store(pg_url) as second:
+        second.recorder.ensure_partitions({JAN, FEB})
+        done = threading.Event()
+
+        def write_second() -> None:
+            second.append(february)
+            done.set()
+
+        with first.recorder._write() as conn:
+            assert first.appender.append_on(conn, january) == (1, [])
+            writer = threading.Thread(target=write_second)
+            writer.start()
+            time.sleep(0.5)
+            assert not done.is_set()  # waiting on the trace's lock
+        writer.join(10)
+        assert done.is_set()
+    assert _where(pg_url, "events", events[0].trace_id) == {"events_2026_01": 2}
+    assert _where(pg_url, "runs", events[0].trace_id) == {"runs_2026_01": 1}
+
+
+def test_update_delete_and_truncate_are_refused_on_the_log_and_on_every_partition(
+    pg_url: str,
+) -> None:
+    events = run_events(random.Random(4), start=BOUNDARY)
+    with open_store(pg_url) as store:
+        store.append(events)
+    statements = [
+        "UPDATE events SET kind = 'x'",
+        "DELETE FROM events",
+        "TRUNCATE events",
+        "UPDATE events_2026_01 SET kind = 'x'",
+        "DELETE FROM events_2026_01",
+        "TRUNCATE events_2026_01",
+    ]
+    for statement in statements:
+        with _conn(pg_url) as conn, pytest.raises(psycopg.Error, match="append-only"):
+            conn.execute(statement)
+    with open_store(pg_url) as store:
+        assert store.counts()["events"] == len(events)
