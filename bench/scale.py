@@ -28,6 +28,7 @@ import random
 import statistics
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -48,8 +49,9 @@ from agentdocket.scorers.runner import score_runs  # noqa: E402
 from agentdocket.store import open_store  # noqa: E402
 from agentdocket.store.config import parse_url, psycopg_conninfo  # noqa: E402
 from agentdocket.store.derived import drop_installed, install  # noqa: E402
+from agentdocket.store.grafana import grant_dashboard_role  # noqa: E402
 from bench.common import fresh_database, postgres_url  # noqa: E402
-from bench.dashboards import synthesise, timed  # noqa: E402
+from bench.dashboards import ROLE, synthesise, timed  # noqa: E402
 from bench.scoring import fresh_version  # noqa: E402
 
 LAYOUTS = ("partitioned", "unpartitioned")
@@ -156,7 +158,11 @@ def panels_last_week(url: str, rounds: int, end: datetime) -> tuple[float, float
         "tool": [""],
     }
     total, slowest, which = 0.0, 0.0, ""
-    with psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True) as conn:
+    # as Grafana runs them: connected as the role `agentdocket grafana-role` makes
+    password = uuid.uuid4().hex
+    grant_dashboard_role(url, ROLE, password)
+    as_role = parse_url(url).set(username=ROLE, password=password)
+    with psycopg.connect(psycopg_conninfo(as_role), autocommit=True) as conn:
         for name in ("agent", "dataset", "version"):
             sql = expand(panels.VARIABLE_SQL[name], {}, *window)
             values[name] = sorted(str(r[0]) for r in conn.execute(sql.encode()).fetchall())
@@ -248,7 +254,11 @@ def main() -> None:
     args = parser.parse_args()
     end = datetime.now(UTC).replace(microsecond=0)
     server = postgres_url(args.url)
-    results = {layout: measure(server, layout, args, end) for layout in LAYOUTS}
+    try:
+        results = {layout: measure(server, layout, args, end) for layout in LAYOUTS}
+    finally:
+        with psycopg.connect(psycopg_conninfo(parse_url(server)), autocommit=True) as admin:
+            admin.execute(f"DROP ROLE IF EXISTS {ROLE}")
     part, flat = results["partitioned"], results["unpartitioned"]
     print(
         f"\n{part['counts']['events']:,} events over {args.months} months "

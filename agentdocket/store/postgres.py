@@ -134,6 +134,10 @@ class PostgresRecorder(Recorder):
             ) from None
         # jsonb read back through orjson, unescaped where the stored text needs it
         psycopg.types.json.set_json_loads(stored_loads, self._conn)
+        # No JIT: the store's queries are short, and a plan over a dozen monthly partitions
+        # costs enough to be compiled, seconds for a query that runs in milliseconds.
+        with mapped_errors():
+            self._conn.execute("SET jit = off")
 
     def close(self) -> None:
         self._conn.close()
