@@ -134,12 +134,26 @@ def test_retention_drops_exactly_the_runs_of_the_months_past_the_window(store: S
 
 
 @pytest.mark.postgres
-def test_postgres_drops_the_months_partitions(pg_url: str) -> None:
+def test_postgres_drops_the_months_partitions_and_their_rollups(pg_url: str) -> None:
+    from agentdocket import dashboards
     from agentdocket.store import open_store
 
-    with open_store(pg_url) as store:
+    def hours(store: Store) -> dict[str, int]:
+        rows = store.recorder._read(
+            "SELECT to_char(hour, 'YYYY-MM'), sum(runs) FROM rollup_runs GROUP BY 1"
+        )
+        return {str(m): int(n) for m, n in rows}
+
+    with open_store(pg_url, derived=dashboards.objects()) as store:
         _seed(store)
+        store.refresh_dashboards()
+        before = hours(store)
+        assert before == {"2026-01": 2, "2026-02": 1, "2026-03": 2, "2026-04": 1, "2026-06": 1}
         store.retention.apply(store.retention.plan("90d", now=NOW))
+        # the dropped months' hours are gone from the rollups, the others as they were
+        assert hours(store) == {m: n for m, n in before.items() if m >= "2026-03"}
+        [(stale,)] = store.recorder._read("SELECT count(*) FROM rollup_stale")
+        assert stale == 0
         [(names,)] = store.recorder._read(
             "SELECT array_agg(c.relname::text ORDER BY c.relname) FROM pg_inherits i "
             "JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass "

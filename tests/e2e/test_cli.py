@@ -131,3 +131,32 @@ def test_bad_database_url_is_a_clear_error() -> None:
         main, ["--database", "postgresql+psycopg://u:secret@127.0.0.1:1/x", "runs", "list"], obj={}
     )
     assert closed.exit_code == 1 and "secret" not in closed.output
+
+
+def test_retention_says_what_would_go_then_drops_it(url: str) -> None:
+    """Runs from a year before now and from today: `--keep 90d` takes the old month only."""
+    import json
+    import random
+    from datetime import UTC, datetime, timedelta
+
+    from agentdocket.store import open_store
+    from tests.helpers.factory import run_events
+
+    now = datetime.now(UTC)
+    rng = random.Random(5)
+    old, new = run_events(rng, start=now - timedelta(days=365)), run_events(rng, start=now)
+    with open_store(url) as store:
+        store.append(old + new)
+    label = (now - timedelta(days=365)).strftime("%Y-%m")
+    dry = json.loads(cli(url, "retention", "--keep", "90d", "--dry-run", "--format", "json"))
+    dropped = [m for m in dry["dropped"] if m["runs"]]
+    assert [(m["month"], m["runs"], m["events"]) for m in dropped] == [(label, 1, len(old))]
+    assert dry["dry_run"] and dry["trace_id"] is None
+    text = cli(url, "retention", "--keep", "90d")
+    assert f"dropped {label}: 1 runs, {len(old)} events" in text
+    assert "recorded as retention.applied in trace" in text
+    with open_store(url) as store:
+        assert store.run(old[0].trace_id) is None
+        assert store.run(new[0].trace_id) is not None
+    again = json.loads(cli(url, "retention", "--keep", "90d", "--format", "json"))
+    assert [m for m in again["dropped"] if m["runs"]] == []
