@@ -61,7 +61,7 @@ def _mapped(url: str) -> Iterator[None]:
         else:
             import psycopg
 
-            from agentdocket.store.postgres import classify as classify_pg
+            from agentdocket.store.postgres_errors import classify as classify_pg
 
             if not isinstance(orig, psycopg.Error):
                 raise
