@@ -4,15 +4,17 @@
 
 For each layout in turn, on a fresh PostgreSQL database (one at a time, so that the disk holds
 one copy): ``--events`` events (10 per run, with their runs and about five verdicts a run, as
-bench/dashboards.py writes them, set-based) spread over ``--months`` months ending now, the
-rollups refreshed, then timed (median of ``--rounds``):
+bench/dashboards.py writes them, set-based) spread from the first day of the month ``--months``
+months ago until now (so the oldest month is whole), the rollups refreshed, then timed (median
+of ``--rounds``):
 
 1. reading one run (``Store.read_trace``), an old one and a recent one;
 2. scoring the last day: ``interaction.metrics`` (a new version each round, so that it writes)
    over the runs started in the last 24 hours, through ``score_runs``;
 3. every dashboard panel for the last 7 days, as Grafana runs them (total and slowest);
 4. dropping the oldest month: ``agentdocket retention`` (partitions dropped) against what an
-   unpartitioned table needs, DELETE of the month's rows (append-only trigger set aside).
+   unpartitioned table needs, DELETE of the month's rows (append-only trigger set aside);
+   both then refresh the dropped hours' rollups, as retention does.
 
 The two layouts: the current schema (migration 0010: ``events``, ``runs`` and ``verdicts``
 partitioned by ``run_month``), and the same schema with those three as plain tables (same
@@ -211,7 +213,11 @@ def drop_oldest(url: str, layout: str, oldest: date) -> tuple[float, int]:
 
 def measure(server: str, layout: str, args: argparse.Namespace, end: datetime) -> dict[str, Any]:
     runs = args.events // 10
-    days = args.months * 30
+    # from the first day of the month --months before this one: the oldest month is whole
+    first = date(
+        end.year - (args.months - end.month + 12) // 12, (end.month - args.months - 1) % 12 + 1, 1
+    )
+    days = (end.date() - first).days
     with fresh_database(server) as url:
         open_store(url, derived=dashboards.objects()).close()
         if layout == "unpartitioned":
