@@ -55,26 +55,41 @@ class Sampler(threading.Thread):
         self.written = 0
         self._partitions_at = float("-inf")
 
+    def _open(self) -> Store:
+        if self._store is None:
+            self._store = open_store(self.url, migrate=False)
+        return self._store
+
+    def _lost(self, what: str, exc: Exception) -> None:
+        """Never into the receiver: say so, drop the connection, try again next time."""
+        log.info("%s: %s", what, exc)
+        if self._store is not None:
+            try:
+                self._store.close()
+            finally:
+                self._store = None
+
     def write(self) -> bool:
         try:
-            if self._store is None:
-                self._store = open_store(self.url, migrate=False)
-            self._store.samples.record(sample(self.receiver, self.process))
-            if time.monotonic() - self._partitions_at >= PARTITIONS_EVERY_S:
-                self._store.recorder.ensure_partitions(months_ahead())
-                self._partitions_at = time.monotonic()
-        except Exception as exc:  # never into the receiver: the next sample will tell
-            log.info("pipeline sample not written: %s", exc)
-            if self._store is not None:
-                try:
-                    self._store.close()
-                finally:
-                    self._store = None
+            self._open().samples.record(sample(self.receiver, self.process))
+        except Exception as exc:  # the next sample will tell
+            self._lost("pipeline sample not written", exc)
             return False
         self.written += 1
+        if time.monotonic() - self._partitions_at >= PARTITIONS_EVERY_S:
+            self.ensure_partitions()
         return True
 
+    def ensure_partitions(self) -> None:
+        """This month's partitions and the next three's, made if missing."""
+        try:
+            self._open().recorder.ensure_partitions(months_ahead())
+            self._partitions_at = time.monotonic()
+        except Exception as exc:  # tried again with the next sample
+            self._lost("partitions ahead not checked", exc)
+
     def run(self) -> None:
+        self.ensure_partitions()
         while not self.stopped.wait(self.every):
             self.write()
 

@@ -6,6 +6,7 @@ import random
 import threading
 import time
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -15,6 +16,7 @@ from agentdocket.store import open_store
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from agentdocket.store.months import month_of, months_ahead
 from tests.helpers.factory import run_events, verdict_event
+from tests.helpers.otlp_server import Server
 
 pytestmark = pytest.mark.postgres
 
@@ -138,3 +140,26 @@ def test_update_delete_and_truncate_are_refused_on_the_log_and_on_every_partitio
             conn.execute(statement)
     with open_store(pg_url) as store:
         assert store.counts()["events"] == len(events)
+
+
+def test_serve_makes_the_months_ahead_that_are_missing(pg_url: str, tmp_path: Path) -> None:
+    """A month's partitions dropped while empty (as if the database were migrated months ago)
+    are made again by `agentdocket serve` when it starts."""
+    coming = sorted(months_ahead())[1:]
+    names = [f"{t}_{m:%Y_%m}" for m in coming for t in ("events", "runs", "verdicts")]
+    with _conn(pg_url) as conn:
+        for name in names:
+            conn.execute(f"DROP TABLE {name}")
+    assert not set(names) & (_partitions(pg_url, "events") | _partitions(pg_url, "runs"))
+    server = Server(pg_url, tmp_path / "spool").start()
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            made = _partitions(pg_url, "events") | _partitions(pg_url, "runs")
+            made |= _partitions(pg_url, "verdicts")
+            if set(names) <= made:
+                break
+            time.sleep(0.2)
+        assert set(names) <= made
+    finally:
+        server.stop()
