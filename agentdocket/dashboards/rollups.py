@@ -82,16 +82,17 @@ STALE_RUNS = f"""
     ) r
 """
 LATEST = f"""
-    SELECT h.hour, r.trace_id, r.agent, r.dataset, v.scorer, v.scorer_version, v.passed,
-        v.score, v.label, v.failure_type, v.details
+    SELECT h.hour, r.trace_id, r.run_month, r.agent, r.dataset, v.scorer, v.scorer_version,
+        v.passed, v.score, v.label, v.failure_type, v.details
     FROM {STALE.format("verdicts")} h
     CROSS JOIN LATERAL (
-        SELECT r.trace_id, r.agent, r.dataset FROM dashboard_runs r
+        SELECT r.trace_id, r.run_month, r.agent, r.dataset FROM dashboard_runs r
         WHERE r.time >= h.hour AND r.time < h.hour + interval '1 hour' OFFSET 0
     ) r
     CROSS JOIN LATERAL (
         SELECT * FROM verdicts_latest v
-        WHERE v.trace_id = r.trace_id AND v.subject_span_id IS NULL OFFSET 0
+        WHERE v.trace_id = r.trace_id AND v.run_month = r.run_month
+            AND v.subject_span_id IS NULL OFFSET 0
     ) v
 """
 K = "l.hour, l.agent, l.dataset, l.scorer, l.scorer_version"
@@ -151,9 +152,10 @@ def _aggregate() -> dict[str, str]:
                     SELECT hour, agent, dataset, array_agg(scorer) AS scorers,
                         array_agg(scorer_version) AS versions, array_agg(passed) AS passed,
                         (SELECT array_agg(DISTINCT e.payload->>'tool') FROM events e
-                         WHERE e.trace_id = l.trace_id AND e.kind = 'tool.called') AS tools
+                         WHERE e.trace_id = l.trace_id AND e.run_month = l.run_month
+                           AND e.kind = 'tool.called') AS tools
                     FROM l WHERE l.scorer IN {tool_scorers} AND l.passed IS NOT NULL
-                    GROUP BY hour, agent, dataset, trace_id
+                    GROUP BY hour, agent, dataset, trace_id, run_month
                 ) g
                 CROSS JOIN LATERAL unnest(g.tools) t(tool)
                 CROSS JOIN LATERAL unnest(g.scorers, g.versions, g.passed)

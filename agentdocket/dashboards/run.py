@@ -59,6 +59,7 @@ def _first_of_span(span: str, alias: str, before: str = "") -> str:
     """The span id (in the frame) of the first step of ``span`` in the same trace."""
     return (
         f"(SELECT {_sid(alias)} FROM events {alias} WHERE {alias}.trace_id = e.trace_id "
+        f"AND {alias}.run_month = e.run_month "
         f"AND {alias}.span_id = {span} AND {alias}.kind IN ('run.started', {STEP_KINDS}){before} "
         f"ORDER BY ({alias}.kind = 'run.started') DESC, {alias}.seq, {alias}.ts, "
         f"{alias}.event_id LIMIT 1)"
@@ -73,7 +74,8 @@ def _views() -> dict[str, str]:
         "dashboard_failing_runs": """
             SELECT d.time, d.trace_id, d.agent, d.agent_version, d.dataset, d.case_id,
                 v.scorer, v.scorer_version, v.failure_type, v.rationale
-            FROM verdicts_latest v JOIN dashboard_runs d ON d.trace_id = v.trace_id
+            FROM verdicts_latest v
+            JOIN dashboard_runs d ON d.trace_id = v.trace_id AND d.run_month = v.run_month
             WHERE v.passed = false AND v.subject_span_id IS NULL
         """,
         "dashboard_run_header": """
@@ -81,13 +83,15 @@ def _views() -> dict[str, str]:
                 CAST(r.models AS text) AS models, d.dataset, d.dataset_version, d.case_id,
                 d.status, r.error, d.latency_ms, d.n_steps, d.n_tool_calls, d.n_llm_calls,
                 d.n_errors, t.input_tokens, t.output_tokens
-            FROM dashboard_runs d JOIN runs r ON r.trace_id = d.trace_id
+            FROM dashboard_runs d
+            JOIN runs r ON r.trace_id = d.trace_id AND r.run_month = d.run_month
             CROSS JOIN LATERAL (
                 SELECT CAST(sum(CAST(e.payload->>'input_tokens' AS bigint)) AS bigint)
                         AS input_tokens,
                     CAST(sum(CAST(e.payload->>'output_tokens' AS bigint)) AS bigint)
                         AS output_tokens
-                FROM events e WHERE e.trace_id = d.trace_id AND e.kind = 'llm.called'
+                FROM events e WHERE e.trace_id = d.trace_id AND e.run_month = d.run_month
+                    AND e.kind = 'llm.called'
             ) t
         """,
         "dashboard_trace_spans": f"""
@@ -122,13 +126,15 @@ def _views() -> dict[str, str]:
                     AS "statusCode",
                 e.trace_id, e.seq, e.kind
             FROM events e
-            JOIN (SELECT trace_id, agent, status, started_at, ended_at,
+            JOIN (SELECT trace_id, run_month, agent, status, started_at, ended_at,
                     (SELECT s.span_id FROM events s WHERE s.trace_id = runs.trace_id
+                        AND s.run_month = runs.run_month
                         AND s.kind = 'run.started' ORDER BY s.seq, s.ts LIMIT 1) AS root
-                  FROM runs) r ON r.trace_id = e.trace_id
+                  FROM runs) r ON r.trace_id = e.trace_id AND r.run_month = e.run_month
             LEFT JOIN LATERAL (
                 SELECT x.payload FROM events x
                 WHERE e.kind = 'tool.called' AND x.trace_id = e.trace_id
+                  AND x.run_month = e.run_month
                   AND x.kind = 'tool.returned' AND x.payload->>'call_id' = e.payload->>'call_id'
                 ORDER BY x.seq LIMIT 1) ret ON true
             WHERE e.kind IN ('run.started', {STEP_KINDS})
@@ -162,6 +168,7 @@ def _views() -> dict[str, str]:
             LEFT JOIN LATERAL (
                 SELECT x.payload FROM events x
                 WHERE e.kind = 'tool.called' AND x.trace_id = e.trace_id
+                  AND x.run_month = e.run_month
                   AND x.kind = 'tool.returned' AND x.payload->>'call_id' = e.payload->>'call_id'
                 ORDER BY x.seq LIMIT 1) ret ON true
             WHERE e.kind IN ({STEP_KINDS})
@@ -183,15 +190,17 @@ def _views() -> dict[str, str]:
                 (1, 'question', c.data->>'question', r.question),
                 (2, 'plan', CAST(c.data->'expected_plan' AS text), (
                     SELECT CAST(e.payload->'steps' AS text) FROM events e
-                    WHERE e.trace_id = r.trace_id AND e.kind = 'plan'
+                    WHERE e.trace_id = r.trace_id AND e.run_month = r.run_month AND e.kind = 'plan'
                     ORDER BY e.seq LIMIT 1)),
                 (3, 'calls', CAST(c.data->'expected_calls' AS text), (
                     SELECT string_agg((e.payload->>'tool') || ' '
                         || CAST(e.payload->'arguments' AS text), '; ' ORDER BY e.seq)
-                    FROM events e WHERE e.trace_id = r.trace_id AND e.kind = 'tool.called')),
+                    FROM events e WHERE e.trace_id = r.trace_id AND e.run_month = r.run_month
+                        AND e.kind = 'tool.called')),
                 (4, 'answer', coalesce(c.data->>'reference_answer', c.data->>'stub_response'), (
                     SELECT e.payload->>'text' FROM events e
-                    WHERE e.trace_id = r.trace_id AND e.kind = 'response'
+                    WHERE e.trace_id = r.trace_id AND e.run_month = r.run_month
+                        AND e.kind = 'response'
                     ORDER BY e.seq DESC LIMIT 1))
             ) AS a(n, aspect, expected, actual)
         """,

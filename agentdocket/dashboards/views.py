@@ -70,7 +70,8 @@ def _views() -> dict[str, str]:
                 r.status, CASE WHEN r.status = 'error' THEN 1 ELSE 0 END AS is_error,
                 CAST(extract(epoch FROM r.ended_at - r.started_at) * 1000 AS double precision)
                     AS latency_ms,
-                r.n_steps, r.n_tool_calls, r.n_sql, r.n_llm_calls, r.n_retrievals, r.n_errors
+                r.n_steps, r.n_tool_calls, r.n_sql, r.n_llm_calls, r.n_retrievals, r.n_errors,
+                r.run_month
             FROM runs r WHERE r.started_at IS NOT NULL
         """,
         "dashboard_verdicts": """
@@ -78,7 +79,8 @@ def _views() -> dict[str, str]:
                 v.passed, CASE WHEN v.passed THEN 1.0 WHEN NOT v.passed THEN 0.0 END AS pass,
                 v.score, v.label, v.failure_type, v.details, r.agent, r.agent_version,
                 r.strategy, r.model, r.dataset, r.case_id
-            FROM verdicts_latest v JOIN dashboard_runs r ON r.trace_id = v.trace_id
+            FROM verdicts_latest v JOIN dashboard_runs r
+                ON r.trace_id = v.trace_id AND r.run_month = v.run_month
             WHERE v.subject_span_id IS NULL
         """,
         # For the template variables: a skip scan of the (scorer, scorer_version) index, one
@@ -212,7 +214,8 @@ def _views() -> dict[str, str]:
                 v.trace_id, v.scorer, v.scorer_version,
                 CASE WHEN v.passed THEN 1.0 WHEN NOT v.passed THEN 0.0 END AS pass,
                 v.score, v.failure_type, s.selection
-            FROM verdicts_latest v JOIN runs r ON r.trace_id = v.trace_id
+            FROM verdicts_latest v
+            JOIN runs r ON r.trace_id = v.trace_id AND r.run_month = v.run_month
             CROSS JOIN LATERAL (
                 SELECT 'experiment:' || (r.attributes->>'experiment')
                 WHERE r.attributes ? 'experiment'

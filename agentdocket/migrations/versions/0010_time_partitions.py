@@ -126,6 +126,8 @@ AHEAD = (
     "date_trunc('month', now() AT TIME ZONE 'UTC') + interval '3 months', "
     "interval '1 month') m))"
 )
+MATCHED_RETURN = "r.trace_id = e.trace_id"  # in 0001's steps view (PostgreSQL)
+SIBLING = "n.trace_id = v.trace_id"  # in 0007's verdicts_latest
 DEAD_LETTERS_STATE = """
     CREATE VIEW dead_letters_state AS
     SELECT d.*, EXISTS (
@@ -157,12 +159,19 @@ def _sibling(stem: str) -> ModuleType:
     return module
 
 
-def _views_up_again(postgres: bool) -> None:
-    """The views migrations made over these tables (dropped to move the tables)."""
+def _views_up_again(postgres: bool, by_month: bool) -> None:
+    """The views migrations made over these tables (dropped to move the tables). ``by_month``:
+    a tool call's return and a verdict's later siblings are looked up in the run's own month
+    (one partition, not every one)."""
     first = _sibling("0001_event_log")
     statements = first.POSTGRES_UP if postgres else first.SQLITE_UP
-    op.execute(next(s for s in statements if "CREATE VIEW steps" in s))
-    op.execute(_sibling("0007_derived_objects").LATEST)
+    steps = next(s for s in statements if "CREATE VIEW steps" in s)
+    latest = _sibling("0007_derived_objects").LATEST
+    if by_month:
+        steps = steps.replace(MATCHED_RETURN, f"{MATCHED_RETURN} AND r.run_month = e.run_month")
+        latest = latest.replace(SIBLING, f"{SIBLING} AND n.run_month = v.run_month")
+    op.execute(steps)
+    op.execute(latest)
     op.execute(DEAD_LETTERS_STATE.format(as_uuid="::uuid" if postgres else ""))
 
 
@@ -258,7 +267,7 @@ def _postgres_up() -> None:
     for statement in APPEND_ONLY:
         op.execute(statement)
     _rollup_triggers(create=True)
-    _views_up_again(postgres=True)
+    _views_up_again(postgres=True, by_month=True)
     for table in PARTITIONED:
         op.execute(f"ANALYZE {table}")
 
@@ -293,7 +302,7 @@ def _postgres_down() -> None:
     for statement in APPEND_ONLY:
         op.execute(statement)
     _rollup_triggers(create=True)
-    _views_up_again(postgres=True)
+    _views_up_again(postgres=True, by_month=False)
 
 
 SQLITE_NO_UPDATE = """
