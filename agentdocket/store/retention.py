@@ -38,6 +38,7 @@ from agentdocket.store.recorder import Recorder
 KEEP = re.compile(r"^\s*(\d+)\s*([hdw])\s*$")
 UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
 TABLES = ("events", "runs", "verdicts", "judge_calls")
+LOCK_TIMEOUT = "10s"
 
 
 def parse_keep(text: str) -> timedelta:
@@ -121,9 +122,15 @@ class Retention:
         dropped, refused = [], list(plan.refused)
         self.db.ensure_partitions({month_of(datetime.now(UTC))})  # where the record goes
         for seq, month in enumerate(plan.drop):
+            # Counted before the lock, which then stays short (on PostgreSQL every query that
+            # plans over the log waits for it); counted again only if events came meanwhile.
+            with self.db._write() as conn:
+                newest = self.months.newest(conn, month.month)
+                counted = self.months.count(conn, month.month, plan.window_start)
             with self.db._write() as conn:
                 self.months.lock(conn, month.month)
-                counted = self.months.count(conn, month.month, plan.window_start)
+                if self.months.newest(conn, month.month) != newest:
+                    counted = self.months.count(conn, month.month, plan.window_start)
                 if counted.newer_runs:
                     refused.append(counted)
                     continue
@@ -176,6 +183,10 @@ class _Months:
     def count(self, conn: Any, month: date, window_start: datetime) -> Month:
         raise NotImplementedError
 
+    def newest(self, conn: Any, month: date) -> Any:
+        """The month's last arrival (an event stored since changes it)."""
+        raise NotImplementedError
+
     def drop(self, conn: Any, month: date) -> None:
         raise NotImplementedError
 
@@ -208,10 +219,20 @@ class _PostgresMonths(_Months):
         return sorted(months)
 
     def lock(self, conn: Any, month: date) -> None:
-        # Writers of this month wait (and find no partition afterwards); readers of other
-        # months carry on.
+        # Writers of this month wait (and find no partition afterwards). Dropping a partition
+        # locks its parent too, and waiting for a lock queues everyone behind: give up after
+        # LOCK_TIMEOUT (a transient error: try again later) rather than stall ingestion.
+        self.db._execute(conn, f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
         parts = ", ".join(self._part(t, month) for t in ("events", "runs", "verdicts"))
         self.db._execute(conn, f"LOCK TABLE {parts} IN ACCESS EXCLUSIVE MODE")
+
+    def newest(self, conn: Any, month: date) -> Any:
+        rows = self.db._read_on(
+            conn,
+            f"SELECT tx::text, position FROM {self._part('events', month)} "
+            "ORDER BY tx DESC, position DESC LIMIT 1",
+        )
+        return tuple(rows[0]) if rows else None
 
     def count(self, conn: Any, month: date, window_start: datetime) -> Month:
         events, runs, verdicts = (self._part(t, month) for t in ("events", "runs", "verdicts"))
@@ -262,6 +283,11 @@ SQLITE_NO_DELETE = (
 
 
 class _SqliteMonths(_Months):
+    def newest(self, conn: Any, month: date) -> Any:
+        return self._one(
+            conn, "SELECT max(position) FROM events WHERE run_month = ?", month.isoformat()
+        )
+
     def stored(self, conn: Any) -> list[date]:
         rows = self.db._read_on(
             conn, "SELECT DISTINCT run_month FROM events WHERE run_month IS NOT NULL"

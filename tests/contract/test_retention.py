@@ -160,3 +160,24 @@ def test_postgres_drops_the_months_partitions_and_their_rollups(pg_url: str) -> 
             "AND c.relname < 'events_2026_05'"
         )
     assert names == ["events_2026_03", "events_2026_04"]
+
+
+def test_a_month_that_became_newer_after_the_plan_is_kept(store: Store) -> None:
+    traces = _seed(store)
+    plan = store.retention.plan("90d", now=NOW)
+    assert [m.label for m in plan.drop] == ["2026-01", "2026-02"]
+    late = Event.create(
+        trace_id=traces["2026-01"][0],
+        span_id="00000000000000bb",
+        seq=60,
+        ts=NOW - timedelta(days=1),
+        payload=GenericStep(name="came back"),
+    )
+    store.append([late])
+    applied = store.retention.apply(plan)
+    assert [m.label for m in applied.dropped] == ["2026-02"]
+    assert [(m.label, m.newer_runs) for m in applied.refused] == [
+        ("2026-03", 1),
+        ("2026-01", 1),
+    ]
+    assert store.run(traces["2026-01"][0]) is not None
