@@ -69,7 +69,8 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 SCORING_EVENTS = (
     "SELECT event_id::text, trace_id, span_id, parent_span_id, seq, "
     "(extract(epoch FROM ts) * 1000000)::int8, kind, schema_version, payload::text "
-    "FROM events WHERE trace_id = ANY(%s){kinds} ORDER BY trace_id, seq, ts, event_id"
+    "FROM events WHERE trace_id = ANY(%s) AND run_month = ANY(%s){kinds} "
+    "ORDER BY trace_id, seq, ts, event_id"
 )
 
 
@@ -217,8 +218,10 @@ class PostgresRecorder(Recorder):
     def _any(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
         return f"{column} = ANY(?)", [list(values)]
 
-    def _scoring_events(self, ids: Sequence[str], kinds: Collection[str] | None) -> list[Event]:
-        params: list[Any] = [list(ids)]
+    def _scoring_events(
+        self, ids: Sequence[str], kinds: Collection[str] | None, months: Sequence[date]
+    ) -> list[Event]:
+        params: list[Any] = [list(ids), list(months)]
         query = SCORING_EVENTS.format(kinds="" if kinds is None else " AND kind = ANY(%s)")
         if kinds is not None:
             params.append(sorted(kinds))

@@ -148,8 +148,11 @@ class Recorder(ABC):
         """A condition "``column`` is one of ``values``" and its parameters."""
 
     @abstractmethod
-    def _scoring_events(self, ids: Sequence[str], kinds: Collection[str] | None) -> list[Event]:
-        """The events of these traces (of these kinds; all kinds when None), in trace order."""
+    def _scoring_events(
+        self, ids: Sequence[str], kinds: Collection[str] | None, months: Sequence[date]
+    ) -> list[Event]:
+        """The events of these traces (of these kinds; all kinds when None), in trace order;
+        ``months``: the runs' months, where their events are."""
 
     def verdict_keys(self, scorer: str, version: str, ids: Sequence[str]) -> set[tuple[str, str]]:
         """(trace id, input hash) of the verdicts this scorer version already gave these runs."""

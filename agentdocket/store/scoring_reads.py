@@ -98,20 +98,23 @@ class ScoringReader:
         runs = {
             r[0]: r
             for r in self.db._read(
-                f"SELECT trace_id, dataset, dataset_version, case_id FROM runs WHERE {where}",
+                f"SELECT trace_id, dataset, dataset_version, case_id, run_month FROM runs "
+                f"WHERE {where}",
                 params,
             )
         }
-        self._fill_cases(runs.values(), cache)
+        self._fill_cases([r[:4] for r in runs.values()], cache)
         by_trace: dict[str, list[Event]] = defaultdict(list)
-        for event in self.db._scoring_events(ids, kinds):
+        # the runs' months: on PostgreSQL only their partitions are read
+        months = sorted({self.db._month(r[4]) for r in runs.values() if r[4] is not None})
+        for event in self.db._scoring_events(list(runs), kinds, months):
             by_trace[event.trace_id].append(event)
         out = []
         for tid in ids:
             run = runs.get(tid)
             if run is None:
                 continue
-            _, dataset, version, case_id = run
+            _, dataset, version, case_id, _ = run
             case = cache.get((dataset, version or "", case_id)) if dataset and case_id else None
             out.append(Trace.partial(tid, by_trace.get(tid, ()), case))
         return out

@@ -175,7 +175,10 @@ class SqliteRecorder(Recorder):
         # SQLite binds up to 32766 parameters; batches stay well below that
         return f"{column} IN ({', '.join('?' * len(values))})", list(values)
 
-    def _scoring_events(self, ids: Sequence[str], kinds: Collection[str] | None) -> list[Event]:
+    def _scoring_events(
+        self, ids: Sequence[str], kinds: Collection[str] | None, months: Sequence[date]
+    ) -> list[Event]:
+        # one table: the months narrow nothing here
         where, params = self._any("trace_id", ids)
         if kinds is not None:
             kinds_where, kinds_params = self._any("kind", sorted(kinds))
