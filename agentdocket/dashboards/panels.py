@@ -193,7 +193,7 @@ panel(
     f"{ratio('errors', 'runs')} AS error_rate, "
     f"sum(latency_ms) / nullif(sum(timed), 0) AS mean_latency_ms, "
     f"{ratio('steps', 'runs')} AS steps_per_run FROM dashboard_run_stats WHERE {RUNS} "
-    f"GROUP BY 1, 2, 3, 4 ORDER BY runs DESC",
+    f"GROUP BY 1, 2, 3, 4 ORDER BY runs DESC, 1, 2, 3, 4",
     "agent agent_version strategy model runs error_rate mean_latency_ms steps_per_run",
     width=24,
 )
@@ -265,7 +265,7 @@ panel(
     "table",
     f"SELECT failure_type, scorer, {total('verdicts')} AS verdicts FROM dashboard_verdict_stats "
     f"WHERE {VERDICTS} AND {TOOL_SCORERS} AND failure_type IS NOT NULL GROUP BY 1, 2 "
-    f"ORDER BY verdicts DESC LIMIT 20",
+    f"ORDER BY verdicts DESC, 1, 2 LIMIT 20",
     "failure_type scorer verdicts",
     links={
         "failure_type": run.runs_link("failure_type"),
@@ -452,7 +452,7 @@ panel(
     f"SELECT outcome_a AS version_a, outcome_b AS version_b, {total('runs')} AS runs "
     f"FROM dashboard_verdict_transitions WHERE scorer = '$scorer' "
     f"AND version_a = '$version_a' AND version_b = '$version_b' AND {RUNS} "
-    f"GROUP BY 1, 2 ORDER BY runs DESC",
+    f"GROUP BY 1, 2 ORDER BY runs DESC, 1, 2",
     "version_a version_b runs",
 )
 panel(
@@ -468,7 +468,7 @@ panel(
     "AND b.scorer_version = '$version_b' AND $__timeFilter(a.time) "
     "AND a.agent IN ($agent) AND a.dataset IN ($dataset) "
     f"AND (a.passed IS DISTINCT FROM b.passed OR a.label IS DISTINCT FROM b.label "
-    f"OR a.score IS DISTINCT FROM b.score) ORDER BY a.time DESC LIMIT 200",
+    f"OR a.score IS DISTINCT FROM b.score) ORDER BY a.time DESC, a.trace_id LIMIT 200",
     "trace_id case_id version_a version_b failure_a failure_b",
     links={"trace_id": run.RUN_LINK, "case_id": run.runs_link("case_id")},
 )

@@ -46,7 +46,7 @@ UNTAGGED = "'input_messages', 'output_messages', 'documents', 'rows', 'columns',
 # The run a panel shows: the trace id given, else the latest run of the case given.
 THE_RUN = (
     "trace_id = coalesce(nullif('$trace_id', ''), (SELECT d.trace_id FROM dashboard_runs d "
-    "WHERE d.case_id = '$case_id' ORDER BY d.time DESC LIMIT 1))"
+    "WHERE d.case_id = '$case_id' ORDER BY d.time DESC, d.trace_id DESC LIMIT 1))"
 )
 
 
