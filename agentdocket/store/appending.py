@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
@@ -92,8 +93,7 @@ class Appender:
         raise AssertionError("unreachable")
 
     def _append_batch_once(self, events: list[Event], source: str) -> tuple[int, int]:
-        self.db.ensure_partitions(run_months.needed(events))
-        with self.db._write() as conn:
+        with self._write_for(events) as conn:
             inserted, refusals = self.append_on(conn, events)
             if refusals:
                 letters = [DeadLetter.of_event(e, exc, source) for e, exc in refusals]
@@ -112,8 +112,7 @@ class Appender:
     def append_strict(self, events: list[Event]) -> int:
         """Append, raising :class:`RecordRefused` (naming the event) instead of keeping a dead
         letter; nothing is written then."""
-        self.db.ensure_partitions(run_months.needed(events))
-        with self.db._write() as conn:
+        with self._write_for(events) as conn:
             inserted, refusals = self.append_on(conn, events)
             if refusals:
                 event, exc = refusals[0]
@@ -124,8 +123,7 @@ class Appender:
         self, datasets: Sequence[Dataset], events: Sequence[Event], batch_size: int = BATCH
     ) -> AppendResult:
         """See :meth:`agentdocket.store.Store.import_all`."""
-        self.db.ensure_partitions(run_months.needed(events))
-        with self.db._write() as conn:
+        with self._write_for(events) as conn:
             for dataset in datasets:
                 self.datasets.register_on(conn, dataset)
             inserted = 0
@@ -136,6 +134,14 @@ class Appender:
                     raise exc.about(str(event.event_id))
                 inserted += n
         return AppendResult(inserted, len(events) - inserted)
+
+    @contextmanager
+    def _write_for(self, events: Sequence[Event]) -> Iterator[Any]:
+        """A write transaction for ``events``, their months' partitions made first (DDL never
+        runs inside a batch's transaction)."""
+        self.db.ensure_partitions(run_months.needed(events))
+        with self.db._write() as conn:
+            yield conn
 
     def append_on(self, conn: Any, events: list[Event]) -> tuple[int, Refusals]:
         """Insert and project ``events`` on ``conn``: how many were new, and the events the

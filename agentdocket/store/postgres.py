@@ -162,10 +162,6 @@ class PostgresRecorder(Recorder):
         )
         return True
 
-    def _month(self, value: Any) -> date:
-        assert isinstance(value, date)
-        return value
-
     def refresh_dashboards(
         self, progress: Callable[[int, int], None] | None = None
     ) -> Refreshed | None:
@@ -244,8 +240,8 @@ class PostgresRecorder(Recorder):
                 for r in cur.fetchall()
             ]
 
-    def _execute(self, conn: Any, query: str, params: Sequence[Any] = ()) -> None:
-        conn.execute(query.replace("?", "%s"), list(params))
+    def _execute(self, conn: Any, query: str, params: Sequence[Any] = ()) -> int:
+        return int(conn.execute(query.replace("?", "%s"), list(params)).rowcount)
 
     def _lock_for_rebuild(self, conn: Any) -> None:
         # Appends wait while the projections are rebuilt; readers carry on.

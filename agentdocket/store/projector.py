@@ -101,5 +101,5 @@ class Projector:
         sql = f"SELECT {columns} FROM events ORDER BY trace_id, seq, event_id"
         width = len(EVENT_COLUMNS)
         for rows in self.db._stream_on(conn, sql, size):
-            months = {r[1]: self.db._month(r[width]) for r in rows}
+            months = {r[1]: self.db._from_db("run_month", r[width]) for r in rows}
             yield [self.db._event(r[:width]) for r in rows], months

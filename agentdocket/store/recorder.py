@@ -108,10 +108,6 @@ class Recorder(ABC):
         return False
 
     @abstractmethod
-    def _month(self, value: Any) -> date:
-        """A ``run_month`` as the database gives it."""
-
-    @abstractmethod
     def _write(self) -> AbstractContextManager[Any]:
         """A write transaction on a connection (retrying is the caller's)."""
 
@@ -194,7 +190,8 @@ class Recorder(ABC):
     # --- writing ------------------------------------------------------------------------------
 
     @abstractmethod
-    def _execute(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> None: ...
+    def _execute(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run a statement on ``conn``; how many rows it touched."""
 
     @abstractmethod
     def _insert_events(

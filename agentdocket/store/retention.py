@@ -150,7 +150,7 @@ class Retention:
         at = self.db._to_db("at", before)
         for table in ("pipeline_samples", "scoring_samples"):
             if delete:
-                total += self.months.delete_count(conn, f"DELETE FROM {table} WHERE at < ?", at)
+                total += self.db._execute(conn, f"DELETE FROM {table} WHERE at < ?", [at])
             else:
                 [(n,)] = self.db._read_on(conn, f"SELECT count(*) FROM {table} WHERE at < ?", [at])
                 total += int(n)
@@ -188,9 +188,6 @@ class _Months:
         raise NotImplementedError
 
     def drop(self, conn: Any, month: date) -> None:
-        raise NotImplementedError
-
-    def delete_count(self, conn: Any, sql: str, *params: Any) -> int:
         raise NotImplementedError
 
     def _one(self, conn: Any, sql: str, *params: Any) -> int:
@@ -271,10 +268,6 @@ class _PostgresMonths(_Months):
         for table in ("verdicts", "runs", "events"):
             self.db._execute(conn, f"DROP TABLE {self._part(table, month)}")
 
-    def delete_count(self, conn: Any, sql: str, *params: Any) -> int:
-        cur = conn.execute(sql.replace("?", "%s"), list(params))
-        return int(cur.rowcount)
-
 
 SQLITE_NO_DELETE = (
     "CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, "
@@ -292,7 +285,7 @@ class _SqliteMonths(_Months):
         rows = self.db._read_on(
             conn, "SELECT DISTINCT run_month FROM events WHERE run_month IS NOT NULL"
         )
-        return sorted(date.fromisoformat(r[0]) for r in rows)
+        return sorted(self.db._from_db("run_month", r[0]) for r in rows)
 
     def lock(self, conn: Any, month: date) -> None:
         pass  # BEGIN IMMEDIATE: the one writer
@@ -331,6 +324,3 @@ class _SqliteMonths(_Months):
         conn.execute("DROP TRIGGER events_no_delete")
         conn.execute("DELETE FROM events WHERE run_month = ?", m)
         conn.execute(SQLITE_NO_DELETE)
-
-    def delete_count(self, conn: Any, sql: str, *params: Any) -> int:
-        return int(conn.execute(sql, list(params)).rowcount)

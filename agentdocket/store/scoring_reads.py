@@ -106,7 +106,7 @@ class ScoringReader:
         self._fill_cases([r[:4] for r in runs.values()], cache)
         by_trace: dict[str, list[Event]] = defaultdict(list)
         # the runs' months: on PostgreSQL only their partitions are read
-        months = sorted({self.db._month(r[4]) for r in runs.values() if r[4] is not None})
+        months = sorted({self.db._from_db("run_month", r[4]) for r in runs.values() if r[4]})
         for event in self.db._scoring_events(list(runs), kinds, months):
             by_trace[event.trace_id].append(event)
         out = []

@@ -141,11 +141,8 @@ class SqliteRecorder(Recorder):
                 f"WHERE e.trace_id = t.column1 LIMIT 1) FROM (VALUES {values}) AS t",
                 chunk,
             )
-            months.update((r[0], self._month(r[1])) for r in rows if r[1] is not None)
+            months.update((r[0], self._from_db("run_month", r[1])) for r in rows if r[1])
         return months
-
-    def _month(self, value: Any) -> date:
-        return date.fromisoformat(value)
 
     def _read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with mapped_errors():
@@ -196,8 +193,8 @@ class SqliteRecorder(Recorder):
             for r in rows
         ]
 
-    def _execute(self, conn: Any, query: str, params: Sequence[Any] = ()) -> None:
-        conn.execute(query, list(params))
+    def _execute(self, conn: Any, query: str, params: Sequence[Any] = ()) -> int:
+        return int(conn.execute(query, list(params)).rowcount)
 
     def _lock_for_rebuild(self, conn: Any) -> None:
         pass  # BEGIN IMMEDIATE already excludes other writers
