@@ -61,6 +61,7 @@ def runs_list(
         "agent",
         "strategy",
         "case",
+        "question",
         "status",
         "steps",
         "errors",
@@ -80,12 +81,20 @@ def runs_list(
             agent_name,
             r["strategy"] or "-",
             case,
+            _short(r["question"], 48),
             f"[{style}]{status}[/]",
             str(r["n_steps"]),
             str(r["n_errors"]),
             _duration(r),
         )
     console.print(table)
+
+
+def _short(text: str | None, width: int) -> str:
+    if not text:
+        return "-"
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _summary(event: Event) -> str:
@@ -166,8 +175,8 @@ def runs_show(ctx: click.Context, trace_id: str, width: int, fmt: str) -> None:
         f"{run['strategy'] or '-'}  models {models}  case {case}  status "
         f"{run['status'] or 'running'}  time {_duration(run)}"
     )
-    if run["question"]:
-        console.print(f"question: {run['question']}")
+    console.print(f"question: {run['question'] or '-'}")
+    console.print(f"answer: {run['answer'] or '-'}")
     start = events[0].ts
     table = Table(show_header=True, header_style="bold")
     for col in ("seq", "+ms", "kind", "what"):

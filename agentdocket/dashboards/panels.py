@@ -94,11 +94,11 @@ def failing_runs(dashboard: str, which: str, condition: str) -> None:
         dashboard,
         f"Recent failing runs ({which})",
         "table",
-        "SELECT time, trace_id, agent, case_id, scorer, failure_type, rationale "
+        "SELECT time, trace_id, agent, case_id, question, scorer, failure_type, rationale "
         f"FROM dashboard_failing_runs WHERE $__timeFilter(time) AND agent IN ($agent) "
         f"AND dataset IN ($dataset) AND {condition} "
         "ORDER BY time DESC, trace_id, scorer, scorer_version LIMIT 50",
-        "time trace_id agent case_id scorer failure_type rationale",
+        "time trace_id agent case_id question scorer failure_type rationale",
         width=24,
         links={
             "trace_id": run.RUN_LINK,

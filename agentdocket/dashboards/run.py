@@ -5,7 +5,7 @@ Its views (PostgreSQL) each read one run by its trace id through the events' and
 primary keys, so they cost the same at any size of the log:
 
 - ``dashboard_run_header``: the run's agent, version, strategy, models, dataset and case,
-  status, latency, step counts and tokens;
+  question and answer, status, latency, step counts and tokens;
 - ``dashboard_trace_spans``: the run as Grafana's traces visualisation reads a trace: the run
   itself as the root span and one span per step (``traceID``, ``spanID``, ``parentSpanID``,
   ``operationName``, ``serviceName``, ``startTime`` in epoch milliseconds, ``duration`` in
@@ -19,7 +19,7 @@ primary keys, so they cost the same at any size of the log:
 - ``dashboard_run_case``: the case beside what happened: plan, calls and answer, expected and
   actual;
 - ``dashboard_failing_runs``: every run's latest failing run-level verdicts (time, agent, case,
-  scorer, failure type, rationale), which each dashboard's "failing runs" table reads.
+  question, scorer, failure type, rationale), which each dashboard's "failing runs" table reads.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def _views() -> dict[str, str]:
     return {
         "dashboard_failing_runs": """
             SELECT d.time, d.trace_id, d.agent, d.agent_version, d.dataset, d.case_id,
-                v.scorer, v.scorer_version, v.failure_type, v.rationale
+                d.question, v.scorer, v.scorer_version, v.failure_type, v.rationale
             FROM verdicts_latest v
             JOIN dashboard_runs d ON d.trace_id = v.trace_id AND d.run_month = v.run_month
             WHERE v.passed = false AND v.subject_span_id IS NULL
@@ -82,7 +82,7 @@ def _views() -> dict[str, str]:
             SELECT d.time, d.trace_id, d.agent, d.agent_version, d.strategy,
                 CAST(r.models AS text) AS models, d.dataset, d.dataset_version, d.case_id,
                 d.status, r.error, d.latency_ms, d.n_steps, d.n_tool_calls, d.n_llm_calls,
-                d.n_errors, t.input_tokens, t.output_tokens
+                d.n_errors, t.input_tokens, t.output_tokens, d.question, d.answer
             FROM dashboard_runs d
             JOIN runs r ON r.trace_id = d.trace_id AND r.run_month = d.run_month
             CROSS JOIN LATERAL (
@@ -197,11 +197,8 @@ def _views() -> dict[str, str]:
                         || CAST(e.payload->'arguments' AS text), '; ' ORDER BY e.seq)
                     FROM events e WHERE e.trace_id = r.trace_id AND e.run_month = r.run_month
                         AND e.kind = 'tool.called')),
-                (4, 'answer', coalesce(c.data->>'reference_answer', c.data->>'stub_response'), (
-                    SELECT e.payload->>'text' FROM events e
-                    WHERE e.trace_id = r.trace_id AND e.run_month = r.run_month
-                        AND e.kind = 'response'
-                    ORDER BY e.seq DESC LIMIT 1))
+                (4, 'answer', coalesce(c.data->>'reference_answer', c.data->>'stub_response'),
+                    r.answer)
             ) AS a(n, aspect, expected, actual)
         """,
     }
@@ -241,10 +238,11 @@ panel(
     "Run",
     "table",
     "SELECT trace_id, agent, agent_version, strategy, models, dataset, dataset_version, "
-    "case_id, status, error, latency_ms, n_steps, n_tool_calls, n_llm_calls, n_errors, "
-    f"input_tokens, output_tokens FROM dashboard_run_header WHERE {THE_RUN}",
-    "trace_id agent agent_version strategy models dataset dataset_version case_id status "
-    "error latency_ms n_steps n_tool_calls n_llm_calls n_errors input_tokens output_tokens",
+    "case_id, question, answer, status, error, latency_ms, n_steps, n_tool_calls, n_llm_calls, "
+    f"n_errors, input_tokens, output_tokens FROM dashboard_run_header WHERE {THE_RUN}",
+    "trace_id agent agent_version strategy models dataset dataset_version case_id question "
+    "answer status error latency_ms n_steps n_tool_calls n_llm_calls n_errors input_tokens "
+    "output_tokens",
     links={"case_id": runs_link("case_id")},
     width=24,
     height=4,

@@ -7,7 +7,7 @@ and dataset for the template variables (``(none)`` where the run has none, so th
 variable's "All" covers every run).
 
 - ``dashboard_runs``: one row per run (a trace with a recorded start): status, latency, step
-  counts.
+  counts, question and answer.
 - ``dashboard_verdicts``: the latest run-level verdict of each scorer version
   (``verdicts_latest``), with its run's dimensions (``pass`` is 1, 0, or null for scorers
   that do not decide).
@@ -71,7 +71,7 @@ def _views() -> dict[str, str]:
                 CAST(extract(epoch FROM r.ended_at - r.started_at) * 1000 AS double precision)
                     AS latency_ms,
                 r.n_steps, r.n_tool_calls, r.n_sql, r.n_llm_calls, r.n_retrievals, r.n_errors,
-                r.run_month
+                r.run_month, r.question, r.answer
             FROM runs r WHERE r.started_at IS NOT NULL
         """,
         "dashboard_verdicts": """

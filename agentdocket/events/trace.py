@@ -11,7 +11,6 @@ from agentdocket.events.model import Event
 from agentdocket.events.payloads import (
     STEP_KINDS,
     PlanStep,
-    Response,
     RunFinished,
     RunStarted,
     SqlExecuted,
@@ -19,6 +18,7 @@ from agentdocket.events.payloads import (
     ToolReturned,
     Verdict,
 )
+from agentdocket.events.readings import answer_candidate, best, question_candidate
 
 
 def event_order(event: Event) -> tuple[int, Any, str]:
@@ -38,10 +38,6 @@ class ToolCall:
     error: str | None = None
     duration_ms: float | None = None
     returned: bool = False
-
-
-USER_ROLES = frozenset({"user", "human"})
-ASSISTANT_ROLES = frozenset({"assistant", "ai", "model"})
 
 
 @dataclass(frozen=True)
@@ -158,40 +154,22 @@ class Trace:
 
     @property
     def question(self) -> str | None:
-        """The question: the run's own (``run.started``), else the last user message of its
-        first model call that has one (instrumentations that put the question only in the
-        model's input, as the GenAI conventions do)."""
-        started = self.started
-        if started is not None and started.question:
-            return started.question
+        """The question, by :mod:`agentdocket.events.readings`' precedence: the run's own
+        (``run.started``), else the last user message of its first model call that has one."""
+        found = None
         for e in self.events:
-            if e.kind != "llm.called":
-                continue
-            users = [
-                m for m in e.payload.get("input_messages") or () if m.get("role") in USER_ROLES
-            ]
-            if users and users[-1].get("content"):
-                return str(users[-1]["content"])
-        return None
+            found = best(found, question_candidate(e))
+        return None if found is None else found.text
 
     @property
     def response(self) -> str | None:
-        """The final answer: the text of the last response event; in a run that recorded
-        none, the final assistant text of its last model call (a reply that only calls tools
-        is no answer)."""
-        found = self.of_kind(Response.KIND)
-        if found:
-            text: str = found[-1].payload["text"]
-            return text
-        calls = self.of_kind("llm.called")
-        if not calls:
-            return None
-        replies = [
-            m
-            for m in calls[-1].payload.get("output_messages") or ()
-            if m.get("role") in ASSISTANT_ROLES and m.get("content") and not m.get("tool_calls")
-        ]
-        return str(replies[-1]["content"]) if replies else None
+        """The final answer, by :mod:`agentdocket.events.readings`' precedence: the text of
+        the last response event; in a run that recorded none, the final assistant text of its
+        last model call (a reply that only calls tools is no answer)."""
+        found = None
+        for e in self.events:
+            found = best(found, answer_candidate(e))
+        return None if found is None else found.text
 
     def verdicts(self) -> list[Verdict]:
         return [e.data for e in self.of_kind(Verdict.KIND)]

@@ -46,6 +46,7 @@ from agentdocket.events import (
 ENVELOPE = ("event_id", "span_id", "parent_span_id", "seq", "ts", "schema_version")
 RUN_FIELDS = tuple(f.name for f in fields(RunStarted))
 RUN_EXTRA = (
+    "answer",  # exported for people to read; the run's events say it already
     "span_id",
     "started_at",
     "started_seq",

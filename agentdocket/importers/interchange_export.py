@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from agentdocket.events import Case, Event, RunFinished, RunStarted, event_to_json, format_ts
+from agentdocket.events.readings import Candidate, answer_candidate, best, question_candidate
 from agentdocket.importers.interchange import ENVELOPE
 from agentdocket.store import Store
 
@@ -38,7 +39,11 @@ def to_record(
     """One export line: a trace's events as stored (not upcast), in trace order."""
     run: dict[str, Any] = {}
     steps, verdicts = [], []
+    question: Candidate | None = None
+    answer: Candidate | None = None
     for event in events:
+        question = best(question, question_candidate(event))
+        answer = best(answer, answer_candidate(event))
         if event.kind == RunStarted.KIND and "started_event_id" not in run:
             run.update(event.payload)
             run.update(
@@ -59,6 +64,12 @@ def to_record(
             verdicts.append({"kind": "verdict", "payload": dict(event.payload), **_envelope(event)})
         else:
             steps.append({"kind": event.kind, "payload": dict(event.payload), **_envelope(event)})
+    # the run's question and answer as the runs projection has them (the question may come from
+    # a model call: imported again, it becomes the run's own)
+    if question is not None and question.text is not None:
+        run["question"] = question.text
+    if answer is not None and answer.text is not None:
+        run["answer"] = answer.text
     record: dict[str, Any] = {
         "trace_id": trace_id,
         "run": run,
@@ -94,6 +105,8 @@ def write_parquet(records: Iterable[dict[str, Any]], path: Path) -> int:
                 "strategy": run.get("strategy"),
                 "dataset": run.get("dataset"),
                 "case_id": run.get("case_id"),
+                "question": run.get("question"),
+                "answer": run.get("answer"),
                 "status": run.get("status"),
                 "started_at": run.get("started_at"),
                 "ended_at": run.get("ended_at"),
@@ -112,6 +125,8 @@ def write_parquet(records: Iterable[dict[str, Any]], path: Path) -> int:
         "strategy": pl.String,
         "dataset": pl.String,
         "case_id": pl.String,
+        "question": pl.String,
+        "answer": pl.String,
         "status": pl.String,
         "started_at": pl.String,
         "ended_at": pl.String,

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from agentdocket.events import PIPELINE_KINDS, Event
+from agentdocket.events.readings import Candidate, answer_candidate, best, question_candidate
 
 # Counters kept per run, by event kind.
 COUNTERS = {
@@ -37,6 +38,7 @@ class RunRow:
     strategy: str | None = None
     models: dict[str, str] | None = None
     question: str | None = None
+    answer: str | None = None
     dataset: str | None = None
     dataset_version: str | None = None
     case_id: str | None = None
@@ -58,10 +60,25 @@ class RunRow:
     n_messages: int = 0
     n_responses: int = 0
     n_other_steps: int = 0
+    # the sort keys of the question's and the answer's candidates (agentdocket.events.readings)
+    question_key: str | None = None
+    answer_key: str | None = None
 
 
 RUN_COLUMNS = tuple(f.name for f in fields(RunRow))
-RUN_IDENTITY = RUN_COLUMNS[1:10]  # set by run.started; first non-null wins
+# set by run.started; first non-null wins
+RUN_IDENTITY = (
+    "agent",
+    "agent_version",
+    "strategy",
+    "models",
+    "dataset",
+    "dataset_version",
+    "case_id",
+    "attributes",
+)
+# (value, key) pairs: the value whose key is smallest wins (agentdocket.events.readings)
+RUN_READINGS = (("question", "question_key"), ("answer", "answer_key"))
 RUN_COUNTS = tuple(c for c in RUN_COLUMNS if c.startswith("n_"))
 
 
@@ -140,7 +157,6 @@ def _absorb(row: RunRow, event: Event) -> None:
             row.agent_version = p.get("agent_version")
             row.strategy = p.get("strategy")
             row.models = p.get("models") or {}
-            row.question = p.get("question")
             row.dataset = p.get("dataset")
             row.dataset_version = p.get("dataset_version")
             row.case_id = p.get("case_id")
@@ -151,12 +167,28 @@ def _absorb(row: RunRow, event: Event) -> None:
             row.status = p["status"]
             row.error = p.get("error")
         row.ended_at = _max(row.ended_at, ts)
+    if kind in READING_KINDS:
+        _read_question_and_answer(row, event)
     counter = COUNTERS.get(kind)
     if counter:
         setattr(row, counter, getattr(row, counter) + 1)
         row.n_steps += 1
     if _step_error(kind, p) is not None:
         row.n_errors += 1
+
+
+READING_KINDS = frozenset({"run.started", "llm.called", "response"})
+
+
+def _read_question_and_answer(row: RunRow, event: Event) -> None:
+    held = Candidate(row.question_key, row.question) if row.question_key is not None else None
+    found = best(held, question_candidate(event))
+    if found is not None:
+        row.question_key, row.question = found
+    held = Candidate(row.answer_key, row.answer) if row.answer_key is not None else None
+    found = best(held, answer_candidate(event))
+    if found is not None:
+        row.answer_key, row.answer = found
 
 
 def _step_error(kind: str, p: Any) -> str | None:

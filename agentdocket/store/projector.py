@@ -19,6 +19,7 @@ from agentdocket.store.projections import (
     RUN_COLUMNS,
     RUN_COUNTS,
     RUN_IDENTITY,
+    RUN_READINGS,
     VERDICT_COLUMNS,
     Projection,
     project,
@@ -30,6 +31,10 @@ PROJECTION_TABLES = ("verdicts", "runs", "judge_calls")
 
 def _upsert_runs_clause(target: tuple[str, ...], least: str, greatest: str) -> str:
     sets = [f"{c} = coalesce(runs.{c}, excluded.{c})" for c in RUN_IDENTITY]
+    for value, key in RUN_READINGS:  # the candidate with the smaller key, as projections does
+        takes = f"(runs.{key} IS NULL OR excluded.{key} < runs.{key})"
+        sets.append(f"{value} = CASE WHEN {takes} THEN excluded.{value} ELSE runs.{value} END")
+        sets.append(f"{key} = CASE WHEN {takes} THEN excluded.{key} ELSE runs.{key} END")
     sets += [f"{c} = coalesce(runs.{c}, excluded.{c})" for c in ("status", "error")]
     for c, fn in (
         ("started_at", least),

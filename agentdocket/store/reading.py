@@ -30,6 +30,16 @@ TABLES = frozenset(
 )
 
 
+# the runs projection's own bookkeeping, not part of what a run is
+INTERNAL_RUN_COLUMNS = ("question_key", "answer_key")
+
+
+def _public(run: dict[str, Any]) -> dict[str, Any]:
+    for column in INTERNAL_RUN_COLUMNS:
+        run.pop(column, None)
+    return run
+
+
 class Reader:
     """Events, traces and runs."""
 
@@ -144,8 +154,8 @@ class Reader:
         return ("WHERE " + " AND ".join(clauses) if clauses else ""), params
 
     def run(self, trace_id: str) -> dict[str, Any] | None:
-        found = list(self.db._dicts("SELECT * FROM runs WHERE trace_id = ?", (trace_id,)))
-        return found[0] if found else None
+        found = self.db._dicts("SELECT * FROM runs WHERE trace_id = ?", (trace_id,))
+        return next((_public(r) for r in found), None)
 
     def list_runs(
         self,
@@ -170,7 +180,7 @@ class Reader:
         sql = f"SELECT * FROM runs {where} ORDER BY first_ts DESC, trace_id"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return list(self.db._dicts(sql, params))
+        return [_public(r) for r in self.db._dicts(sql, params)]
 
     def find_runs(self, prefix: str) -> list[str]:
         """Trace ids of the runs whose id starts with ``prefix`` (abbreviated ids on the command
