@@ -7,7 +7,9 @@ names it after the graph). The rule, first found wins:
 
 1. the root's own attributes: ``gen_ai.agent.name``, ``agent.name``, ``agentdocket.agent`` in
    its metadata;
-2. the root's name when it is ``invoke_agent {name}``;
+2. the root's name when it is ``invoke_agent {name}``, or ``{name}.{method}`` on an
+   OpenInference agent span (``weather.run``, as the smolagents and CrewAI instrumentations
+   name an agent's spans) unless ``{name}`` is a class's (``FunctionAgent.run``);
 3. the nearest agent span below the root in the same export batch (by depth, then start);
 4. the root's name, unless it is a framework's generic one (``LangGraph``, ``Agent workflow``,
    a ``Class.method`` such as ``FunctionAgent.run``);
@@ -33,6 +35,8 @@ GENERIC_NAMES = frozenset(
     {"LangGraph", "Agent workflow", "RunnableSequence", "AgentExecutor", "RunnableLambda"}
 )
 _METHOD = re.compile(r"^[A-Za-z_]\w*\.\w+$")
+# a class's name rather than an agent's: two or more capitalised words (FunctionAgent)
+_CLASS = re.compile(r"^(?:[A-Z][a-z0-9]+){2,}$")
 
 
 def own_name(name: str, attrs: Mapping[str, Any], meta: Mapping[str, Any]) -> str | None:
@@ -42,6 +46,10 @@ def own_name(name: str, attrs: Mapping[str, Any], meta: Mapping[str, Any]) -> st
         return str(found)
     if name.startswith(INVOKE_PREFIX) and name[len(INVOKE_PREFIX) :].strip():
         return name[len(INVOKE_PREFIX) :].strip()
+    if attrs.get(A.OI_SPAN_KIND) == A.OI_AGENT and _METHOD.match(name):
+        prefix = name.split(".", 1)[0]
+        if prefix not in GENERIC_NAMES and not _CLASS.match(prefix):
+            return prefix
     return None
 
 
@@ -61,6 +69,60 @@ def _is_agent(name: str, attrs: Mapping[str, Any]) -> bool:
         or attrs.get(A.GEN_AI_OPERATION) == A.OP_INVOKE_AGENT
         or A.GEN_AI_AGENT_NAME in attrs
     )
+
+
+def settings_below_roots(
+    spans: Sequence[Any], keys: Sequence[str]
+) -> dict[tuple[int, int], dict[str, str]]:
+    """For each foreign root of the batch, the run settings (dataset, case, ...) the nearest
+    span below it carries where the root carries none: OpenLLMetry puts its association
+    properties (``traceloop.association.properties.*``) on the spans of the LangChain run, not
+    on LangGraph's root above them."""
+    roots = {
+        (s.context.trace_id, s.context.span_id)
+        for s in spans
+        if s.parent is None and s.context is not None and A.KIND not in (s.attributes or {})
+    }
+    if not roots:
+        return {}
+    found: dict[tuple[int, int], dict[str, str]] = {}
+    by_id = {(s.context.trace_id, s.context.span_id): s for s in spans if s.context is not None}
+    for s in sorted(spans, key=lambda s: s.start_time or 0):
+        settings = run_settings(s.attributes or {}, keys)
+        if not settings or s.context is None:
+            continue
+        root = _root_of(s, by_id)
+        if root in roots and root not in found:
+            found[root] = settings
+    return found
+
+
+def _root_of(span: Any, by_id: Mapping[tuple[int, int], Any]) -> tuple[int, int]:
+    seen = set()
+    while span.parent is not None:
+        key = (span.context.trace_id, span.parent.span_id)
+        if key in seen or key not in by_id:
+            return key
+        seen.add(key)
+        span = by_id[key]
+    return (span.context.trace_id, span.context.span_id)
+
+
+def run_settings(attrs: Mapping[str, Any], keys: Sequence[str]) -> dict[str, str]:
+    """The run settings a span carries: ``agentdocket.*`` attributes, OpenLLMetry's
+    association properties of the same names, or OpenInference's ``metadata``."""
+    meta = A.loads(attrs.get(A.METADATA))
+    meta = meta if isinstance(meta, Mapping) else {}
+    out = {}
+    for key in keys:
+        value = attrs.get(key)
+        if value is None:
+            value = attrs.get(A.TRACELOOP_ASSOCIATION + key)
+        if value is None:
+            value = meta.get(key)
+        if value is not None:
+            out[key] = str(value)
+    return out
 
 
 def names_below_roots(spans: Sequence[Any]) -> dict[tuple[int, int], str]:

@@ -40,6 +40,9 @@ LLM_PROVIDER: Final = "llm.provider"
 MESSAGE_ROLE: Final = "message.role"
 MESSAGE_CONTENT: Final = "message.content"
 MESSAGE_NAME: Final = "message.name"
+MESSAGE_CONTENTS: Final = "message.contents"  # + .N.message_content.{type,text}
+MESSAGE_CONTENT_TYPE: Final = "message_content.type"
+MESSAGE_CONTENT_TEXT: Final = "message_content.text"
 MESSAGE_TOOL_CALLS: Final = "message.tool_calls"
 TOOL_CALL_FUNCTION_NAME: Final = "tool_call.function.name"
 TOOL_CALL_FUNCTION_ARGUMENTS: Final = "tool_call.function.arguments"
@@ -91,11 +94,32 @@ GEN_AI_MESSAGE_EVENTS: Final = {
     "gen_ai.tool.message": "tool",
 }
 GEN_AI_CHOICE_EVENT: Final = "gen_ai.choice"
+# The current form's event: a call's messages, system instructions (and any other of the span's
+# attributes) as the event's attributes, when they are not on the span itself.
+GEN_AI_DETAILS_EVENT: Final = "gen_ai.client.inference.operation.details"
 OP_INVOKE_AGENT: Final = "invoke_agent"
+OP_INVOKE_WORKFLOW: Final = "invoke_workflow"
+RUN_OPERATIONS: Final = frozenset({"invoke_agent", "invoke_workflow"})
 OP_EXECUTE_TOOL: Final = "execute_tool"
 OP_CHAT: Final = "chat"
 OP_RETRIEVAL: Final = "retrieval"
 LLM_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})
+
+# --- OpenLLMetry (Traceloop) ------------------------------------------------------------------
+TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"  # workflow, task, agent, tool
+TRACELOOP_ASSOCIATION: Final = "traceloop.association.properties."  # + a run setting's name
+TRACELOOP_ENTITY_INPUT: Final = "traceloop.entity.input"
+TRACELOOP_ENTITY_OUTPUT: Final = "traceloop.entity.output"
+TRACELOOP_RUNS: Final = frozenset({"workflow", "agent"})
+
+# --- framework rules: fields no convention carries ----------------------------------------------
+# Google ADK's older layout (its schema 1, and ADK 1.x): an attribute-less ``invocation`` root,
+# and a tool's arguments and response under its own names.
+ADK_INVOCATION: Final = "invocation"
+ADK_TOOL_ARGS: Final = "gcp.vertex.agent.tool_call_args"
+ADK_TOOL_RESPONSE: Final = "gcp.vertex.agent.tool_response"
+# smolagents' tool that ends a run with its answer: the answer, not a step of the plan.
+FINAL_ANSWER_TOOLS: Final = frozenset({"final_answer"})
 
 # --- OpenTelemetry database ------------------------------------------------------------------
 DB_SYSTEM: Final = "db.system.name"

@@ -16,20 +16,29 @@ from typing import Any, Protocol
 from opentelemetry.trace import SpanContext, Status, StatusCode
 
 from agentdocket.events import Event, validate_payload
+from agentdocket.events.readings import final_text, last_user_text
 from agentdocket.ingest import attributes as A
-from agentdocket.ingest.agents import fallback_name, names_below_roots, own_name
+from agentdocket.ingest.agents import (
+    fallback_name,
+    names_below_roots,
+    own_name,
+    run_settings,
+    settings_below_roots,
+)
 from agentdocket.ingest.decode import (
     attribute_json,
     documents,
+    event_value,
     exception_text,
     jsonable,
     llm_settings,
-    named_arguments,
     opt_int,
     opt_str,
+    tool_arguments,
 )
 from agentdocket.ingest.messages import (
     answer_text,
+    blocks_text,
     event_messages,
     parts_text,
     plan_steps,
@@ -39,6 +48,7 @@ from agentdocket.ingest.messages import (
 )
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+UNSPECIFIED = "<not specified>"  # Google ADK's tool call id when it has none
 MAPPING_ERROR = "agentdocket.mapping_error"
 
 
@@ -72,24 +82,41 @@ def spans_to_events(spans: Iterable[SpanLike], *, keep_unrecognized: bool = Fals
     """The events of a batch of ended spans."""
     batch = list(spans)
     agents = names_below_roots(batch)
+    below = settings_below_roots(batch, RUN_SETTINGS)
     out: list[Event] = []
     for span in batch:
         ctx = span.context
-        agent = agents.get((ctx.trace_id, ctx.span_id)) if ctx is not None else None
-        out.extend(span_to_events(span, keep_unrecognized=keep_unrecognized, agent=agent))
+        key = (ctx.trace_id, ctx.span_id) if ctx is not None else None
+        out.extend(
+            span_to_events(
+                span,
+                keep_unrecognized=keep_unrecognized,
+                agent=agents.get(key) if key else None,
+                settings=below.get(key) if key else None,
+            )
+        )
     return out
 
 
+# The run settings a foreign run may carry in its attributes, metadata or association properties.
+RUN_SETTINGS = (A.AGENT_VERSION, A.STRATEGY, A.DATASET, A.DATASET_VERSION, A.CASE_ID, A.AGENT)
+
+
 def span_to_events(
-    span: SpanLike, *, keep_unrecognized: bool = False, agent: str | None = None
+    span: SpanLike,
+    *,
+    keep_unrecognized: bool = False,
+    agent: str | None = None,
+    settings: Mapping[str, str] | None = None,
 ) -> list[Event]:
-    """The events of one span; ``agent``: the name an agent span below this root gives (see
+    """The events of one span; ``agent``: the name an agent span below this root gives,
+    ``settings``: the run settings a span below it carries (see
     :mod:`agentdocket.ingest.agents`)."""
     ctx = span.context
     if ctx is None or not ctx.is_valid:
         return []
     attrs = _plain_attributes(span)
-    m = _Mapper(span, ctx, attrs, agent)
+    m = _Mapper(span, ctx, attrs, agent, settings)
     kind = attrs.get(A.KIND)
     handler = _OURS.get(kind) if isinstance(kind, str) else None
     if handler is None:
@@ -108,18 +135,31 @@ def span_to_events(
 
 def _plain_attributes(span: SpanLike) -> dict[str, Any]:
     """The span's attributes as a plain dict (every lookup on the SDK's own attribute mapping
-    costs about a microsecond: one copy, then dictionary lookups)."""
-    return dict(span.attributes or {})
+    costs about a microsecond: one copy, then dictionary lookups), with those of its GenAI
+    ``gen_ai.client.inference.operation.details`` events where the span has none of its own
+    (the current conventions' messages may travel there instead)."""
+    attrs = dict(span.attributes or {})
+    for event in span.events or ():
+        if getattr(event, "name", None) == A.GEN_AI_DETAILS_EVENT:
+            for key, value in (getattr(event, "attributes", None) or {}).items():
+                attrs.setdefault(key, value)
+    return attrs
 
 
 class _Mapper:
     """The events of one span."""
 
     def __init__(
-        self, span: SpanLike, ctx: SpanContext, attrs: Mapping[str, Any], agent: str | None = None
+        self,
+        span: SpanLike,
+        ctx: SpanContext,
+        attrs: Mapping[str, Any],
+        agent: str | None = None,
+        settings: Mapping[str, str] | None = None,
     ) -> None:
         self.span = span
         self.agent_below = agent
+        self.settings_below = settings or {}
         self.attrs = attrs
         self.trace_id = format(ctx.trace_id, "032x")
         self.span_id = format(ctx.span_id, "016x")
@@ -190,8 +230,14 @@ class _Mapper:
     def foreign_handler(self, keep_unrecognized: bool) -> Any:
         oi = self.attrs.get(A.OI_SPAN_KIND)
         op = self.attrs.get(A.GEN_AI_OPERATION)
-        if oi in (A.OI_AGENT, A.OI_CHAIN) or op == A.OP_INVOKE_AGENT:
-            # A trace's root agent or chain is the run (LangChain's root is often a chain).
+        if (
+            oi in (A.OI_AGENT, A.OI_CHAIN)
+            or op in A.RUN_OPERATIONS
+            or self.attrs.get(A.TRACELOOP_SPAN_KIND) in A.TRACELOOP_RUNS
+            or (self.span.name == A.ADK_INVOCATION and set(self.attrs) <= {A.SERVICE_NAME})
+        ):
+            # A trace's root agent, workflow or chain is the run (LangChain's root is often a
+            # chain, Google ADK's a workflow).
             return _Mapper.run if self.parent is None else _Mapper.generic
         if oi == A.OI_TOOL or op == A.OP_EXECUTE_TOOL:
             return _Mapper.tool
@@ -213,13 +259,18 @@ class _Mapper:
         question = self.attrs.get(A.INPUT_VALUE)
         if not self.ours and question is not None:
             question = question_text(self.value(A.INPUT_VALUE, A.INPUT_MIME))
-        # Foreign runs name their case in span attributes or in OpenInference's metadata (where
-        # LangChain's ``config={"metadata": {...}}`` lands).
-        meta = A.loads(self.attrs.get(A.METADATA))
-        meta = meta if isinstance(meta, dict) and not self.ours else {}
+        inputs, outputs = self.messages() if not self.ours else ([], [])
+        if not self.ours and question is None:  # a GenAI root's own messages
+            question = last_user_text(inputs)
+        # Foreign runs name their case in span attributes, OpenInference's metadata (where
+        # LangChain's ``config={"metadata": {...}}`` lands) or OpenLLMetry's association
+        # properties; else a span below the root may (agentdocket.ingest.agents).
+        found = (
+            {} if self.ours else {**self.settings_below, **run_settings(self.attrs, RUN_SETTINGS)}
+        )
 
         def setting(key: str, *more: str) -> str | None:
-            return opt_str(self.get(key, *more) or meta.get(key))
+            return opt_str(self.get(key, *more) or found.get(key))
 
         attributes = extra if isinstance(extra, dict) else {}
         conversation = self.get(A.GEN_AI_CONVERSATION_ID, A.SESSION_ID)
@@ -229,7 +280,7 @@ class _Mapper:
             agent = str(self.get(A.AGENT_NAME) or self.span.name)
         else:
             agent = (
-                own_name(self.span.name, self.attrs, meta)
+                own_name(self.span.name, self.attrs, found)
                 or self.agent_below
                 or fallback_name(self.span.name, self.attrs)
             )
@@ -248,8 +299,12 @@ class _Mapper:
         if status not in ("ok", "error", "cancelled"):
             status = "error" if self.error is not None else "ok"
         events = [self.event("run.started", started, seq=0 if self.ours else None)]
-        if not self.ours and self.attrs.get(A.OUTPUT_VALUE) is not None:
-            output = answer_text(self.value(A.OUTPUT_VALUE, A.OUTPUT_MIME))
+        if not self.ours:
+            output = None
+            if self.attrs.get(A.OUTPUT_VALUE) is not None:
+                output = answer_text(self.value(A.OUTPUT_VALUE, A.OUTPUT_MIME))
+            if output is None:  # a GenAI root's own output messages (the text, trimmed)
+                output = (final_text(outputs) or "").strip() or None
             if output is not None:  # else read from its model calls (Trace.response)
                 events.append(self.event("response", {"text": output}, at_end=True))
         events.append(
@@ -264,16 +319,26 @@ class _Mapper:
 
     def tool(self) -> list[Event]:
         name = str(self.get(A.TOOL_NAME, A.GEN_AI_TOOL_NAME) or self.span.name)
-        raw_args = self.get(A.INPUT_VALUE, A.GEN_AI_TOOL_CALL_ARGUMENTS)
-        args = named_arguments(A.loads(raw_args))
-        if not isinstance(args, dict):
+        if not self.ours and name in A.FINAL_ANSWER_TOOLS:
+            return self.final_answer()
+        raw_args = self.get(A.INPUT_VALUE, A.GEN_AI_TOOL_CALL_ARGUMENTS, A.ADK_TOOL_ARGS)
+        if raw_args is None and not self.ours:  # the older event form (Strands)
+            raw_args = event_value(self.span.events, "gen_ai.tool.message", "content")
+        args, call_id = tool_arguments(A.loads(raw_args))
+        if args is None:  # not recorded: read from the model's call with its id (Trace)
+            args = ""
+        elif not isinstance(args, dict):
             args = raw_args if isinstance(raw_args, str) else A.dumps(raw_args)
         if self.attrs.get(A.OUTPUT_VALUE) is not None:
             result = self.value(A.OUTPUT_VALUE, A.OUTPUT_MIME)
         else:
-            result = A.loads(self.attrs.get(A.GEN_AI_TOOL_CALL_RESULT))
-        call_id = self.get(A.GEN_AI_TOOL_CALL_ID, A.TOOL_CALL_ID)
+            result = A.loads(self.get(A.GEN_AI_TOOL_CALL_RESULT, A.ADK_TOOL_RESPONSE))
+            if result is None and not self.ours:
+                result = A.loads(event_value(self.span.events, A.GEN_AI_CHOICE_EVENT, "message"))
+        given = self.get(A.GEN_AI_TOOL_CALL_ID, A.TOOL_CALL_ID)
+        call_id = given if given not in (None, UNSPECIFIED) else call_id
         if not self.ours:  # LangChain's tool result is a ToolMessage naming its call
+            result = blocks_text(result)
             message = tool_message(result)
             if message is not None:
                 call_id = call_id or message.get("tool_call_id")
@@ -291,6 +356,18 @@ class _Mapper:
             self.event("tool.called", called, complete=True),
             self.event("tool.returned", returned, at_end=True, complete=True),
         ]
+
+    def final_answer(self) -> list[Event]:
+        """A framework's tool that ends the run with its answer (smolagents' ``final_answer``):
+        the run's answer, not a tool call of its plan."""
+        args, _ = tool_arguments(A.loads(self.get(A.INPUT_VALUE, A.GEN_AI_TOOL_CALL_ARGUMENTS)))
+        answer = args.get("answer") if isinstance(args, dict) else None
+        if answer is None:
+            answer = self.attrs.get(A.OUTPUT_VALUE)
+        if answer is None:
+            return self.generic()
+        text = answer if isinstance(answer, str) else A.dumps(answer)
+        return [self.event("response", {"text": text}, at_end=True)]
 
     def sql(self) -> list[Event]:
         rows = self.value(A.OUTPUT_VALUE, A.OUTPUT_MIME)
@@ -318,13 +395,18 @@ class _Mapper:
         }
         return [self.event("retrieval", payload)]
 
-    def llm(self) -> list[Event]:
+    def messages(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The span's input and output messages, in whichever form it carries them."""
         inputs = read_messages(self.attrs, A.LLM_INPUT_MESSAGES, A.GEN_AI_INPUT_MESSAGES, "prompt")
         outputs = read_messages(
             self.attrs, A.LLM_OUTPUT_MESSAGES, A.GEN_AI_OUTPUT_MESSAGES, "completion"
         )
         if not inputs and not outputs:
             inputs, outputs = event_messages(self.span.events)
+        return inputs, outputs
+
+    def llm(self) -> list[Event]:
+        inputs, outputs = self.messages()
         input_tokens = opt_int(
             self.get(A.LLM_PROMPT_TOKENS, A.GEN_AI_INPUT_TOKENS, A.GEN_AI_PROMPT_TOKENS_OLD)
         )
@@ -358,7 +440,7 @@ class _Mapper:
         }
         events = [self.event("llm.called", payload)]
         if not self.ours:  # a foreign model's tool calls are the agent's plan
-            steps = plan_steps(outputs)
+            steps = [s for s in plan_steps(outputs) if s["tool"] not in A.FINAL_ANSWER_TOOLS]
             if steps:
                 events.append(self.event("plan", {"steps": steps}, at_end=True))
         return events

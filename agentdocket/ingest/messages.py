@@ -27,10 +27,17 @@ def read_messages(
             if c.get(A.TOOL_CALL_ID) is not None:
                 call["id"] = str(c[A.TOOL_CALL_ID])
             calls.append(jsonable(call))
+        content = m.get(A.MESSAGE_CONTENT)
+        if content is None:  # OpenInference's multi-part form: message.contents.N.message_content
+            content = "".join(
+                str(c.get(A.MESSAGE_CONTENT_TEXT) or "")
+                for c in A.indexed(m, A.MESSAGE_CONTENTS)
+                if c.get(A.MESSAGE_CONTENT_TYPE, "text") == "text"
+            )
         out.append(
             {
                 "role": str(m.get(A.MESSAGE_ROLE, "user")),
-                "content": str(m.get(A.MESSAGE_CONTENT, "")),
+                "content": str(content),
                 "name": opt_str(m.get(A.MESSAGE_NAME)),
                 "tool_calls": calls,
             }
@@ -161,24 +168,46 @@ def message_fields(value: Any) -> Mapping[str, Any] | None:
 
 
 def content_text(content: Any) -> str:
-    """A message's content as text: a string, or the text of its content blocks."""
+    """A message's content as text: a string, or the text of its content blocks (typed
+    ``{"type": "text", "text": ...}`` blocks, or the Converse form's ``{"text": ...}``; a
+    ``toolResult`` block's own content)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        texts = [
-            b if isinstance(b, str) else str(b.get("text", ""))
-            for b in content
-            if isinstance(b, str) or (isinstance(b, Mapping) and b.get("type") == "text")
-        ]
-        return "".join(texts)
+        return "".join(_block_text(b) for b in content)
     return "" if content is None else A.dumps(content)
+
+
+def _block_text(block: Any) -> str:
+    if isinstance(block, str):
+        return block
+    if not isinstance(block, Mapping):
+        return ""
+    if block.get("type", "text") == "text" and isinstance(block.get("text"), str):
+        return str(block["text"])
+    result = block.get("toolResult")
+    if isinstance(result, Mapping):
+        return content_text(result.get("content"))
+    return ""
+
+
+def blocks_text(value: Any) -> Any:
+    """A value that is a list of text content blocks (``[{"text": ...}]``, as Strands records
+    a tool's result) as its text; any other value as it is."""
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(b, Mapping) and isinstance(b.get("text"), str) for b in value)
+    ):
+        return "".join(str(b["text"]) for b in value)
+    return value
 
 
 # A framework's printout of an object, not prose: ``StopEvent(result=...)``,
 # ``AIMessage(content='...', additional_kwargs={...})``, ``<x.Context object at 0x7f...>``.
 _PRINTOUT = re.compile(r"^\s*(?:[A-Z]\w*\(\w+=|<[\w.]+ object at 0x[0-9a-fA-F]+>)")
 
-QUESTION_KEYS = ("input", "question", "query", "messages", "text", "content")
+QUESTION_KEYS = ("input", "question", "query", "task", "messages", "text", "content")
 ANSWER_KEYS = (
     "output",
     "answer",
@@ -188,6 +217,7 @@ ANSWER_KEYS = (
     "text",
     "content",
     "messages",
+    "raw",  # CrewAI's CrewOutput: the final text beside its tasks' outputs
 )
 
 
@@ -267,12 +297,26 @@ def _event_calls(calls: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _block_calls(content: Any) -> list[dict[str, Any]]:
+    """The Converse form's ``{"toolUse": {"toolUseId", "name", "input"}}`` blocks as calls."""
+    calls = []
+    for b in content if isinstance(content, list) else ():
+        use = b.get("toolUse") if isinstance(b, Mapping) else None
+        if isinstance(use, Mapping) and use.get("name"):
+            call = {"name": str(use["name"]), "arguments": jsonable(use.get("input"))}
+            if use.get("toolUseId") is not None:
+                call["id"] = str(use["toolUseId"])
+            calls.append(call)
+    return calls
+
+
 def _event_message(role: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    content = A.loads(body.get("content"))
     message: dict[str, Any] = {
         "role": str(body.get("role") or role),
-        "content": content_text(body.get("content")),
+        "content": content_text(content).strip() if role == "assistant" else content_text(content),
     }
-    calls = _event_calls(body.get("tool_calls"))
+    calls = _event_calls(body.get("tool_calls")) + _block_calls(content)
     if calls:
         message["tool_calls"] = calls
     return message
@@ -294,6 +338,12 @@ def event_messages(
         elif name == A.GEN_AI_CHOICE_EVENT:
             body = _event_body(attrs)
             found = body.get("message")
-            message: Mapping[str, Any] = found if isinstance(found, Mapping) else body
+            message: Mapping[str, Any] = (
+                found
+                if isinstance(found, Mapping)
+                else {"content": found}  # text, or content blocks
+                if isinstance(found, str | list)
+                else body
+            )
             outputs.append(_event_message("assistant", message))
     return inputs, outputs

@@ -52,6 +52,7 @@ KEPT_EVENTS = frozenset(
         "gen_ai.assistant.message",
         "gen_ai.tool.message",
         "gen_ai.choice",
+        "gen_ai.client.inference.operation.details",
     }
 )
 
