@@ -161,6 +161,19 @@ class LlmCalled:
 
 
 @dataclass(frozen=True)
+class LlmMessages:
+    """Messages of a model call recorded apart from the call (OpenTelemetry log records, as
+    some GenAI instrumentations send them): joined to its ``llm.called`` by span id, and read
+    as the call's messages wherever the call recorded none."""
+
+    KIND: ClassVar[str] = "llm.messages"
+    VERSION: ClassVar[int] = 1
+
+    input_messages: list[ChatMessage] = field("messages sent", factory=list)
+    output_messages: list[ChatMessage] = field("messages received", factory=list)
+
+
+@dataclass(frozen=True)
 class Message:
     """A conversation turn between the agent and its user (or examiner)."""
 
@@ -285,6 +298,7 @@ PAYLOAD_TYPES: dict[str, type] = {
         SqlExecuted,
         Retrieval,
         LlmCalled,
+        LlmMessages,
         Message,
         Response,
         RunFinished,

@@ -15,8 +15,11 @@ question
 answer
     1. the text of the run's last ``response`` event (our tracer's ``run.respond``, a foreign
        root span's output text, a framework's final-answer tool);
-    2. the final assistant text of the run's last model call; none when that call only asks
-       for tools (a reply that only calls tools is no answer).
+    2. the final assistant text of the run's last model call that recorded its reply; none
+       when that reply only asks for tools (a reply that only calls tools is no answer).
+
+A model call's messages are those of its ``llm.called`` event, or of the ``llm.messages``
+event that carried them apart from it (OpenTelemetry log records): either is a candidate.
 
 "First" and "last" follow :func:`~agentdocket.events.trace.event_order` (seq, then time,
 then event id), encoded in the key so that a plain string comparison decides, in Python and in
@@ -31,6 +34,7 @@ from typing import Any, NamedTuple
 
 from agentdocket.events.model import Event
 
+MODEL_CALL_KINDS = frozenset({"llm.called", "llm.messages"})
 USER_ROLES = frozenset({"user", "human"})
 ASSISTANT_ROLES = frozenset({"assistant", "ai", "model"})
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -59,7 +63,7 @@ def question_candidate(event: Event) -> Candidate | None:
     if event.kind == "run.started":
         question = p.get("question")
         return Candidate("0" + order_key(event), question) if question else None
-    if event.kind == "llm.called":
+    if event.kind in MODEL_CALL_KINDS:
         text = last_user_text(p.get("input_messages") or ())
         return Candidate("1" + order_key(event), text) if text else None
     return None
@@ -70,8 +74,8 @@ def answer_candidate(event: Event) -> Candidate | None:
     p = event.payload
     if event.kind == "response":
         return Candidate("0" + order_key(event).translate(_REVERSE), str(p["text"]))
-    if event.kind == "llm.called":
-        text = final_text(p.get("output_messages") or ())
+    if event.kind in MODEL_CALL_KINDS and p.get("output_messages"):
+        text = final_text(p["output_messages"])
         return Candidate("1" + order_key(event).translate(_REVERSE), text)
     return None
 

@@ -1,4 +1,5 @@
-"""OTLP over gRPC: ``TraceService/Export`` on the same :class:`Receiver` as OTLP/HTTP.
+"""OTLP over gRPC: ``TraceService/Export`` and ``LogsService/Export`` on the same
+:class:`Receiver` as OTLP/HTTP.
 
 Most OpenTelemetry SDKs export over gRPC by default (port 4317). The guarantees are the HTTP
 receiver's: the call succeeds only once its spans are committed to the database or fsync'd to
@@ -15,17 +16,18 @@ from __future__ import annotations
 
 import logging
 from concurrent import futures
+from typing import Any
 
 import grpc
 from google.protobuf.duration_pb2 import Duration
 from google.rpc.error_details_pb2 import RetryInfo
 
-from agentdocket.ingest.otlp import decode_protobuf
-from agentdocket.ingest.receiver import RETRY_AFTER_S, Receiver, Rejected
+from agentdocket.ingest.receiver import READERS, RETRY_AFTER_S, Reader, Receiver, Rejected
 
 log = logging.getLogger("agentdocket.receiver")
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 _CODES = {
     400: grpc.StatusCode.INVALID_ARGUMENT,
     401: grpc.StatusCode.UNAUTHENTICATED,
@@ -40,20 +42,25 @@ class GrpcReceiver:
 
     def __init__(self, receiver: Receiver, host: str, port: int) -> None:
         self.receiver = receiver
-        handler = grpc.method_handlers_generic_handler(
-            SERVICE,
-            {
-                # raw bytes in (decoded by our decoder, which names the place of a bad field)
-                # and out (an empty ExportTraceServiceResponse: full success)
-                "Export": grpc.unary_unary_rpc_method_handler(self._export)
-            },
-        )
+        # raw bytes in (decoded by our decoder, which names the place of a bad field) and out
+        # (an empty Export{Trace,Logs}ServiceResponse: full success)
+        handlers = [
+            grpc.method_handlers_generic_handler(
+                service,
+                {
+                    "Export": grpc.unary_unary_rpc_method_handler(
+                        self._exporter(READERS[signal][True])
+                    )
+                },
+            )
+            for service, signal in ((SERVICE, "traces"), (LOGS_SERVICE, "logs"))
+        ]
         limit = receiver.max_body
         self.server = grpc.server(
             futures.ThreadPoolExecutor(
                 max_workers=receiver.max_pending + 2, thread_name_prefix="agentdocket-grpc"
             ),
-            handlers=[handler],
+            handlers=handlers,
             options=[("grpc.max_receive_message_length", limit)],
         )
         self.port = self.server.add_insecure_port(f"{host}:{port}")
@@ -68,13 +75,19 @@ class GrpcReceiver:
         """Stop taking calls; those in flight have ``grace`` seconds to finish."""
         self.server.stop(grace).wait()
 
-    def _export(self, request: bytes, context: grpc.ServicerContext) -> bytes:
+    def _exporter(self, read: Reader) -> Any:
+        def export(request: bytes, context: grpc.ServicerContext) -> bytes:
+            return self._export(request, context, read)
+
+        return export
+
+    def _export(self, request: bytes, context: grpc.ServicerContext, read: Reader) -> bytes:
         metadata = dict(context.invocation_metadata() or ())
         peer = context.peer() or "unknown"
         try:
             self.receiver.check_token(str(metadata.get("authorization", "")))
             with self.receiver.slot():
-                self.receiver.accept(request, decode_protobuf, f"otlp-grpc {_host(peer)}")
+                self.receiver.accept(request, read, f"otlp-grpc {_host(peer)}")
         except Rejected as reject:
             self.receiver.rejected(reject)
             if reject.status == 503:

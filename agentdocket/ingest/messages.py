@@ -5,7 +5,7 @@ question and answer a run's input and output hold."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from agentdocket.ingest import attributes as A
@@ -297,6 +297,31 @@ def _event_calls(calls: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _gemini_message(role: str, content: Mapping[str, Any]) -> dict[str, Any]:
+    """The Gemini API's ``Content`` (``{"role", "parts": [{"text"}, {"function_call"}, ...]}``,
+    as Google ADK's older layout logs it): its text parts and its function calls."""
+    texts, calls = [], []
+    for part in content["parts"]:
+        if not isinstance(part, Mapping):
+            continue
+        if isinstance(part.get("text"), str) and not part.get("thought"):
+            texts.append(str(part["text"]))
+        fn = part.get("function_call")
+        if isinstance(fn, Mapping) and fn.get("name"):
+            call = {"name": str(fn["name"]), "arguments": jsonable(fn.get("args"))}
+            if fn.get("id") is not None:
+                call["id"] = str(fn["id"])
+            calls.append(call)
+    given = content.get("role")
+    message: dict[str, Any] = {
+        "role": "assistant" if given == "model" else str(given or role),
+        "content": "".join(texts),
+    }
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
 def _block_calls(content: Any) -> list[dict[str, Any]]:
     """The Converse form's ``{"toolUse": {"toolUseId", "name", "input"}}`` blocks as calls."""
     calls = []
@@ -312,6 +337,8 @@ def _block_calls(content: Any) -> list[dict[str, Any]]:
 
 def _event_message(role: str, body: Mapping[str, Any]) -> dict[str, Any]:
     content = A.loads(body.get("content"))
+    if isinstance(content, Mapping) and isinstance(content.get("parts"), list):
+        return _gemini_message(role, content)
     message: dict[str, Any] = {
         "role": str(body.get("role") or role),
         "content": content_text(content).strip() if role == "assistant" else content_text(content),
@@ -328,15 +355,23 @@ def event_messages(
     """Input and output messages from the GenAI conventions' older event form: a
     ``gen_ai.{system,user,assistant,tool}.message`` event per input message and a
     ``gen_ai.choice`` event per output, in event order."""
+    return bodies_messages(
+        (getattr(e, "name", None), _event_body(getattr(e, "attributes", None) or {}))
+        for e in events or ()
+    )
+
+
+def bodies_messages(
+    bodies: Iterable[tuple[Any, Mapping[str, Any]]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Input and output messages from the older event form's ``(event name, body)`` pairs,
+    whether the events were span events or log records."""
     inputs: list[dict[str, Any]] = []
     outputs: list[dict[str, Any]] = []
-    for event in events or ():
-        name = getattr(event, "name", None)
-        attrs = getattr(event, "attributes", None) or {}
+    for name, body in bodies:
         if name in A.GEN_AI_MESSAGE_EVENTS:
-            inputs.append(_event_message(A.GEN_AI_MESSAGE_EVENTS[name], _event_body(attrs)))
+            inputs.append(_event_message(A.GEN_AI_MESSAGE_EVENTS[name], body))
         elif name == A.GEN_AI_CHOICE_EVENT:
-            body = _event_body(attrs)
             found = body.get("message")
             message: Mapping[str, Any] = (
                 found

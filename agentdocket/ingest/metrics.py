@@ -4,8 +4,8 @@ Read from memory at each scrape (never from the database): what this process rec
 stored, spooled, rejected and dead-lettered since it started, and what waits in the spool.
 
 - ``agentdocket_requests_total``, ``agentdocket_spans_received_total``,
-  ``agentdocket_events_received_total``: accepted requests (both transports) and their spans
-  and events;
+  ``agentdocket_log_records_received_total``, ``agentdocket_events_received_total``: accepted
+  requests (both transports, traces and logs) and their spans, log records and events;
 - ``agentdocket_requests_rejected_total{status}``: refused requests by HTTP status (gRPC's
   codes are counted under the status they map from: 400, 401, 413, 503);
 - ``agentdocket_events_stored_total{path}``: events appended to the database, ``direct`` or
@@ -35,6 +35,8 @@ class _Counts(Protocol):
     def requests(self) -> int: ...
     @property
     def spans(self) -> int: ...
+    @property
+    def log_records(self) -> int: ...
     @property
     def events(self) -> int: ...
     @property
@@ -70,7 +72,8 @@ class ReceiverCollector(Collector):
 
         yield counter("requests", "Accepted export requests (HTTP and gRPC).", r.requests)
         yield counter("spans_received", "Spans in accepted requests.", r.spans)
-        yield counter("events_received", "Events mapped from accepted spans.", r.events)
+        yield counter("log_records_received", "Log records in accepted requests.", r.log_records)
+        yield counter("events_received", "Events mapped from accepted requests.", r.events)
         rejected = CounterMetricFamily(
             "agentdocket_requests_rejected", "Refused requests, by HTTP status.", labels=["status"]
         )

@@ -11,14 +11,22 @@ passed on to each span that does not set it.
 
 from __future__ import annotations
 
-import base64
-import binascii
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from opentelemetry.trace import SpanContext, Status, StatusCode
+
+from agentdocket.ingest.otlp_values import (
+    OtlpDecodeError,
+    hex_id,
+    items,
+    json_attributes,
+    member,
+    pb_attributes,
+    uint,
+)
 
 SERVICE_NAME = "service.name"
 _STATUS = {0: StatusCode.UNSET, 1: StatusCode.OK, 2: StatusCode.ERROR}
@@ -27,11 +35,6 @@ _STATUS_NAMES = {
     "STATUS_CODE_OK": 1,
     "STATUS_CODE_ERROR": 2,
 }
-_MAX_DEPTH = 32  # nesting of array / key-value list attribute values
-
-
-class OtlpDecodeError(ValueError):
-    """The request is not a valid OTLP trace export; the message names the place."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +148,7 @@ def decode_protobuf(body: bytes) -> list[ReceivedSpan]:
         raise OtlpDecodeError(f"body: not an ExportTraceServiceRequest ({exc})") from None
     spans = []
     for ri, rs in enumerate(request.resource_spans):
-        resource = _pb_attributes(rs.resource.attributes, f"resourceSpans[{ri}].resource")
+        resource = pb_attributes(rs.resource.attributes, f"resourceSpans[{ri}].resource")
         service = resource.get(SERVICE_NAME)
         for si, ss in enumerate(rs.scope_spans):
             for pi, sp in enumerate(ss.spans):
@@ -156,7 +159,7 @@ def decode_protobuf(body: bytes) -> list[ReceivedSpan]:
                         trace_id=sp.trace_id,
                         span_id=sp.span_id,
                         parent=sp.parent_span_id,
-                        attributes=_pb_attributes(sp.attributes, where),
+                        attributes=pb_attributes(sp.attributes, where),
                         start=sp.start_time_unix_nano,
                         end=sp.end_time_unix_nano,
                         code=sp.status.code,
@@ -165,7 +168,7 @@ def decode_protobuf(body: bytes) -> list[ReceivedSpan]:
                         where=where,
                         events=tuple(
                             ReceivedEvent(
-                                ev.name, _pb_attributes(ev.attributes, f"{where}.events[{k}]")
+                                ev.name, pb_attributes(ev.attributes, f"{where}.events[{k}]")
                             )
                             for k, ev in enumerate(sp.events)
                             if ev.name in KEPT_EVENTS
@@ -173,38 +176,6 @@ def decode_protobuf(body: bytes) -> list[ReceivedSpan]:
                     )
                 )
     return spans
-
-
-def _pb_attributes(items: Any, where: str) -> dict[str, Any]:
-    out = {}
-    for kv in items:
-        value = kv.value
-        which = value.WhichOneof("value")
-        if which == "string_value":  # the common case, inline
-            out[kv.key] = value.string_value
-        elif which in _PB_SCALARS:
-            out[kv.key] = getattr(value, which)
-        else:
-            out[kv.key] = _pb_value(value, f"{where}.attributes[{kv.key!r}]", 0)
-    return out
-
-
-_PB_SCALARS = frozenset({"bool_value", "int_value", "double_value"})
-
-
-def _pb_value(value: Any, where: str, depth: int) -> Any:
-    if depth > _MAX_DEPTH:
-        raise OtlpDecodeError(f"{where}: nested deeper than {_MAX_DEPTH} levels")
-    which = value.WhichOneof("value")
-    if which is None:
-        return None
-    if which == "array_value":
-        return [_pb_value(v, where, depth + 1) for v in value.array_value.values]
-    if which == "kvlist_value":
-        return {kv.key: _pb_value(kv.value, where, depth + 1) for kv in value.kvlist_value.values}
-    if which == "bytes_value":
-        return base64.b64encode(value.bytes_value).decode()
-    return getattr(value, which)
 
 
 # --- JSON ---------------------------------------------------------------------------------------
@@ -220,27 +191,27 @@ def decode_json(body: bytes) -> list[ReceivedSpan]:
     if not isinstance(doc, dict):
         raise OtlpDecodeError("body: expected a JSON object")
     spans = []
-    for ri, rs in _items(doc, "resourceSpans", "resource_spans", "body"):
+    for ri, rs in items(doc, "resourceSpans", "resource_spans", "body"):
         rwhere = f"resourceSpans[{ri}]"
-        resource = _member(rs, "resource", "resource", rwhere, dict) or {}
-        attrs = _json_attributes(resource, f"{rwhere}.resource")
+        resource = member(rs, "resource", "resource", rwhere, dict) or {}
+        attrs = json_attributes(resource, f"{rwhere}.resource")
         service = attrs.get(SERVICE_NAME)
-        for si, ss in _items(rs, "scopeSpans", "scope_spans", rwhere):
+        for si, ss in items(rs, "scopeSpans", "scope_spans", rwhere):
             swhere = f"{rwhere}.scopeSpans[{si}]"
-            for pi, sp in _items(ss, "spans", "spans", swhere):
+            for pi, sp in items(ss, "spans", "spans", swhere):
                 where = f"{swhere}.spans[{pi}]"
-                status = _member(sp, "status", "status", where, dict) or {}
+                status = member(sp, "status", "status", where, dict) or {}
                 spans.append(
                     _span(
-                        name=_member(sp, "name", "name", where, str) or "",
-                        trace_id=_hex(sp, "traceId", "trace_id", 16, where),
-                        span_id=_hex(sp, "spanId", "span_id", 8, where),
-                        parent=_hex(sp, "parentSpanId", "parent_span_id", 8, where, True),
-                        attributes=_json_attributes(sp, where),
-                        start=_uint(sp, "startTimeUnixNano", "start_time_unix_nano", where),
-                        end=_uint(sp, "endTimeUnixNano", "end_time_unix_nano", where),
+                        name=member(sp, "name", "name", where, str) or "",
+                        trace_id=hex_id(sp, "traceId", "trace_id", 16, where),
+                        span_id=hex_id(sp, "spanId", "span_id", 8, where),
+                        parent=hex_id(sp, "parentSpanId", "parent_span_id", 8, where, True),
+                        attributes=json_attributes(sp, where),
+                        start=uint(sp, "startTimeUnixNano", "start_time_unix_nano", where),
+                        end=uint(sp, "endTimeUnixNano", "end_time_unix_nano", where),
                         code=_status_code(status, f"{where}.status"),
-                        message=_member(status, "message", "message", f"{where}.status", str),
+                        message=member(status, "message", "message", f"{where}.status", str),
                         service=service,
                         where=where,
                         events=_json_events(sp, where),
@@ -251,63 +222,11 @@ def decode_json(body: bytes) -> list[ReceivedSpan]:
 
 def _json_events(span: Mapping[str, Any], where: str) -> tuple[ReceivedEvent, ...]:
     out = []
-    for k, ev in _items(span, "events", "events", where):
-        name = _member(ev, "name", "name", f"{where}.events[{k}]", str) or ""
+    for k, ev in items(span, "events", "events", where):
+        name = member(ev, "name", "name", f"{where}.events[{k}]", str) or ""
         if name in KEPT_EVENTS:
-            out.append(ReceivedEvent(name, _json_attributes(ev, f"{where}.events[{k}]")))
+            out.append(ReceivedEvent(name, json_attributes(ev, f"{where}.events[{k}]")))
     return tuple(out)
-
-
-def _member(obj: Mapping[str, Any], camel: str, snake: str, where: str, kind: type) -> Any:
-    value = obj.get(camel, obj.get(snake))
-    if value is not None and not isinstance(value, kind):
-        raise OtlpDecodeError(f"{where}.{camel}: expected {_kind_name(kind)}")
-    return value
-
-
-def _kind_name(kind: type) -> str:
-    names: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
-    return names.get(kind, kind.__name__)
-
-
-def _items(obj: Any, camel: str, snake: str, where: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    values = _member(obj, camel, snake, where, list) or []
-    for i, item in enumerate(values):
-        if not isinstance(item, dict):
-            raise OtlpDecodeError(f"{where}.{camel}[{i}]: expected an object")
-        yield i, item
-
-
-def _hex(
-    obj: Mapping[str, Any], camel: str, snake: str, size: int, where: str, optional: bool = False
-) -> bytes:
-    value = _member(obj, camel, snake, where, str)
-    if not value:
-        if optional:
-            return b""
-        raise OtlpDecodeError(f"{where}.{camel}: missing")
-    try:
-        raw = bytes.fromhex(value)
-    except ValueError:
-        raw = b""
-    if len(raw) != size:
-        # Some producers send protobuf-JSON's base64 for bytes; accept it when it fits.
-        try:
-            raw = base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError):
-            raw = b""
-        if len(raw) != size:
-            raise OtlpDecodeError(f"{where}.{camel}: expected {2 * size} hex digits")
-    return raw
-
-
-def _uint(obj: Mapping[str, Any], camel: str, snake: str, where: str) -> int:
-    value = obj.get(camel, obj.get(snake, 0))
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise OtlpDecodeError(f"{where}.{camel}: expected an unsigned 64-bit integer")
 
 
 def _status_code(status: Mapping[str, Any], where: str) -> int:
@@ -319,63 +238,3 @@ def _status_code(status: Mapping[str, Any], where: str) -> int:
     if not isinstance(code, int) or isinstance(code, bool):
         raise OtlpDecodeError(f"{where}.code: expected an integer")
     return code
-
-
-def _json_attributes(obj: Mapping[str, Any], where: str, depth: int = 0) -> dict[str, Any]:
-    out = {}
-    for i, kv in _items(obj, "attributes", "attributes", where):
-        key = kv.get("key")
-        if not isinstance(key, str):
-            raise OtlpDecodeError(f"{where}.attributes[{i}].key: expected a string")
-        out[key] = _json_value(kv.get("value"), f"{where}.attributes[{key!r}]", depth)
-    return out
-
-
-_SCALARS = {
-    "stringValue": str,
-    "string_value": str,
-    "boolValue": bool,
-    "bool_value": bool,
-    "doubleValue": float,
-    "double_value": float,
-}
-
-
-def _json_value(value: Any, where: str, depth: int) -> Any:
-    if depth > _MAX_DEPTH:
-        raise OtlpDecodeError(f"{where}: nested deeper than {_MAX_DEPTH} levels")
-    if value is None or value == {}:
-        return None
-    if not isinstance(value, dict) or len(value) != 1:
-        raise OtlpDecodeError(f"{where}: expected an AnyValue object with one member")
-    [(kind, v)] = value.items()
-    if kind in _SCALARS:
-        want = _SCALARS[kind]
-        if want is float and isinstance(v, int | str) and not isinstance(v, bool):
-            try:
-                return float(v)  # JSON numbers without a point; "NaN" / "Infinity"
-            except ValueError:
-                pass
-        if not isinstance(v, want) or (want is not bool and isinstance(v, bool)):
-            raise OtlpDecodeError(f"{where}.{kind}: expected {want.__name__}")
-        return v
-    if kind in ("intValue", "int_value"):
-        if isinstance(v, str) and v.lstrip("-").isdigit():
-            v = int(v)
-        if not isinstance(v, int) or isinstance(v, bool) or not -(2**63) <= v < 2**63:
-            raise OtlpDecodeError(f"{where}.{kind}: expected a 64-bit integer")
-        return v
-    if kind in ("arrayValue", "array_value", "kvlistValue", "kvlist_value"):
-        if not isinstance(v, dict):
-            raise OtlpDecodeError(f"{where}.{kind}: expected an object")
-        values = v.get("values", [])
-        if not isinstance(values, list):
-            raise OtlpDecodeError(f"{where}.{kind}.values: expected an array")
-        if kind.startswith("array"):
-            return [_json_value(x, where, depth + 1) for x in values]
-        return _json_attributes({"attributes": values}, where, depth + 1)
-    if kind in ("bytesValue", "bytes_value"):
-        if not isinstance(v, str):
-            raise OtlpDecodeError(f"{where}.{kind}: expected base64 text")
-        return v
-    raise OtlpDecodeError(f"{where}: unknown AnyValue member {kind!r}")

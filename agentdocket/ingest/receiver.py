@@ -37,8 +37,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from agentdocket.events import Event
+from agentdocket.ingest.log_records import logs_to_events
 from agentdocket.ingest.mapping import spans_to_events
-from agentdocket.ingest.otlp import OtlpDecodeError, ReceivedSpan, decode_json, decode_protobuf
+from agentdocket.ingest.otlp import decode_json, decode_protobuf
+from agentdocket.ingest.otlp_logs import decode_logs_json, decode_logs_protobuf
+from agentdocket.ingest.otlp_values import OtlpDecodeError
 from agentdocket.ingest.sink import Sink
 
 log = logging.getLogger("agentdocket.receiver")
@@ -98,8 +102,40 @@ _RPC_CODE = {400: 3, 401: 16, 413: 8, 415: 3, 503: 14}
 class ReceiverStats:
     requests: int = 0
     spans: int = 0
+    log_records: int = 0
     events: int = 0
     rejected: dict[int, int] = field(default_factory=dict)  # by HTTP status
+
+
+# A signal's reader: a request's body to (records received, their events).
+Reader = Callable[[bytes], tuple[int, list[Event]]]
+
+
+def read_spans_protobuf(body: bytes) -> tuple[int, list[Event]]:
+    spans = decode_protobuf(body)
+    return len(spans), spans_to_events(spans, keep_unrecognized=True)
+
+
+def read_spans_json(body: bytes) -> tuple[int, list[Event]]:
+    spans = decode_json(body)
+    return len(spans), spans_to_events(spans, keep_unrecognized=True)
+
+
+def read_logs_protobuf(body: bytes) -> tuple[int, list[Event]]:
+    records = decode_logs_protobuf(body)
+    return len(records), logs_to_events(records)
+
+
+def read_logs_json(body: bytes) -> tuple[int, list[Event]]:
+    records = decode_logs_json(body)
+    return len(records), logs_to_events(records)
+
+
+# by signal, then encoding
+READERS: dict[str, dict[bool, Reader]] = {
+    "traces": {True: read_spans_protobuf, False: read_spans_json},
+    "logs": {True: read_logs_protobuf, False: read_logs_json},
+}
 
 
 class Receiver:
@@ -126,6 +162,7 @@ class Receiver:
         self.app = Starlette(
             routes=[
                 Route("/v1/traces", self.traces, methods=["POST"]),
+                Route("/v1/logs", self.logs, methods=["POST"]),
                 Route("/healthz", self.healthz, methods=["GET"]),
                 Route("/metrics", self.metrics, methods=["GET"]),
             ]
@@ -134,17 +171,25 @@ class Receiver:
     # --- endpoints ------------------------------------------------------------------------------
 
     async def traces(self, request: Request) -> Response:
+        return await self._export(request, "traces")
+
+    async def logs(self, request: Request) -> Response:
+        """OTLP log records: the GenAI conventions' content events, joined to their spans
+        (:mod:`agentdocket.ingest.log_records`)."""
+        return await self._export(request, "logs")
+
+    async def _export(self, request: Request, signal: str) -> Response:
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         encoding = request.headers.get("content-encoding", "identity").strip().lower()
         protobuf = media in PROTOBUF_TYPES
         try:
             self.check_token(request.headers.get("authorization", ""))
-            decode = self._decoder(media, encoding)
+            read = self._reader(signal, media, encoding)
             with self.slot():
                 body = await self._body(request, encoding)
                 client = request.client.host if request.client else "unknown"
                 return await run_in_threadpool(
-                    self._ingest, body, decode, protobuf, f"otlp-http {client}"
+                    self._ingest, body, read, protobuf, f"otlp-http {client}"
                 )
         except Rejected as reject:
             self.rejected(reject)
@@ -172,16 +217,12 @@ class Receiver:
 
     # --- steps ----------------------------------------------------------------------------------
 
-    def _decoder(self, media: str, encoding: str) -> Callable[[bytes], list[ReceivedSpan]]:
-        if media in PROTOBUF_TYPES:
-            decode = decode_protobuf
-        elif media == JSON:
-            decode = decode_json
-        else:
+    def _reader(self, signal: str, media: str, encoding: str) -> Reader:
+        if media not in PROTOBUF_TYPES and media != JSON:
             raise Rejected(415, f"content type {media or '(none)'!r}: send {PROTOBUF} or {JSON}")
         if encoding not in ("identity", "", "gzip", "deflate"):
             raise Rejected(415, f"content encoding {encoding!r}: send gzip, deflate or none")
-        return decode
+        return READERS[signal][media in PROTOBUF_TYPES]
 
     async def _body(self, request: Request, encoding: str) -> bytes:
         declared = request.headers.get("content-length")
@@ -214,16 +255,13 @@ class Receiver:
             raise Rejected(400, f"body: not valid {encoding} ({exc})") from None
         return out
 
-    def accept(
-        self, body: bytes, decode: Callable[[bytes], list[ReceivedSpan]], source: str
-    ) -> None:
-        """Decode a request's spans and make them durable (stored or spooled), or raise
-        :class:`Rejected`: what both transports do with a request."""
+    def accept(self, body: bytes, read: Reader, source: str) -> None:
+        """Decode a request's spans (or log records) and make their events durable (stored or
+        spooled), or raise :class:`Rejected`: what both transports do with a request."""
         try:
-            spans = decode(body)
+            received, events = read(body)
         except OtlpDecodeError as exc:
             raise Rejected(400, str(exc)) from None
-        events = spans_to_events(spans, keep_unrecognized=True)
         outcome = self.sink.deliver(events, source=source) if events else "stored"
         if outcome not in ("stored", "spooled"):
             raise Rejected(
@@ -233,7 +271,10 @@ class Receiver:
             )
         with self._lock:
             self.stats.requests += 1
-            self.stats.spans += len(spans)
+            if read in READERS["logs"].values():
+                self.stats.log_records += received
+            else:
+                self.stats.spans += received
             self.stats.events += len(events)
 
     @contextmanager
@@ -271,15 +312,9 @@ class Receiver:
         with self._lock:
             self.stats.rejected[reject.status] = self.stats.rejected.get(reject.status, 0) + 1
 
-    def _ingest(
-        self,
-        body: bytes,
-        decode: Callable[[bytes], list[ReceivedSpan]],
-        protobuf: bool,
-        source: str,
-    ) -> Response:
-        self.accept(body, decode, source)
-        # An empty ExportTraceServiceResponse: full success.
+    def _ingest(self, body: bytes, read: Reader, protobuf: bool, source: str) -> Response:
+        self.accept(body, read, source)
+        # An empty Export{Trace,Logs}ServiceResponse: full success.
         return Response(b"" if protobuf else b"{}", 200, media_type=PROTOBUF if protobuf else JSON)
 
 

@@ -42,8 +42,8 @@ class Outcome:
 ScoreFn = Callable[[Trace, Mapping[str, Any]], Outcome | None]
 # Readings a scorer may name among its inputs, and the event kinds each reads.
 READINGS = {
-    "answer": frozenset({"response", "llm.called"}),
-    "question": frozenset({"run.started", "llm.called"}),
+    "answer": frozenset({"response", "llm.called", "llm.messages"}),
+    "question": frozenset({"run.started", "llm.called", "llm.messages"}),
 }
 BatchFn = Callable[[Sequence[Trace], Mapping[str, Any]], list[Outcome | None]]
 # A report metric: (the verdict detail it is computed from, how values are combined): "mean"
@@ -213,7 +213,7 @@ class Scorer:
                 and not (trace.started is not None and trace.started.question)
             )
             if not fallback:
-                kinds.discard("llm.called")
+                kinds -= {"llm.called", "llm.messages"}
         if "run.started" not in self.inputs:
             kinds.discard("run.started")
         return frozenset(kinds)

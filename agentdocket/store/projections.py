@@ -177,7 +177,7 @@ def _absorb(row: RunRow, event: Event) -> None:
         row.n_errors += 1
 
 
-READING_KINDS = frozenset({"run.started", "llm.called", "response"})
+READING_KINDS = frozenset({"run.started", "llm.called", "llm.messages", "response"})
 
 
 def _read_question_and_answer(row: RunRow, event: Event) -> None:

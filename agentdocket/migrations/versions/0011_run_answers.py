@@ -60,7 +60,7 @@ def _fill(postgres: bool) -> None:
     rows = bind.execute(
         sa.text(
             f"SELECT trace_id, seq, ts, {event_id}, kind, {payload} FROM events "
-            "WHERE kind IN ('run.started', 'llm.called', 'response') "
+            "WHERE kind IN ('run.started', 'llm.called', 'llm.messages', 'response') "
             "AND trace_id IN (SELECT trace_id FROM runs) "
             "ORDER BY trace_id, seq, ts, event_id"
         ).execution_options(stream_results=True, yield_per=_BATCH)
@@ -105,7 +105,8 @@ def _key(seq: int, ts: Any, event_id: str) -> str:
 
 def _readings(events: Sequence[Sequence[Any]]) -> dict[str, Any] | None:
     """The question (the first run.started naming one, else the first model call with a user
-    message) and the answer (the last response, else the last model call's final text)."""
+    message) and the answer (the last response, else the final text of the last model call
+    that recorded its reply); a model call's messages may come in llm.messages events."""
     question: tuple[str, str] | None = None
     answer: tuple[str, str | None] | None = None
     llm_question: tuple[str, str] | None = None
@@ -116,11 +117,11 @@ def _readings(events: Sequence[Sequence[Any]]) -> dict[str, Any] | None:
             question = ("0" + key, str(p["question"]))
         elif kind == "response":
             answer = ("0" + key.translate(_REVERSE), str(p.get("text", "")))
-        elif kind == "llm.called":
+        elif kind in ("llm.called", "llm.messages"):
             users = [m for m in p.get("input_messages") or () if m.get("role") in _USERS]
             if llm_question is None and users and users[-1].get("content"):
                 llm_question = ("1" + key, str(users[-1]["content"]))
-            if answer is None or answer[0].startswith("1"):
+            if p.get("output_messages") and (answer is None or answer[0].startswith("1")):
                 replies = [
                     m
                     for m in p.get("output_messages") or ()

@@ -1,0 +1,104 @@
+"""From OTLP log records to events: the GenAI conventions' content events, which some
+instrumentations send as log records instead of on their spans.
+
+A model call's records (those naming the same trace and span in one request) become one
+``llm.messages`` event under that span, holding the call's input and output messages in record
+order, and, when the model asked for tools, the ``plan`` its reply states, as a model call's
+span gives it (the same event id, so a call whose span and records both state it stores it
+once). The trace's other events join them by trace and span id when the trace is read, in
+whichever order spans and records arrived. Read:
+
+- the current form: ``gen_ai.client.inference.operation.details``, the messages and system
+  instructions in its attributes (``gen_ai.input.messages``, ``gen_ai.output.messages``,
+  ``gen_ai.system_instructions``);
+- the older form: a ``gen_ai.{system,user,assistant,tool}.message`` record per input message
+  and a ``gen_ai.choice`` record per output, the message in the record's body.
+
+Other records (an application's own logs, records with no span to join) are acknowledged and
+not kept: agentdocket is no log store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from agentdocket.events import Event, validate_payload
+from agentdocket.ingest import attributes as A
+from agentdocket.ingest.messages import bodies_messages, parts_text, plan_steps, read_messages
+from agentdocket.ingest.otlp_logs import ReceivedLog
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+CONTENT_EVENTS = frozenset(
+    {*A.GEN_AI_MESSAGE_EVENTS, A.GEN_AI_CHOICE_EVENT, A.GEN_AI_DETAILS_EVENT}
+)
+
+
+def is_content(record: ReceivedLog) -> bool:
+    """Whether the record is a GenAI content event of a span."""
+    return record.event_name in CONTENT_EVENTS and bool(record.trace_id and record.span_id)
+
+
+def logs_to_events(records: Iterable[ReceivedLog]) -> list[Event]:
+    """The events of a request's log records."""
+    calls: dict[tuple[str, str], list[ReceivedLog]] = {}
+    for record in records:
+        if is_content(record):
+            calls.setdefault((record.trace_id, record.span_id), []).append(record)
+    out: list[Event] = []
+    for (trace_id, span_id), found in calls.items():
+        out.extend(_call_events(trace_id, span_id, found))
+    return out
+
+
+def _call_events(trace_id: str, span_id: str, records: list[ReceivedLog]) -> list[Event]:
+    inputs: list[dict[str, Any]] = []
+    outputs: list[dict[str, Any]] = []
+    older = [
+        (r.event_name, r.body if isinstance(r.body, Mapping) else {"content": r.body})
+        for r in records
+        if r.event_name != A.GEN_AI_DETAILS_EVENT
+    ]
+    older_in, older_out = bodies_messages(older)
+    for record in records:
+        if record.event_name == A.GEN_AI_DETAILS_EVENT:
+            attrs = record.attributes
+            got_in = read_messages(attrs, A.LLM_INPUT_MESSAGES, A.GEN_AI_INPUT_MESSAGES, "prompt")
+            got_out = read_messages(
+                attrs, A.LLM_OUTPUT_MESSAGES, A.GEN_AI_OUTPUT_MESSAGES, "completion"
+            )
+            given = A.loads(attrs.get(A.GEN_AI_SYSTEM_INSTRUCTIONS))
+            instructions = given if isinstance(given, str) else parts_text(given)
+            if instructions and not (got_in and got_in[0].get("role") == "system"):
+                got_in = [{"role": "system", "content": instructions}, *got_in]
+            inputs += got_in
+            outputs += got_out
+    inputs += older_in
+    outputs += older_out
+    if not inputs and not outputs:
+        return []
+    first = min(r.time for r in records)
+    ts = EPOCH + timedelta(microseconds=first // 1000)
+
+    def event(kind: str, payload: dict[str, Any], index: int) -> Event:
+        return Event.assemble(
+            trace_id=trace_id,
+            span_id=span_id,
+            parent_span_id=None,
+            seq=0,
+            ts=ts,
+            kind=kind,
+            payload=validate_payload(kind, payload),
+            index=index,
+        )
+
+    # A call's records may come in several requests (an exporter that sends each as it is
+    # emitted): each group is an event of its own, named by its first record's time, so that a
+    # request sent again is recognised and another group of the same call is not taken for it.
+    messages = {"input_messages": inputs, "output_messages": outputs}
+    events = [event("llm.messages", messages, first)]
+    steps = [s for s in plan_steps(outputs) if s["tool"] not in A.FINAL_ANSWER_TOOLS]
+    if steps:  # the id of the plan the call's span states, if it states one
+        events.append(event("plan", {"steps": steps}, 0))
+    return events

@@ -1,0 +1,159 @@
+"""OTLP logs on `agentdocket serve`: the GenAI conventions' content events sent as log records by
+the SDK's stock log exporters (HTTP and gRPC), joined to their spans whichever arrives first;
+the same durability, auth and error rules as traces."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogs
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpans
+from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from agentdocket.store import open_store
+from tests.helpers.otlp_server import Server
+
+QUESTION = "What is the weather in Paris?"
+ANSWER = "It is 18 C in Paris."
+
+
+@pytest.fixture
+def server(url: str, tmp_path: Path) -> Iterator[Server]:
+    s = Server(url, tmp_path / "spool", grpc=True).start()
+    yield s
+    s.stop()
+
+
+def _choice(message: dict[str, Any]) -> dict[str, Any]:
+    return {"index": 0, "finish_reason": "stop", "message": message}
+
+
+CALL_WEATHER = {
+    "role": "assistant",
+    "tool_calls": [
+        {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+        }
+    ],
+}
+
+
+@pytest.mark.parametrize("transport", ["http", "grpc"])
+def test_content_in_log_records_joins_its_spans_whichever_comes_first(
+    server: Server, url: str, transport: str
+) -> None:
+    """The older event form (one record per message, as opentelemetry-instrumentation-openai-v2
+    sends them): the run's question, answer and plan come from the records, sent before the
+    spans."""
+    resource = Resource.create({"service.name": "weather-svc"})
+    spans, logs = TracerProvider(resource=resource), LoggerProvider(resource=resource)
+    if transport == "grpc":
+        spans.add_span_processor(
+            SimpleSpanProcessor(GrpcSpans(endpoint=server.grpc_endpoint, insecure=True))
+        )
+        log_exporter: Any = GrpcLogs(endpoint=server.grpc_endpoint, insecure=True)
+    else:
+        spans.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=server.endpoint)))
+        log_exporter = OTLPLogExporter(endpoint=server.endpoint.replace("/v1/traces", "/v1/logs"))
+    logs.add_log_record_processor(SimpleLogRecordProcessor(log_exporter))
+    tracer, logger = spans.get_tracer("agent"), logs.get_logger("openai_v2")
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "scripted-1"}
+    # Log records are exported as they are emitted, before the spans they name (spans are
+    # exported when they end).
+    with tracer.start_as_current_span(
+        "invoke_agent weather",
+        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "weather"},
+    ) as root:
+        with tracer.start_as_current_span("chat scripted-1", attributes=chat):
+            logger.emit(event_name="gen_ai.user.message", body={"content": QUESTION})
+            logger.emit(event_name="gen_ai.choice", body=_choice(CALL_WEATHER))
+        with tracer.start_as_current_span(
+            "execute_tool get_weather",
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "get_weather",
+                "gen_ai.tool.call.id": "call_1",
+                "gen_ai.tool.call.arguments": '{"city": "Paris"}',
+                "gen_ai.tool.call.result": "18 C in Paris",
+            },
+        ):
+            pass
+        with tracer.start_as_current_span("chat scripted-1", attributes=chat):
+            logger.emit(event_name="gen_ai.user.message", body={"content": QUESTION})
+            logger.emit(event_name="gen_ai.tool.message", body={"content": "18 C", "id": "call_1"})
+            logger.emit(
+                event_name="gen_ai.choice",
+                body=_choice({"role": "assistant", "content": ANSWER}),
+            )
+        trace_id = format(root.get_span_context().trace_id, "032x")
+    logs.shutdown()
+    spans.shutdown()
+    with open_store(url) as store:
+        run = store.run(trace_id)
+        stored = store.read_trace(trace_id)
+    assert run is not None and stored is not None
+    assert (run["agent"], run["question"], run["answer"]) == ("weather", QUESTION, ANSWER)
+    assert [(p.tool, p.arguments, p.call_id) for p in stored.plan()] == [
+        ("get_weather", {"city": "Paris"}, "call_1")
+    ]
+    [call] = stored.tool_calls()
+    assert (call.arguments, call.result) == ({"city": "Paris"}, "18 C in Paris")
+    # one event per request: this exporter sends each record as it is emitted
+    messages = [m for e in stored.of_kind("llm.messages") for m in e.payload["input_messages"]]
+    assert {"role": "tool", "content": "18 C", "name": None, "tool_calls": []} in messages
+    assert len(stored.of_kind("llm.messages")) == 5
+    assert trace.get_current_span() is trace.INVALID_SPAN
+
+
+def _logs_body(record: dict[str, Any]) -> bytes:
+    return orjson.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": [record]}]}]})
+
+
+def test_a_malformed_log_record_is_a_400_naming_its_place(server: Server, url: str) -> None:
+    endpoint = server.endpoint.replace("/v1/traces", "/v1/logs")
+    headers = {"Content-Type": "application/json"}
+    bad = {"traceId": "ab" * 16, "spanId": "abc", "eventName": "gen_ai.choice"}
+    reply = httpx.post(endpoint, content=_logs_body(bad), headers=headers)
+    assert reply.status_code == 400
+    assert "resourceLogs[0].scopeLogs[0].logRecords[0].spanId" in reply.json()["message"]
+    bad = {"traceId": "ab" * 16, "spanId": "cd" * 8, "body": {"kvlistValue": {"values": 3}}}
+    reply = httpx.post(endpoint, content=_logs_body(bad), headers=headers)
+    assert reply.status_code == 400
+    assert "logRecords[0].body" in reply.json()["message"]
+    reply = httpx.post(endpoint, content=b"{}", headers={"Content-Type": "text/plain"})
+    assert reply.status_code == 415
+    # an application's own log line, with no span to join: acknowledged, not kept
+    plain = {"body": {"stringValue": "started"}, "observedTimeUnixNano": "1"}
+    reply = httpx.post(endpoint, content=_logs_body(plain), headers=headers)
+    assert reply.status_code == 200
+    with open_store(url) as store:
+        assert store.counts()["events"] == 0
+
+
+def test_logs_need_the_token_as_traces_do(url: str, tmp_path: Path) -> None:
+    s = Server(url, tmp_path / "spool", "--token", "s3cret").start()
+    try:
+        endpoint = s.endpoint.replace("/v1/traces", "/v1/logs")
+        headers = {"Content-Type": "application/json"}
+        reply = httpx.post(endpoint, content=b"{}", headers=headers)
+        assert reply.status_code == 401
+        reply = httpx.post(
+            endpoint, content=b"{}", headers={**headers, "Authorization": "Bearer s3cret"}
+        )
+        assert reply.status_code == 200
+    finally:
+        s.stop()
