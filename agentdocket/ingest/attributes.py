@@ -121,6 +121,10 @@ ADK_TOOL_RESPONSE: Final = "gcp.vertex.agent.tool_response"
 # smolagents' tool that ends a run with its answer: the answer, not a step of the plan.
 FINAL_ANSWER_TOOLS: Final = frozenset({"final_answer"})
 
+# --- OpenTelemetry MCP (Model Context Protocol) -------------------------------------------------
+MCP_METHOD: Final = "mcp.method.name"  # tools/call, tools/list, initialize, ...
+MCP_SESSION: Final = "mcp.session.id"
+
 # --- OpenTelemetry database ------------------------------------------------------------------
 DB_SYSTEM: Final = "db.system.name"
 DB_NAMESPACE: Final = "db.namespace"
@@ -206,6 +210,6 @@ def indexed(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
         if not key.startswith(start):
             continue
         index, _, rest = key[len(start) :].partition(".")
-        if index.isdigit() and rest:
+        if index.isascii() and index.isdigit() and rest:
             items.setdefault(int(index), {})[rest] = value
     return [items[i] for i in sorted(items)]

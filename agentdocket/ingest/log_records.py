@@ -14,6 +14,9 @@ whichever order spans and records arrived. Read:
 - the older form: a ``gen_ai.{system,user,assistant,tool}.message`` record per input message
   and a ``gen_ai.choice`` record per output, the message in the record's body.
 
+An evaluation made elsewhere (``gen_ai.evaluation.result``) becomes a verdict about the run of
+the span it names (:mod:`agentdocket.ingest.evaluations`).
+
 Other records (an application's own logs, records with no span to join) are acknowledged and
 not kept: agentdocket is no log store.
 """
@@ -26,8 +29,12 @@ from typing import Any
 
 from agentdocket.events import Event, validate_payload
 from agentdocket.ingest import attributes as A
+from agentdocket.ingest.evaluations import EVALUATION_EVENT
+from agentdocket.ingest.evaluations import check as check_evaluation
+from agentdocket.ingest.evaluations import verdict as evaluation_verdict
 from agentdocket.ingest.messages import bodies_messages, parts_text, plan_steps, read_messages
 from agentdocket.ingest.otlp_logs import ReceivedLog
+from agentdocket.ingest.otlp_values import OtlpDecodeError
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 CONTENT_EVENTS = frozenset(
@@ -41,15 +48,27 @@ def is_content(record: ReceivedLog) -> bool:
 
 
 def logs_to_events(records: Iterable[ReceivedLog]) -> list[Event]:
-    """The events of a request's log records."""
+    """The events of a request's log records; an evaluation record that does not say what it
+    must fails the request (:class:`OtlpDecodeError` naming its place)."""
     calls: dict[tuple[str, str], list[ReceivedLog]] = {}
+    out: list[Event] = []
     for record in records:
         if is_content(record):
             calls.setdefault((record.trace_id, record.span_id), []).append(record)
-    out: list[Event] = []
+        elif record.event_name == EVALUATION_EVENT:
+            out.append(_evaluation(record))
     for (trace_id, span_id), found in calls.items():
         out.extend(_call_events(trace_id, span_id, found))
     return out
+
+
+def _evaluation(record: ReceivedLog) -> Event:
+    problem = check_evaluation(record.attributes)
+    if problem is None and not (record.trace_id and record.span_id):
+        problem = f"{EVALUATION_EVENT} names no span (traceId and spanId) to judge"
+    if problem is not None:
+        raise OtlpDecodeError(f"{record.where}: {problem}")
+    return evaluation_verdict(record.trace_id, record.span_id, record.attributes, record.time)
 
 
 def _call_events(trace_id: str, span_id: str, records: list[ReceivedLog]) -> list[Event]:

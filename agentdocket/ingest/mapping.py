@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from opentelemetry.trace import SpanContext, Status, StatusCode
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 
 from agentdocket.events import Event, validate_payload
 from agentdocket.events.readings import final_text, last_user_text
@@ -36,6 +36,9 @@ from agentdocket.ingest.decode import (
     opt_str,
     tool_arguments,
 )
+from agentdocket.ingest.evaluations import EVALUATION_EVENT
+from agentdocket.ingest.evaluations import check as check_evaluation
+from agentdocket.ingest.evaluations import verdict as evaluation_verdict
 from agentdocket.ingest.messages import (
     answer_text,
     blocks_text,
@@ -117,6 +120,24 @@ def span_to_events(
         return []
     attrs = _plain_attributes(span)
     m = _Mapper(span, ctx, attrs, agent, settings)
+    return _events_of(m, attrs, keep_unrecognized) + evaluations(span, m.trace_id, m.span_id)
+
+
+def evaluations(span: SpanLike, trace_id: str, span_id: str) -> list[Event]:
+    """The verdicts of the evaluations recorded on a span (``gen_ai.evaluation.result``
+    events; :mod:`agentdocket.ingest.evaluations`), those that say what they must."""
+    out = []
+    for event in span.events or ():
+        if getattr(event, "name", None) != EVALUATION_EVENT:
+            continue
+        attrs = getattr(event, "attributes", None) or {}
+        if check_evaluation(attrs) is None:  # the receiver refused the others already
+            time = getattr(event, "timestamp", None) or span.end_time or 0
+            out.append(evaluation_verdict(trace_id, span_id, attrs, time))
+    return out
+
+
+def _events_of(m: _Mapper, attrs: Mapping[str, Any], keep_unrecognized: bool) -> list[Event]:
     kind = attrs.get(A.KIND)
     handler = _OURS.get(kind) if isinstance(kind, str) else None
     if handler is None:
@@ -239,6 +260,13 @@ class _Mapper:
             # A trace's root agent, workflow or chain is the run (LangChain's root is often a
             # chain, Google ADK's a workflow).
             return _Mapper.run if self.parent is None else _Mapper.generic
+        if self.attrs.get(A.MCP_METHOD) is not None and getattr(self.span, "kind", None) in (
+            SpanKind.SERVER,
+            SpanKind.CONSUMER,
+        ):
+            # An MCP server's side of a call its client records: a step (keeping the session
+            # id and the rest), never a second tool call.
+            return _Mapper.generic
         if oi == A.OI_TOOL or op == A.OP_EXECUTE_TOOL:
             return _Mapper.tool
         if oi == A.OI_LLM or op in A.LLM_OPERATIONS:

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from opentelemetry.trace import SpanContext, Status, StatusCode
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 
+from agentdocket.ingest.evaluations import EVALUATION_EVENT
+from agentdocket.ingest.evaluations import check as check_evaluation
 from agentdocket.ingest.otlp_values import (
     OtlpDecodeError,
     hex_id,
@@ -44,6 +46,7 @@ class ReceivedEvent:
 
     name: str
     attributes: dict[str, Any]
+    timestamp: int = 0  # nanoseconds since 1970
 
 
 # The span events the mapping reads; others are not decoded.
@@ -56,6 +59,7 @@ KEPT_EVENTS = frozenset(
         "gen_ai.tool.message",
         "gen_ai.choice",
         "gen_ai.client.inference.operation.details",
+        EVALUATION_EVENT,
     }
 )
 
@@ -72,6 +76,7 @@ class ReceivedSpan:
     end_time: int
     status: Status
     events: tuple[ReceivedEvent, ...] = ()
+    kind: SpanKind = SpanKind.INTERNAL
 
 
 def _context(trace_id: bytes, span_id: bytes) -> SpanContext:
@@ -105,6 +110,7 @@ def _span(
     service: Any,
     where: str,
     events: tuple[ReceivedEvent, ...] = (),
+    kind: Any = 0,
 ) -> ReceivedSpan:
     _check_ids(trace_id, span_id, parent, where)
     if not isinstance(name, str):
@@ -128,7 +134,23 @@ def _span(
         end_time=max(end, start),
         status=Status(_STATUS[code], message or None) if code == 2 else Status(_STATUS[code]),
         events=events,
+        kind=_kind(kind, where),
     )
+
+
+# OTLP's SpanKind numbers (0 unspecified) and names, as the SDK's enum (which has no
+# "unspecified" and counts from 0)
+_KIND_NAMES = {f"SPAN_KIND_{k.name}": k.value + 1 for k in SpanKind}
+
+
+def _kind(kind: Any, where: str) -> SpanKind:
+    if isinstance(kind, str):
+        if kind not in _KIND_NAMES and kind != "SPAN_KIND_UNSPECIFIED":
+            raise OtlpDecodeError(f"{where}.kind: unknown span kind {kind!r}")
+        kind = _KIND_NAMES.get(kind, 0)
+    if not isinstance(kind, int) or isinstance(kind, bool) or not 0 <= kind <= len(SpanKind):
+        raise OtlpDecodeError(f"{where}.kind: expected 0 to {len(SpanKind)}")
+    return SpanKind(kind - 1) if kind else SpanKind.INTERNAL
 
 
 # --- protobuf -----------------------------------------------------------------------------------
@@ -166,9 +188,13 @@ def decode_protobuf(body: bytes) -> list[ReceivedSpan]:
                         message=sp.status.message,
                         service=service,
                         where=where,
+                        kind=sp.kind,
                         events=tuple(
-                            ReceivedEvent(
-                                ev.name, pb_attributes(ev.attributes, f"{where}.events[{k}]")
+                            _event(
+                                ev.name,
+                                pb_attributes(ev.attributes, f"{where}.events[{k}]"),
+                                ev.time_unix_nano,
+                                f"{where}.events[{k}]",
                             )
                             for k, ev in enumerate(sp.events)
                             if ev.name in KEPT_EVENTS
@@ -215,6 +241,7 @@ def decode_json(body: bytes) -> list[ReceivedSpan]:
                         service=service,
                         where=where,
                         events=_json_events(sp, where),
+                        kind=sp.get("kind", 0),
                     )
                 )
     return spans
@@ -223,10 +250,18 @@ def decode_json(body: bytes) -> list[ReceivedSpan]:
 def _json_events(span: Mapping[str, Any], where: str) -> tuple[ReceivedEvent, ...]:
     out = []
     for k, ev in items(span, "events", "events", where):
-        name = member(ev, "name", "name", f"{where}.events[{k}]", str) or ""
+        place = f"{where}.events[{k}]"
+        name = member(ev, "name", "name", place, str) or ""
         if name in KEPT_EVENTS:
-            out.append(ReceivedEvent(name, json_attributes(ev, f"{where}.events[{k}]")))
+            time = uint(ev, "timeUnixNano", "time_unix_nano", place)
+            out.append(_event(name, json_attributes(ev, place), time, place))
     return tuple(out)
+
+
+def _event(name: str, attributes: dict[str, Any], time: int, where: str) -> ReceivedEvent:
+    if name == EVALUATION_EVENT and (problem := check_evaluation(attributes)):
+        raise OtlpDecodeError(f"{where}: {problem}")
+    return ReceivedEvent(name, attributes, time)
 
 
 def _status_code(status: Mapping[str, Any], where: str) -> int:

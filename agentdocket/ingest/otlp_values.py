@@ -93,7 +93,7 @@ def hex_id(
 
 def uint(obj: Mapping[str, Any], camel: str, snake: str, where: str) -> int:
     value = obj.get(camel, obj.get(snake, 0))
-    if isinstance(value, str) and value.isdigit():
+    if isinstance(value, str) and value.isascii() and value.isdigit():
         return int(value)
     if isinstance(value, int) and not isinstance(value, bool):
         return value
@@ -139,7 +139,7 @@ def json_value(value: Any, where: str, depth: int) -> Any:
             raise OtlpDecodeError(f"{where}.{kind}: expected {want.__name__}")
         return v
     if kind in ("intValue", "int_value"):
-        if isinstance(v, str) and v.lstrip("-").isdigit():
+        if isinstance(v, str) and v.isascii() and v.lstrip("-").isdigit():
             v = int(v)
         if not isinstance(v, int) or isinstance(v, bool) or not -(2**63) <= v < 2**63:
             raise OtlpDecodeError(f"{where}.{kind}: expected a 64-bit integer")

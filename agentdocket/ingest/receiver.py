@@ -226,7 +226,12 @@ class Receiver:
 
     async def _body(self, request: Request, encoding: str) -> bytes:
         declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+        if (
+            declared is not None
+            and declared.isascii()
+            and declared.isdigit()
+            and int(declared) > self.max_body
+        ):
             raise Rejected(413, f"body of {declared} bytes is over the limit of {self.max_body}")
         chunks = []
         size = 0

@@ -8,6 +8,8 @@ run whose model passes the wrong city, and a run whose tool raises."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from agentdocket.store import open_store
@@ -28,6 +30,26 @@ def test_a_captured_framework_lands_whole(sqlite_url: str, capture: Capture, rev
     assert check(sqlite_url, capture) == {}
     if capture.cases:  # the scorers judge a run against its case
         _check_verdicts(sqlite_url)
+    if not reverse:
+        _check_shown_and_exported(sqlite_url)
+
+
+def _check_shown_and_exported(url: str) -> None:
+    """``runs show`` prints each run's question and answer; the export's run record has them."""
+    exported = {
+        record["trace_id"]: record["run"]
+        for line in cli(url, "export", "traces").splitlines()
+        if line.startswith("{")
+        for record in [json.loads(line)]
+    }
+    with open_store(url) as store:
+        runs = store.list_runs(limit=None)
+    for run in runs:
+        shown = cli(url, "runs", "show", run["trace_id"], "--width", "400")
+        assert f"question: {run['question']}" in shown
+        assert f"answer: {run['answer'] or '-'}" in shown
+        record = exported[run["trace_id"]]
+        assert (record.get("question"), record.get("answer")) == (run["question"], run["answer"])
 
 
 def _check_verdicts(url: str) -> None:

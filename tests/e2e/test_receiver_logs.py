@@ -1,6 +1,7 @@
 """OTLP logs on `agentdocket serve`: the GenAI conventions' content events sent as log records by
 the SDK's stock log exporters (HTTP and gRPC), joined to their spans whichever arrives first;
-the same durability, auth and error rules as traces."""
+the same durability, auth and error rules as traces. Evaluations made elsewhere
+(``gen_ai.evaluation.result``, on a span or as a log record) become verdicts."""
 
 from __future__ import annotations
 
@@ -157,3 +158,85 @@ def test_logs_need_the_token_as_traces_do(url: str, tmp_path: Path) -> None:
         assert reply.status_code == 200
     finally:
         s.stop()
+
+
+# --- evaluations made elsewhere ---------------------------------------------------------------
+
+
+def test_evaluations_on_spans_and_in_log_records_become_verdicts(server: Server, url: str) -> None:
+    resource = Resource.create({"service.name": "weather-svc"})
+    spans, logs = TracerProvider(resource=resource), LoggerProvider(resource=resource)
+    spans.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=server.endpoint)))
+    logs.add_log_record_processor(
+        SimpleLogRecordProcessor(
+            OTLPLogExporter(endpoint=server.endpoint.replace("/v1/traces", "/v1/logs"))
+        )
+    )
+    tracer, logger = spans.get_tracer("agent"), logs.get_logger("evaluator")
+    with tracer.start_as_current_span(
+        "invoke_agent weather",
+        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "weather"},
+    ) as root:
+        root.add_event(
+            "gen_ai.evaluation.result",
+            {
+                "gen_ai.evaluation.name": "relevance",
+                "gen_ai.evaluation.score.value": 0.25,
+                "gen_ai.evaluation.score.label": "fail",
+                "gen_ai.evaluation.explanation": "talks about Rome",
+            },
+        )
+        logger.emit(
+            event_name="gen_ai.evaluation.result",
+            attributes={
+                "gen_ai.evaluation.name": "helpfulness",
+                "gen_ai.evaluation.score.value": 0.9,
+            },
+        )
+        trace_id = format(root.get_span_context().trace_id, "032x")
+        span_id = format(root.get_span_context().span_id, "016x")
+    logs.shutdown()
+    spans.shutdown()
+    with open_store(url) as store:
+        reported = store.report_verdicts(
+            {"external.relevance": "external", "external.helpfulness": "external"}
+        )
+        rows = store.rows("verdicts", "scorer")
+    assert {(v.trace_id, v.scorer) for v in reported} == {
+        (trace_id, "external.relevance"),
+        (trace_id, "external.helpfulness"),
+    }
+    got = {r["scorer"]: r for r in rows}
+    relevance, helpfulness = got["external.relevance"], got["external.helpfulness"]
+    assert (relevance["passed"], relevance["score"], relevance["label"]) == (False, 0.25, "fail")
+    assert relevance["rationale"] == "talks about Rome"
+    assert relevance["subject_span_id"] is None  # about the run, as reports read verdicts
+    assert relevance["details"]["span_id"] == span_id
+    assert (helpfulness["passed"], helpfulness["score"]) == (None, 0.9)
+
+
+def test_a_malformed_evaluation_is_a_400_naming_its_place(server: Server, url: str) -> None:
+    headers = {"Content-Type": "application/json"}
+    ids = {"traceId": "ab" * 16, "spanId": "cd" * 8}
+    unnamed = [{"key": "gen_ai.evaluation.score.value", "value": {"doubleValue": 1.0}}]
+    record = {**ids, "eventName": "gen_ai.evaluation.result", "attributes": unnamed}
+    endpoint = server.endpoint.replace("/v1/traces", "/v1/logs")
+    reply = httpx.post(endpoint, content=_logs_body(record), headers=headers)
+    assert reply.status_code == 400
+    assert (
+        "logRecords[0]: gen_ai.evaluation.result needs gen_ai.evaluation.name"
+        in (reply.json()["message"])
+    )
+    span = {
+        **ids,
+        "name": "invoke_agent weather",
+        "startTimeUnixNano": "1",
+        "endTimeUnixNano": "2",
+        "events": [{"name": "gen_ai.evaluation.result", "attributes": unnamed}],
+    }
+    body = orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
+    reply = httpx.post(server.endpoint, content=body, headers=headers)
+    assert reply.status_code == 400
+    assert "spans[0].events[0]: gen_ai.evaluation.result needs" in reply.json()["message"]
+    with open_store(url) as store:
+        assert store.counts()["events"] == 0
