@@ -153,6 +153,9 @@ class LlmCalled:
     temperature: float | None = field("sampling temperature", None)
     input_tokens: int | None = field("prompt tokens", None)
     output_tokens: int | None = field("completion tokens", None)
+    cache_read_tokens: int | None = field("prompt tokens read from the provider's cache", None)
+    cache_creation_tokens: int | None = field("prompt tokens written to the provider's cache", None)
+    reasoning_tokens: int | None = field("completion tokens spent on reasoning", None)
     duration_ms: float | None = field("wall time of the call", None)
     error: str | None = field("error message when the call failed", None)
     attributes: dict[str, Any] = field(

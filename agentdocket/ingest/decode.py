@@ -4,7 +4,6 @@ offered to a model)."""
 
 from __future__ import annotations
 
-import ast
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -45,48 +44,6 @@ def jsonable(value: Any) -> Any:
 # missing (LlamaIndex, LangChain retrievers), in order of preference.
 METADATA_IDS = ("id", "doc_id", "document_id", "node_id", "source")
 METADATA_SCORES = ("score", "relevance_score", "similarity")
-
-
-def tool_arguments(value: Any) -> tuple[Any, str | None]:
-    """A tool's arguments by name as the tool received them, and the model's call id where the
-    recorded value names it. Unwrapped:
-
-    - a wrapper of keyword arguments, ``{"args": [], "kwargs": {...}}`` with no positional
-      arguments, beside which only a framework's flags may stand (LlamaIndex; smolagents adds
-      ``"sanitize_inputs_outputs": true``);
-    - OpenLLMetry's record of a LangChain tool's input, ``{"input_str": "{'city': 'Paris'}",
-      "inputs": {...}, "kwargs": {"tool_call_id": ...}, "tags", "metadata"}``: its ``inputs``,
-      else its ``input_str`` read as a Python literal (never evaluated).
-    """
-    if not isinstance(value, dict):
-        return value, None
-    if "input_str" in value and ("inputs" in value or "kwargs" in value or "tags" in value):
-        extra = value.get("kwargs")
-        call_id = extra.get("tool_call_id") if isinstance(extra, dict) else None
-        inputs = value.get("inputs")
-        if not isinstance(inputs, dict):
-            inputs = _literal(value.get("input_str"))
-        return inputs, None if call_id is None else str(call_id)
-    kwargs = value.get("kwargs")
-    flags = all(isinstance(v, bool) or v is None for k, v in value.items() if k not in _WRAPPER)
-    if isinstance(kwargs, dict) and not value.get("args") and flags:
-        return kwargs, None
-    return value, None
-
-
-_WRAPPER = frozenset({"args", "kwargs"})
-
-
-def _literal(text: Any) -> Any:
-    """A Python literal's value (``{'city': 'Paris'}``), safely; the text itself when it is
-    none; an object for a lone value."""
-    if not isinstance(text, str):
-        return text
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return {"input": text}
-    return value if isinstance(value, dict) else {"input": value}
 
 
 def event_value(events: Sequence[Any] | None, name: str, key: str) -> Any:

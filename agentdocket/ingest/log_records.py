@@ -29,10 +29,13 @@ from typing import Any
 
 from agentdocket.events import Event, validate_payload
 from agentdocket.ingest import attributes as A
+from agentdocket.ingest.conventions import messages as call_messages
+from agentdocket.ingest.conventions.frameworks import FINAL_ANSWER_TOOLS
+from agentdocket.ingest.conventions.genai import parts_text
 from agentdocket.ingest.evaluations import EVALUATION_EVENT
 from agentdocket.ingest.evaluations import check as check_evaluation
 from agentdocket.ingest.evaluations import verdict as evaluation_verdict
-from agentdocket.ingest.messages import bodies_messages, parts_text, plan_steps, read_messages
+from agentdocket.ingest.messages import bodies_messages, plan_steps
 from agentdocket.ingest.otlp_logs import ReceivedLog
 from agentdocket.ingest.otlp_values import OtlpDecodeError
 
@@ -83,10 +86,8 @@ def _call_events(trace_id: str, span_id: str, records: list[ReceivedLog]) -> lis
     for record in records:
         if record.event_name == A.GEN_AI_DETAILS_EVENT:
             attrs = record.attributes
-            got_in = read_messages(attrs, A.LLM_INPUT_MESSAGES, A.GEN_AI_INPUT_MESSAGES, "prompt")
-            got_out = read_messages(
-                attrs, A.LLM_OUTPUT_MESSAGES, A.GEN_AI_OUTPUT_MESSAGES, "completion"
-            )
+            got_in = call_messages(attrs, "input")
+            got_out = call_messages(attrs, "output")
             given = A.loads(attrs.get(A.GEN_AI_SYSTEM_INSTRUCTIONS))
             instructions = given if isinstance(given, str) else parts_text(given)
             if instructions and not (got_in and got_in[0].get("role") == "system"):
@@ -117,7 +118,7 @@ def _call_events(trace_id: str, span_id: str, records: list[ReceivedLog]) -> lis
     # request sent again is recognised and another group of the same call is not taken for it.
     messages = {"input_messages": inputs, "output_messages": outputs}
     events = [event("llm.messages", messages, first)]
-    steps = [s for s in plan_steps(outputs) if s["tool"] not in A.FINAL_ANSWER_TOOLS]
+    steps = [s for s in plan_steps(outputs) if s["tool"] not in FINAL_ANSWER_TOOLS]
     if steps:  # the id of the plan the call's span states, if it states one
         events.append(event("plan", {"steps": steps}, 0))
     return events

@@ -79,3 +79,31 @@ def test_the_conformance_table_in_the_docs_is_current() -> None:
     text = captures.DOC.read_text()
     table = text[text.index(captures.BEGIN) + len(captures.BEGIN) : text.index(captures.END)]
     assert table.strip() == captures.table(), "run: .venv/bin/python -m tests.helpers.captures"
+
+
+# what each framework reported as prompt tokens read from the provider's cache, call by call,
+# for the correct run (the scripted models report none on a first call)
+CACHE_READ = {
+    "langgraph-openllmetry": [0, 32],  # gen_ai.usage.cache_read.input_tokens
+    "crewai": [0, 96],  # llm.token_count.prompt_details.cache_read
+    "strands-default": [0, 48],
+    "strands-latest": [0, 48],
+    "adk-2": [None, 32],
+}
+
+
+@pytest.mark.parametrize("folder", sorted(CACHE_READ))
+def test_cache_tokens_are_read_where_the_framework_reports_them(
+    sqlite_url: str, folder: str
+) -> None:
+    replay(sqlite_url, folder)
+    with open_store(sqlite_url) as store:
+        for run in store.list_runs(limit=None):
+            trace = store.read_trace(run["trace_id"])
+            assert trace is not None
+            scenario = scenario_of(trace)
+            if scenario is not None and scenario.name == "correct":
+                calls = trace.of_kind("llm.called")
+                assert [e.payload.get("cache_read_tokens") for e in calls] == CACHE_READ[folder]
+                return
+    raise AssertionError(f"{folder}: no correct run")
