@@ -155,6 +155,8 @@ def check_runs(url: str, expected: Expected) -> dict[str, Trace]:
         assert run["status"] == "ok", where
         assert trace.question == scenario.question, where
         assert trace.response == scenario.answer, where
+        # stored in the run's row as they arrived, the same as the trace reads
+        assert (run["question"], run["answer"]) == (scenario.question, scenario.answer), where
         assert [(p.tool, p.arguments) for p in trace.plan()] == [
             ("get_weather", {"city": scenario.called})
         ], where
