@@ -54,12 +54,11 @@ def _check_shown_and_exported(url: str) -> None:
 
 def _check_verdicts(url: str) -> None:
     """The tool-use scorers pass the correct run and fail the wrong-argument one."""
-    for scorer in ("planner.suffix_match", "tools.slot_fill"):
+    versions = {"planner.suffix_match": "1", "tools.slot_fill": "2", "tools.procedural": "1"}
+    for scorer in versions:
         cli(url, "score", "--dataset", DATASET, "--scorer", scorer)
     with open_store(url) as store:
-        verdicts = store.report_verdicts(
-            {"planner.suffix_match": "1", "tools.slot_fill": "2"}, dataset=DATASET
-        )
+        verdicts = store.report_verdicts(versions, dataset=DATASET)
         by_name = {}
         for run in store.list_runs(limit=None):
             trace = store.read_trace(run["trace_id"])
@@ -70,6 +69,8 @@ def _check_verdicts(url: str) -> None:
     correct, wrong = by_name["correct"], by_name["wrong-argument"]
     assert got[(correct, "planner.suffix_match")].passed
     assert got[(correct, "tools.slot_fill")].passed
+    assert got[(correct, "tools.procedural")].passed
+    assert not got[(wrong, "tools.procedural")].passed
     assert got[(wrong, "planner.suffix_match")].passed
     assert not got[(wrong, "tools.slot_fill")].passed
     assert got[(wrong, "tools.slot_fill")].failure_type == "slot_fill:wrong_argument"
