@@ -7,6 +7,7 @@ cluster). Each test gets a fresh database cloned from a migrated template.
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,9 +53,27 @@ def empty_pg_url(pg_template: tuple[str, str]) -> Iterator[str]:
     drop_database(pg_template[0], name)
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One SQLite file migrated to the head revision, with the dashboards' derived objects as
+    the command line installs them: each test's database is a copy."""
+    path = tmp_path_factory.mktemp("template") / "agentdocket.db"
+    upgrade(f"sqlite:///{path}", derived=dashboards.objects())
+    return path
+
+
 @pytest.fixture
-def sqlite_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'agentdocket.db'}"
+def sqlite_url(tmp_path: Path, sqlite_template: Path) -> str:
+    """A fresh, migrated SQLite database (the command line opens only one that exists)."""
+    path = tmp_path / "agentdocket.db"
+    shutil.copyfile(sqlite_template, path)
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture
+def bare_sqlite_url(tmp_path: Path) -> str:
+    """An SQLite file path with nothing there yet."""
+    return f"sqlite:///{tmp_path / 'bare.db'}"
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -69,7 +88,7 @@ def url(request: pytest.FixtureRequest) -> str:
 def bare_url(request: pytest.FixtureRequest) -> str:
     """A fresh database of each kind with no schema."""
     if request.param == "sqlite":
-        return str(request.getfixturevalue("sqlite_url"))
+        return str(request.getfixturevalue("bare_sqlite_url"))
     return str(request.getfixturevalue("empty_pg_url"))
 
 

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -21,6 +22,7 @@ from agentdocket.store import (
     display_url,
     open_store,
 )
+from agentdocket.store.config import parse_url
 
 # The option of every command that prints a table.
 FORMAT = click.option(
@@ -49,13 +51,29 @@ console = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, soft_wrap=True)
 
 
+def existing_database(url: str) -> str:
+    """``url`` if it names a database that exists: an SQLite file that is not there is refused,
+    naming it (a mistyped path would otherwise be a new, empty database that reads as "all my
+    data is gone"); only ``migrate`` and ``demo`` create one."""
+    parsed = parse_url(url)
+    path = parsed.database
+    sqlite = parsed.get_backend_name() == "sqlite" and path and path != ":memory:"
+    if sqlite and not Path(str(path)).is_file():
+        raise click.ClickException(
+            f"{path}: no such agentdocket database (`agentdocket migrate` creates one; "
+            "--database or $AGENTDOCKET_DATABASE_URL names another)"
+        )
+    return url
+
+
 @contextmanager
 def open_from(ctx: click.Context) -> Iterator[Store]:
-    """The store named by --database / AGENTDOCKET_DATABASE_URL; errors as click errors."""
+    """The store named by --database / AGENTDOCKET_DATABASE_URL, which must exist; errors as
+    click errors."""
     from agentdocket import dashboards
 
-    url = database_url(ctx.obj.get("url"))
     try:
+        url = existing_database(database_url(ctx.obj.get("url")))
         store = open_store(url, derived=dashboards.objects())
     except (ConfigError, StoreError) as exc:
         raise click.ClickException(str(exc)) from None

@@ -126,13 +126,6 @@ def _summary(event: Event) -> str:
         return str(p["text"])
     if k == "run.finished":
         return str(p["status"]) + (f": {p['error']}" if p.get("error") else "")
-    if k == "verdict":
-        outcome = p.get("label") or (
-            "pass" if p.get("passed") else "fail" if p.get("passed") is not None else ""
-        )
-        score = f" {p['score']:.3f}" if p.get("score") is not None else ""
-        failure = f" [{p['failure_type']}]" if p.get("failure_type") else ""
-        return f"{p['scorer']}@{p['scorer_version']}: {outcome}{score}{failure}"
     if k == "step":
         return str(p["name"])
     return json.dumps(p, ensure_ascii=False)
@@ -177,12 +170,14 @@ def runs_show(ctx: click.Context, trace_id: str, width: int, fmt: str) -> None:
     )
     console.print(f"question: {run['question'] or '-'}")
     console.print(f"answer: {run['answer'] or '-'}")
-    start = events[0].ts
+    steps = [e for e in events if e.kind != "verdict"]
+    verdicts = [e for e in events if e.kind == "verdict"]
+    start = (steps or events)[0].ts
     table = Table(show_header=True, header_style="bold")
     for col in ("seq", "+ms", "kind", "what"):
         table.add_column(col, overflow="fold")
-    depth = _depths(events)
-    for e in events:
+    depth = _depths(steps)
+    for e in steps:
         offset = (e.ts - start).total_seconds() * 1000
         text = _summary(e)
         if len(text) > width:
@@ -193,12 +188,35 @@ def runs_show(ctx: click.Context, trace_id: str, width: int, fmt: str) -> None:
             str(e.seq), f"{offset:.0f}", indent + e.kind, f"[{style}]{text}[/]" if style else text
         )
     console.print(table)
+    if verdicts:
+        console.print(_verdicts_table(verdicts))
     if trace.case is not None:
         c = trace.case
         console.print(
             f"case {c.case_id}: expected plan {c.expected_plan or '-'}; "
             f"reference {c.reference_answer or c.stub_response or '-'}"
         )
+
+
+def _verdicts_table(verdicts: list[Event]) -> Table:
+    """Every verdict on the run, newest last: outcome, score, failure type and why."""
+    table = Table(title="verdicts", title_justify="left", show_header=True, header_style="bold")
+    for col in ("scorer", "version", "outcome", "score", "failure", "why"):
+        table.add_column(col, overflow="fold")
+    for e in sorted(verdicts, key=lambda e: (e.ts, str(e.event_id))):
+        p = e.payload
+        passed = p.get("passed")
+        outcome = p.get("label") or ("pass" if passed else "fail" if passed is not None else "-")
+        style = "green" if passed else "red" if passed is not None else ""
+        table.add_row(
+            p["scorer"],
+            p["scorer_version"],
+            f"[{style}]{outcome}[/]" if style else outcome,
+            f"{p['score']:.3f}" if p.get("score") is not None else "-",
+            p.get("failure_type") or "-",
+            p.get("rationale") or "-",
+        )
+    return table
 
 
 def _depths(events: list[Event]) -> dict[str, int]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from agentdocket.commands.common import err
+from agentdocket.commands.common import err, existing_database
 from agentdocket.commands.refresh_dashboards import Refresher
 from agentdocket.store import (
     ConfigError,
@@ -167,7 +167,7 @@ def serve(
             f"listening on {host} (not loopback) needs a bearer token: --token or ${TOKEN_ENV}"
         )
     try:
-        url = database_url(ctx.obj.get("url"))
+        url = existing_database(database_url(ctx.obj.get("url")))
         redactor = Redactor.from_env()
     except (ConfigError, RedactionConfigError) as exc:
         raise click.ClickException(str(exc)) from None

@@ -58,7 +58,7 @@ def open_store(
     url = database_url(url)
     parsed = parse_url(url)
     dialect = parsed.get_backend_name()
-    current = migrations.current_revision(url) if migrate or dialect == "postgresql" else None
+    current = migrations.current_revision(url)
     head = migrations.head_revision()
     if current != head:
         if migrate and (dialect == "sqlite" or current is None):

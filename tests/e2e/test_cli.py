@@ -114,6 +114,24 @@ def test_demo_runs_are_readable_with_runs_show(url: str, tmp_path: Path) -> None
     assert "OperationalError: no such column: c.concert_year" in errors
     [response] = [e["payload"]["text"] for e in shown["events"] if e["kind"] == "response"]
     assert response == "The average age of the singers who performed in 2023 is 34.8."
+    # the table: every verdict with its failure type and why, and no sentinel order numbers
+    failing = 0
+    for run in runs:
+        events = json.loads(cli(url, "runs", "show", run["trace_id"], "--format", "json"))
+        failed = [
+            e["payload"]
+            for e in events["events"]
+            if e["kind"] == "verdict" and e["payload"].get("failure_type")
+        ]
+        if not failed:
+            continue
+        failing += 1
+        text = cli(url, "runs", "show", run["trace_id"], "--width", "400")
+        assert "verdicts" in text and str(2**31 - 1) not in text
+        for verdict in failed:
+            assert verdict["failure_type"] in text
+            assert (verdict.get("rationale") or "-").split()[0] in text
+    assert failing
 
 
 def test_schemas_are_printed_as_json_schema() -> None:
@@ -121,6 +139,20 @@ def test_schemas_are_printed_as_json_schema() -> None:
     schema = json.loads(out)
     assert schema["schema_version"] == 1
     assert schema["required"] == ["call_id", "tool"]
+
+
+def test_a_missing_sqlite_file_is_named_not_created(tmp_path: Path) -> None:
+    """A mistyped path is an error naming it, not a new empty database; `migrate` creates."""
+    path = tmp_path / "nowhere" / "x.db"
+    url = f"sqlite:///{path}"
+    for command in (["runs", "list"], ["serve"], ["report", "--dataset", "d"]):
+        result = CliRunner().invoke(main, ["--database", url, *command], obj={})
+        assert result.exit_code == 1, (command, result.output)
+        assert f"{path}: no such agentdocket database" in result.output
+    assert not path.parent.exists()
+    path.parent.mkdir()
+    cli(url, "migrate")
+    assert json.loads(cli(url, "runs", "list", "--format", "json"))["total"] == 0
 
 
 def test_bad_database_url_is_a_clear_error() -> None:

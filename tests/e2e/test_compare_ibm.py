@@ -13,7 +13,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from agentdocket.store import open_store
-from tests.helpers.db import SHARED, cli, require_shared
+from tests.helpers.db import SHARED, cli, migrated_sqlite, require_shared
 
 IBM = SHARED / "datasets" / "ibm-coalitions" / "single-models"
 SINGLE = sorted(p.name for p in IBM.iterdir()) if IBM.exists() else []
@@ -34,7 +34,7 @@ PAIRS = [
 @pytest.fixture(scope="module")
 def one_dataset(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     require_shared(IBM)
-    url = f"sqlite:///{tmp_path_factory.mktemp('compare') / 'agentdocket.db'}"
+    url = migrated_sqlite(tmp_path_factory.mktemp("compare") / "agentdocket.db")
     for name in SINGLE:  # the default dataset, ibm-coalitions: one for every model
         cli(url, "import", "ibm-coalitions", str(IBM / name))
     cli(url, "score", "--dataset", "ibm-coalitions", *(f"--scorer={s}" for s in PUBLISHED))

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from agentdocket.cli import main
 from agentdocket.store import open_store
-from tests.helpers.db import SHARED, cli, require_shared
+from tests.helpers.db import SHARED, cli, migrated_sqlite, require_shared
 
 IBM = SHARED / "datasets" / "ibm-coalitions"
 SINGLE = sorted(p.name for p in (IBM / "single-models").iterdir()) if IBM.is_dir() else []
@@ -26,7 +26,7 @@ FINE_TUNED = [p for p in FINE_TUNED if (IBM / "fine-tuned" / p).is_dir()]
 def scored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Every IBM test case imported (twice) and scored (twice) into one SQLite store."""
     require_shared(IBM)
-    url = f"sqlite:///{tmp_path_factory.mktemp('ibm') / 'agentdocket.db'}"
+    url = migrated_sqlite(tmp_path_factory.mktemp("ibm") / "agentdocket.db")
     folders = [IBM / "single-models" / n for n in SINGLE]
     folders += [IBM / "fine-tuned" / n for n in FINE_TUNED]
     for folder in folders:
@@ -130,7 +130,7 @@ def test_a_fine_tuned_folder_without_expected_responses_is_refused(tmp_path: Pat
     lone.mkdir()
     data = (IBM / "fine-tuned" / FINE_TUNED[0] / "api_data_0_11.json").read_bytes()
     (lone / "api_data_0_11.json").write_bytes(data)
-    url = f"sqlite:///{tmp_path / 'agentdocket.db'}"
+    url = migrated_sqlite(tmp_path / "agentdocket.db")
     result = CliRunner().invoke(
         main, ["--database", url, "import", "ibm-coalitions", str(lone), "--dataset", "x"]
     )

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from agentdocket.cli import main
 from agentdocket.events import ExpectedCall
 from agentdocket.store import open_store
-from tests.helpers.db import SHARED, require_shared
+from tests.helpers.db import SHARED, migrated_sqlite, require_shared
 
 TOOLALPACA = SHARED / "datasets" / "toolalpaca"
 IBM = SHARED / "datasets" / "ibm-coalitions"
@@ -65,7 +65,7 @@ def test_a_toolalpaca_file_without_golden_answers_names_the_api(tmp_path: Path) 
     del apis[3]["Golden_Answers"]
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(apis))
-    url = f"sqlite:///{tmp_path / 'agentdocket.db'}"
+    url = migrated_sqlite(tmp_path / "agentdocket.db")
     code, out = _invoke(url, "import", "toolalpaca", str(bad), "--dataset", "sim")
     assert code == 1
     assert f"API {apis[3]['Name']!r} has no Golden_Answers list; nothing was imported" in out
@@ -84,7 +84,7 @@ def test_a_broken_ibm_result_names_its_service_and_index_and_nothing_is_imported
     folder = tmp_path / "broken_model"
     folder.mkdir()
     (folder / "corrected_result.json").write_text(json.dumps(services))
-    url = f"sqlite:///{tmp_path / 'agentdocket.db'}"
+    url = migrated_sqlite(tmp_path / "agentdocket.db")
     code, out = _invoke(url, "import", "ibm-coalitions", str(folder), "--dataset", "ibm-x")
     assert code == 1
     name = services[2]["service"]
@@ -100,7 +100,7 @@ def test_another_agents_results_join_the_dataset_and_cannot_change_its_cases(
     """Every model answered the same tests: a second model's results add runs to the same
     dataset; results whose tests differ cannot change its cases."""
     require_shared(IBM)
-    url = f"sqlite:///{tmp_path / 'agentdocket.db'}"
+    url = migrated_sqlite(tmp_path / "agentdocket.db")
     first = str(IBM / "single-models" / "mistral_all")
     second = IBM / "single-models" / "mixtral-all"
     assert _invoke(url, "import", "ibm-coalitions", first, "--dataset", "ibm")[0] == 0
@@ -122,7 +122,7 @@ def test_another_agents_results_join_the_dataset_and_cannot_change_its_cases(
 
 def test_report_formats_and_groups(tmp_path: Path) -> None:
     require_shared(IBM)
-    url = f"sqlite:///{tmp_path / 'agentdocket.db'}"
+    url = migrated_sqlite(tmp_path / "agentdocket.db")
     folder = str(IBM / "single-models" / "mistral_all")
     assert _invoke(url, "import", "ibm-coalitions", folder, "--dataset", "ibm")[0] == 0
     code, out = _invoke(

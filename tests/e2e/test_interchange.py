@@ -13,7 +13,7 @@ from agentdocket.cli import main
 from agentdocket.events import Case, Dataset
 from agentdocket.importers.interchange_export import export_records, write_jsonl
 from agentdocket.store import open_store
-from tests.helpers.db import projections
+from tests.helpers.db import migrated_sqlite, projections
 from tests.helpers.factory import many_runs
 
 
@@ -125,7 +125,7 @@ def test_ten_thousand_runs_round_trip_through_export(
     exported = tmp_path / "export.jsonl"
     _cli(url, "export", "traces", "--format", "jsonl", "-o", str(exported))
     assert sum(1 for _ in exported.open()) == 10_000
-    target = f"sqlite:///{tmp_path / 'copy.db'}"
+    target = migrated_sqlite(tmp_path / "copy.db")
     _cli(target, "import", "traces", str(exported))
     with open_store(url) as a, open_store(target) as b:
         assert a.counts() == b.counts()
@@ -152,7 +152,7 @@ def test_parquet_export_imports_back(url: str, tmp_path: Path) -> None:
     assert frame.height == 30
     assert frame["status"].to_list().count("error") == 6
     assert frame.schema["started_at"] == pl.Datetime("us", "UTC")
-    target = f"sqlite:///{tmp_path / 'copy.db'}"
+    target = migrated_sqlite(tmp_path / "copy.db")
     _cli(target, "import", "traces", str(out))
     with open_store(url) as a, open_store(target) as b:
         assert projections(a) == projections(b)

@@ -164,3 +164,11 @@ def projections(store: Store) -> dict[str, list[dict[str, Any]]]:
             dict(r) for r in store.recorder._dicts("SELECT * FROM steps ORDER BY trace_id, seq")
         ],
     }
+
+
+def migrated_sqlite(path: Path) -> str:
+    """A new SQLite database at ``path``, made as a user makes one (`agentdocket migrate`): the
+    other commands open only a database that exists."""
+    url = f"sqlite:///{path}"
+    cli(url, "migrate")
+    return url
