@@ -274,3 +274,22 @@ def _judged(store: Store) -> Counter[tuple[str, str]]:
         "SELECT trace_id, input_hash FROM verdicts WHERE scorer = 'answer.reference'"
     )
     return Counter((r[0], r[1]) for r in rows)
+
+
+def test_serve_score_judges_live_runs_on_the_default_store(
+    sqlite_url: str, config: Path, tmp_path: Path
+) -> None:
+    """What README and the live-scoring page show, on SQLite after `agentdocket migrate`: the
+    follower inside `serve` opens the store without migrating it and judges every run."""
+    server = Server(sqlite_url, tmp_path / "spool", "--score", "--config", str(config)).start()
+    agent = Agent(server.endpoint)
+    try:
+        for i in range(5):
+            agent.run(i)
+        finished = _finished(sqlite_url)
+        assert len(finished) == 5
+        _wait(lambda: {t for t, _ in _verdicts(sqlite_url)} == finished)
+    finally:
+        agent.close()
+        server.stop()
+    assert "has no agentdocket schema" not in server.log.read_text()
