@@ -93,18 +93,18 @@ async def _call(
         dataset_version=experiment.dataset.version,
         attributes={"experiment": experiment.name, "repeat": repeat},
     ) as run:
+        limit = asyncio.timeout(experiment.timeout)
         try:
-            if inspect.iscoroutinefunction(agent):
-                pending = agent(case)
-            else:
-                pending = asyncio.to_thread(agent, case)  # the run's context goes along
-            answer = await asyncio.wait_for(pending, experiment.timeout)
-        except TimeoutError:
-            error = f"timed out after {experiment.timeout:g} s"
-            run.fail(error)
-            return error
+            async with limit:
+                if inspect.iscoroutinefunction(agent):
+                    answer = await agent(case)
+                else:  # the run's context goes along to the thread
+                    answer = await asyncio.to_thread(agent, case)
         except Exception as exc:  # the agent's failure is the run's, not the experiment's
-            error = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, TimeoutError) and limit.expired():
+                error = f"timed out after {experiment.timeout:g} s"
+            else:  # the agent's own, a provider's timeout among them
+                error = f"{type(exc).__name__}: {exc}"
             run.fail(error)
             return error
         if answer is not None:

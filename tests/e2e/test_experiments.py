@@ -187,3 +187,67 @@ def test_our_langchain_handler_inside_an_experiment_joins_its_runs(
     )
     assert len(trace.of_kind("llm.called")) == 2
     assert trace.response == "It is 18 C in Oslo." and len(trace.of_kind("run.started")) == 1
+
+
+PLANNING_AGENT = '''
+from agentdocket import tracer
+
+
+@tracer.tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"18 C in {city}"
+
+
+def answer(case):
+    """Records its plan on the experiment's run, calls its tool, answers; a provider's
+    timeout (TimeoutError) on Oslo."""
+    city = case.question.removeprefix("What is the weather in ").rstrip("?")
+    if city == "Oslo":
+        raise TimeoutError("the provider did not answer in 30 s")
+    tracer.current_run().plan(["get_weather"])
+    return f"It is {get_weather(city)}."
+'''
+
+
+def test_an_agent_records_its_plan_and_its_timeouts_fail_only_its_run(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    """The documented way for an agent to record its plan (``tracer.current_run()``), and a
+    ``TimeoutError`` raised by the agent (as provider timeouts arrive) with no experiment
+    timeout set: that run fails with its error, the others go on and are scored."""
+    (tmp_path / "planning_agent.py").write_text(PLANNING_AGENT)
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "case_id": city.lower(),
+                    "question": f"What is the weather in {city}?",
+                    "expected_plan": ["get_weather"],
+                    "expected_calls": [{"tool": "get_weather", "arguments": {"city": city}}],
+                }
+            )
+            + "\n"
+            for city in CITIES
+        )
+    )
+    cli(sqlite_url, "datasets", "add", str(cases), "--name", "cities", "--version", "1")
+    done = _experiment(sqlite_url, tmp_path, "planning_agent:answer", openinference=False)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["ran"], summary["errored"]) == (6, 1)
+    assert summary["errors"] == ["oslo #0: TimeoutError: the provider did not answer in 30 s"]
+    with open_store(sqlite_url) as store:
+        runs = {r["case_id"]: r for r in store.case_runs("cities")}
+        oslo = store.run(runs["oslo"]["trace_id"])
+        assert oslo is not None and oslo["status"] == "error"
+        assert oslo["error"] == "TimeoutError: the provider did not answer in 30 s"
+        verdicts = store.report_verdicts(
+            {"planner.suffix_match": "1", "tools.slot_fill": "2"}, dataset="cities"
+        )
+    passed = {(v.trace_id, v.scorer): v.passed for v in verdicts}
+    for city in CITIES:
+        if city != "Oslo":
+            tid = runs[city.lower()]["trace_id"]
+            assert passed[(tid, "planner.suffix_match")] and passed[(tid, "tools.slot_fill")]
