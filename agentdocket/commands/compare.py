@@ -23,6 +23,8 @@ def run_comparison(
     alpha: float,
     resamples: int,
     pins: dict[str, str] | None = None,
+    primary: tuple[str, ...] = (),
+    max_drop: float | None = None,
 ) -> dict[str, Any]:
     """The comparison of two selections of ``dataset``'s runs (see :mod:`..experiments.compare`)."""
     from agentdocket.experiments.compare import Judged, Side, compare, group_runs, selected
@@ -83,7 +85,21 @@ def run_comparison(
         trace = store.read_trace(trace_id)
         return [(c.tool, c.arguments) for c in trace.tool_calls()] if trace else []
 
-    result = compare(sides[0], sides[1], verdicts, alpha=alpha, resamples=resamples, calls=calls)
+    unknown = sorted(set(primary) - set(names))
+    if unknown:
+        raise click.UsageError(
+            f"--primary {', '.join(unknown)}: not among the scorers compared ({', '.join(names)})"
+        )
+    result = compare(
+        sides[0],
+        sides[1],
+        verdicts,
+        alpha=alpha,
+        resamples=resamples,
+        calls=calls,
+        primary=primary,
+        max_drop=max_drop,
+    )
     result["dataset"] = dataset
     for name, entry in result["scorers"].items():
         entry["version"] = versions[name]
@@ -114,11 +130,20 @@ def _rows(result: dict[str, Any]) -> list[list[str]]:
                 f"{_pct(s['candidate']['rate'], score)} (n={s['candidate']['n']})",
                 interval,
                 f"+{s['improved']} / -{s['regressed']}",
-                f"{s['p_value']:.3g} ({s['p_adjusted']:.3g})",
-                s["verdict"],
+                _p(s),
+                s["verdict"]
+                + (" (gate)" if s["family"] == "gate" and result["gate"]["primary"] else ""),
             ]
         )
     return rows
+
+
+def _p(s: dict[str, Any]) -> str:
+    if s["status"] == "no data":
+        return "no data"
+    if s["status"] == "not testable":
+        return f"{s['p_value']:.3g} (not testable)"
+    return f"{s['p_value']:.3g} ({s['p_adjusted']:.3g})"
 
 
 def _signed(x: float | None, score: bool) -> str:
@@ -133,25 +158,39 @@ HEADERS = [
     "candidate",
     "difference [95% CI]",
     "improved / regressed",
-    "p (Holm)",
+    "p (adjusted)",
     "verdict",
 ]
 
 
 def _changed_cases(result: dict[str, Any], limit: int = 20) -> list[str]:
-    """Lines on the cases that regressed and improved, with their trajectory diffs."""
+    """Lines on the cases that changed, each once, with every scorer's value on both sides
+    and the trajectory diff."""
     from agentdocket.experiments.trajectory import render
 
     lines = []
-    for name, s in result["scorers"].items():
-        for case in s["cases"][:limit]:
-            before = ", ".join(case["baseline"]["failure_types"]) or "passed"
-            after = ", ".join(case["candidate"]["failure_types"]) or "passed"
-            lines.append(f"{name}: {case['change']} {case['case_id']} ({before} -> {after})")
-            lines.extend(f"    {line}" for line in render(case.get("trajectory", [])))
-        if len(s["cases"]) > limit:
-            lines.append(f"{name}: ... {len(s['cases']) - limit} more cases (--format json)")
+    for case in result["cases"][:limit]:
+        parts = []
+        for name, c in case["scorers"].items():
+            parts.append(f"{name} {_side(c, 'baseline')} -> {_side(c, 'candidate')}")
+        changed = ", ".join(f"{n} {how}" for n, how in case["change"].items())
+        lines.append(f"{case['case_id']}: {changed}")
+        lines.extend(f"    {part}" for part in parts)
+        lines.extend(f"    {line}" for line in render(case.get("trajectory", [])))
+    if len(result["cases"]) > limit:
+        lines.append(f"... {len(result['cases']) - limit} more cases (--format json)")
     return lines
+
+
+def _side(c: dict[str, Any], side: str) -> str:
+    """A scorer's value on one side of a case: passed or its failure types, or the score."""
+    got = c[side]
+    if c["kind"] == "score":
+        return f"{got['value']:.3f}"
+    if got["value"] >= 1:
+        return "passed"
+    failed = ", ".join(got["failure_types"]) or "failed"
+    return failed if got["value"] <= 0 else f"{100 * got['value']:.0f}% passed ({failed})"
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -165,9 +204,14 @@ def markdown(result: dict[str, Any]) -> str:
     ]
     out += ["| " + " | ".join(row) + " |" for row in _rows(result)]
     out.append("")
-    verdict = "**regression**" if result["regression"] else "no regression"
+    out += [f"- {s['summary']}" for s in result["scorers"].values()]
+    out.append("")
+    gate = result["gate"]
+    verdict = gate["verdict"]
+    out.append(f"**{verdict}**" if result["regression"] else verdict)
+    out.append("")
     out.append(
-        f"{verdict} (alpha {result['alpha']}, Holm-adjusted; 95% paired bootstrap intervals, "
+        f"(alpha {result['alpha']}; {gate['method']}; 95% paired bootstrap intervals, "
         f"{result['resamples']} resamples of the cases)"
     )
     changed = _changed_cases(result)
@@ -191,7 +235,22 @@ def markdown(result: dict[str, Any]) -> str:
     show_default=True,
 )
 @click.option(
-    "--fail-on-regression", is_flag=True, help="Exit 1 when any scorer's verdict is 'worse'."
+    "--fail-on-regression",
+    is_flag=True,
+    help="Exit 1 when the gate fails: a gating scorer significantly worse, or over --max-drop.",
+)
+@click.option(
+    "--primary",
+    multiple=True,
+    metavar="SCORER",
+    help="Gate on these scorers only, adjusted among themselves (repeatable); the others are "
+    "reported. Default: every scorer gates.",
+)
+@click.option(
+    "--max-drop",
+    type=click.FloatRange(min=0),
+    help="Fail the gate when a gating scorer's estimated drop is larger, significant or not "
+    "(a pass rate's, as a fraction: 0.1 is 10 points; a score's, in its units).",
 )
 @click.option(
     "--version",
@@ -217,6 +276,8 @@ def compare(
     scorers: tuple[str, ...],
     fmt: str,
     fail_on_regression: bool,
+    primary: tuple[str, ...],
+    max_drop: float | None,
     pinned: tuple[str, ...],
     alpha: float,
     resamples: int,
@@ -226,13 +287,17 @@ def compare(
 
     Runs pair by case (repeats averaged). Pass/fail scorers get the exact McNemar test on the
     cases that changed, scores the Wilcoxon signed-rank test; both a paired bootstrap 95%
-    interval of the difference; p-values are Holm-adjusted across the scorers.
+    interval of the difference. p-values are adjusted within the gating scorers (Holm with
+    Tarone's refinement: a scorer with no data, or too few changed cases to ever be
+    significant, is not counted).
 
     \b
     Examples:
       agentdocket compare --dataset support --baseline qa@1.0 --candidate qa@1.1
       agentdocket compare --dataset support --baseline experiment:main \\
           --candidate experiment:pr-42 --format markdown --fail-on-regression
+      agentdocket compare --dataset support --baseline qa@1.0 --candidate qa@1.1 \\
+          --primary tools.slot_fill --max-drop 0.05 --fail-on-regression
     """
     pins = {}
     for pin in pinned:
@@ -242,7 +307,7 @@ def compare(
         pins[name] = version
     with open_from(ctx) as store:
         result = run_comparison(
-            store, dataset, baseline, candidate, scorers, alpha, resamples, pins
+            store, dataset, baseline, candidate, scorers, alpha, resamples, pins, primary, max_drop
         )
     if fmt == "json":
         echo_json(result)
@@ -258,11 +323,13 @@ def compare(
         for row in _rows(result):
             table.add_row(*row)
         console.print(table)
+        for s in result["scorers"].values():
+            console.print(f"- {s['summary']}", markup=False, highlight=False)
+        console.print(result["gate"]["verdict"], markup=False, highlight=False)
         for line in _changed_cases(result):
             console.print(line, markup=False, highlight=False)
     if fail_on_regression and result["regression"]:
-        worse = [n for n, s in result["scorers"].items() if s["verdict"] == "worse"]
-        raise click.ClickException(f"regression: {', '.join(worse)} worse")
+        raise click.ClickException(result["gate"]["verdict"])
 
 
 __all__ = ["compare"]

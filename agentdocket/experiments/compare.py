@@ -10,9 +10,11 @@ at the same scorer version:
 - scoring scorers (no pass/fail): each side's mean score; the Wilcoxon signed-rank p-value;
 - both: the mean paired difference (candidate - baseline) with a paired bootstrap 95%
   interval, cases resampled;
-- Holm's adjustment across the scorers compared; the verdict ``better`` or ``worse`` when the
-  adjusted p-value is below ``alpha`` (by the difference's sign), else ``no detectable
-  difference``.
+- the family's adjustment and the gate (:mod:`agentdocket.experiments.gate`): Holm's
+  step-down with Tarone's refinement over the scorers that can be tested; the verdict
+  ``better`` or ``worse`` when significant (by the difference's sign), else ``no detectable
+  difference``;
+- the cases that changed under any scorer, each once, with every scorer's value on both sides.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentdocket.experiments import stats
+from agentdocket.experiments.gate import BETTER, SAME, WORSE, decide
 from agentdocket.experiments.trajectory import Call, diff
 
-BETTER, WORSE, SAME = "better", "worse", "no detectable difference"
+__all__ = ["BETTER", "SAME", "WORSE", "Judged", "Side", "compare", "group_runs", "selected"]
 
 
 @dataclass(frozen=True)
@@ -87,92 +90,104 @@ def compare(
     resamples: int = 2000,
     seed: int = 0,
     calls: Callable[[str], Sequence[Call]] | None = None,
+    primary: Sequence[str] = (),
+    max_drop: float | None = None,
 ) -> dict[str, Any]:
     """The comparison as JSON: ``verdicts`` maps scorer -> trace id -> its verdict; ``calls``
-    gives a run's tool calls, for the trajectory diffs of the cases that changed."""
+    gives a run's tool calls, for the trajectory diffs of the cases that changed;
+    ``primary`` and ``max_drop`` set the gate (:mod:`agentdocket.experiments.gate`)."""
     scorers: dict[str, dict[str, Any]] = {}
-    changed: dict[str, list[dict[str, Any]]] = {}
+    values: dict[str, tuple[_Values, _Values]] = {}
     for name, judged in verdicts.items():
         decides = any(v.passed is not None for v in judged.values())
         base, cand = _values(baseline, judged, decides), _values(candidate, judged, decides)
-        paired = sorted(set(base.by_case) & set(cand.by_case))
-        differences = [cand.by_case[c] - base.by_case[c] for c in paired]
-        improved = [c for c, d in zip(paired, differences, strict=True) if d > 0]
-        regressed = [c for c, d in zip(paired, differences, strict=True) if d < 0]
-        estimate, low, high = stats.bootstrap(differences, resamples=resamples, seed=seed)
-        p = (
-            stats.sign_test(len(improved), len(regressed))
-            if decides
-            else stats.wilcoxon(differences)
-        )
-        scorers[name] = {
-            "kind": "pass_fail" if decides else "score",
-            "test": "mcnemar" if decides else "wilcoxon",
-            "baseline": _summary(base, decides),
-            "candidate": _summary(cand, decides),
-            "paired": len(paired),
-            "improved": len(improved),
-            "regressed": len(regressed),
-            "difference": {
-                "estimate": _num(estimate),
-                "ci_low": _num(low),
-                "ci_high": _num(high),
-            },
-            "p_value": p,
-        }
-        changed[name] = [_case(c, "regressed", base, cand, calls) for c in sorted(regressed)]
-        changed[name] += [_case(c, "improved", base, cand, calls) for c in sorted(improved)]
-    names = list(scorers)
-    for name, adjusted in zip(
-        names, stats.holm([scorers[n]["p_value"] for n in names]), strict=True
-    ):
-        entry = scorers[name]
-        entry["p_adjusted"] = adjusted
-        estimate = entry["difference"]["estimate"] or 0.0
-        entry["verdict"] = (
-            (BETTER if estimate > 0 else WORSE if estimate < 0 else SAME)
-            if adjusted < alpha
-            else SAME
-        )
-        entry["cases"] = changed[name]
-    return {
+        values[name] = (base, cand)
+        scorers[name] = _scorer(base, cand, decides, resamples, seed)
+    result = {
         "baseline": baseline.label,
         "candidate": candidate.label,
         "alpha": alpha,
         "resamples": resamples,
         "scorers": scorers,
-        "regression": any(s["verdict"] == WORSE for s in scorers.values()),
+        "cases": _changed(scorers, values, calls),
     }
+    result.update(decide(scorers, alpha=alpha, primary=primary, max_drop=max_drop))
+    return result
+
+
+def _scorer(
+    base: _Values, cand: _Values, decides: bool, resamples: int, seed: int
+) -> dict[str, Any]:
+    """One scorer's sides, changes, difference and test (not yet its family's adjustment)."""
+    paired = sorted(set(base.by_case) & set(cand.by_case))
+    differences = [cand.by_case[c] - base.by_case[c] for c in paired]
+    improved = [c for c, d in zip(paired, differences, strict=True) if d > 0]
+    regressed = [c for c, d in zip(paired, differences, strict=True) if d < 0]
+    estimate, low, high = stats.bootstrap(differences, resamples=resamples, seed=seed)
+    if decides:
+        p = stats.sign_test(len(improved), len(regressed))
+        floor = stats.sign_test_floor(len(improved) + len(regressed))
+    else:
+        p, floor = stats.wilcoxon(differences), stats.wilcoxon_floor(differences)
+    return {
+        "kind": "pass_fail" if decides else "score",
+        "test": "mcnemar" if decides else "wilcoxon",
+        "baseline": _summary(base, decides),
+        "candidate": _summary(cand, decides),
+        "paired": len(paired),
+        "improved": len(improved),
+        "regressed": len(regressed),
+        "difference": {"estimate": _num(estimate), "ci_low": _num(low), "ci_high": _num(high)},
+        "p_value": p,
+        "p_floor": floor,
+    }
+
+
+def _changed(
+    scorers: Mapping[str, Mapping[str, Any]],
+    values: Mapping[str, tuple[_Values, _Values]],
+    calls: Callable[[str], Sequence[Call]] | None,
+) -> list[dict[str, Any]]:
+    """Every case that changed under any scorer, once, with each scorer's value on both sides
+    (a pass/fail scorer's pass rate and failure types, a score's value) and what changed."""
+    cases: dict[str, dict[str, Any]] = {}
+    for name, (base, cand) in values.items():
+        for case in sorted(set(base.by_case) & set(cand.by_case)):
+            before, after = base.by_case[case], cand.by_case[case]
+            entry = cases.setdefault(case, {"case_id": case, "change": {}, "scorers": {}})
+            change = "improved" if after > before else "regressed" if after < before else "same"
+            entry["scorers"][name] = {
+                "kind": scorers[name]["kind"],
+                "change": change,
+                "baseline": {
+                    "value": before,
+                    "failure_types": base.failures[case],
+                    "trace_id": base.first[case],
+                },
+                "candidate": {
+                    "value": after,
+                    "failure_types": cand.failures[case],
+                    "trace_id": cand.first[case],
+                },
+            }
+            if change != "same":
+                entry["change"][name] = change
+    out = []
+    for case in sorted(cases, key=lambda c: (-len(cases[c]["change"]), c)):
+        entry = cases[case]
+        if not entry["change"]:
+            continue
+        if calls is not None:
+            first = next(iter(entry["scorers"].values()))
+            entry["trajectory"] = diff(
+                calls(first["baseline"]["trace_id"]), calls(first["candidate"]["trace_id"])
+            )
+        out.append(entry)
+    return out
 
 
 def _num(x: float) -> float | None:
     return None if x != x else x  # NaN (no paired case) as null
-
-
-def _case(
-    case: str,
-    change: str,
-    base: _Values,
-    cand: _Values,
-    calls: Callable[[str], Sequence[Call]] | None,
-) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "case_id": case,
-        "change": change,
-        "baseline": {
-            "value": base.by_case[case],
-            "failure_types": base.failures[case],
-            "trace_id": base.first[case],
-        },
-        "candidate": {
-            "value": cand.by_case[case],
-            "failure_types": cand.failures[case],
-            "trace_id": cand.first[case],
-        },
-    }
-    if calls is not None:
-        out["trajectory"] = diff(calls(base.first[case]), calls(cand.first[case]))
-    return out
 
 
 def selected(runs: Iterable[Mapping[str, Any]], selection: str) -> list[Mapping[str, Any]]:

@@ -8,6 +8,9 @@
   beyond it the normal approximation with the tie correction and a continuity correction.
 - :func:`bootstrap`: the percentile interval of the mean paired difference, cases resampled.
 - :func:`holm`: Holm's step-down adjustment of p-values across the scorers compared.
+- :func:`tarone_holm`: Holm's step-down refined for discrete tests by Tarone: scorers whose
+  smallest attainable p-value cannot reach the threshold (too few changed cases) leave the
+  family, so that they cost the others nothing.
 """
 
 from __future__ import annotations
@@ -124,3 +127,52 @@ def holm(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * p_values[i]))
         adjusted[i] = running
     return adjusted
+
+
+def sign_test_floor(changed: int) -> float:
+    """The smallest p-value :func:`sign_test` can give with ``changed`` discordant cases
+    (all of them one way)."""
+    return sign_test(changed, 0)
+
+
+def wilcoxon_floor(differences: Sequence[float]) -> float:
+    """The smallest p-value :func:`wilcoxon` can give for differences of these sizes (all of
+    them one way)."""
+    return wilcoxon([abs(x) for x in differences])
+
+
+def tarone_k(floors: Sequence[float], alpha: float) -> int:
+    """Tarone's K: the smallest K >= 1 such that at most K of the hypotheses could reach a
+    p-value of ``alpha / K`` at all (``floors``: each one's smallest attainable p-value)."""
+    k = 1
+    while sum(1 for f in floors if f <= alpha / k) > k:
+        k += 1
+    return k
+
+
+def tarone_holm(
+    p_values: Sequence[float], floors: Sequence[float], alpha: float
+) -> tuple[list[bool], list[float | None]]:
+    """Holm's step-down with Tarone's refinement for discrete tests (Hommel and Krummenauer):
+    at each step, of the hypotheses not yet rejected, only those whose smallest attainable
+    p-value (``floors``) could reach ``alpha / K`` count, K by :func:`tarone_k`; the smallest
+    remaining p-value is rejected when it is at most ``alpha / K``. A hypothesis that cannot
+    reach any threshold is never counted, so a scorer with too few changed cases costs the
+    others nothing. Returns whether each is rejected, and its adjusted p-value (``K`` times
+    its p, made monotone along the steps; None for one not testable when its turn came)."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: (p_values[i], floors[i]))
+    rejected = [False] * m
+    adjusted: list[float | None] = [None] * m
+    running, stopped = 0.0, False
+    for step, i in enumerate(order):
+        k = tarone_k([floors[j] for j in order[step:]], alpha)
+        testable = floors[i] <= alpha / k
+        if testable:
+            running = max(running, min(1.0, k * p_values[i]))
+            adjusted[i] = running
+        if not stopped and testable and p_values[i] <= alpha / k:
+            rejected[i] = True
+        else:  # step-down: the first hypothesis kept stops the rejections
+            stopped = True
+    return rejected, adjusted

@@ -251,3 +251,104 @@ def test_an_agent_records_its_plan_and_its_timeouts_fail_only_its_run(
         if city != "Oslo":
             tid = runs[city.lower()]["trace_id"]
             assert passed[(tid, "planner.suffix_match")] and passed[(tid, "tools.slot_fill")]
+
+
+REGRESSING_AGENT = '''
+import os
+
+from agentdocket import tracer
+
+
+@tracer.tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"18 C in {city}"
+
+
+def answer(case):
+    """Version 1.1 asks about the wrong city on the last seven cases."""
+    city = case.question.removeprefix("What is the weather in ").rstrip("?")
+    if os.environ["AGENT_VERSION"] == "1.1" and case.case_id >= "c3":
+        city = "Atlantis"
+    tracer.current_run().plan(["get_weather"])
+    return f"It is {get_weather(city)}."
+'''
+
+
+def test_a_regression_on_seven_of_ten_cases_fails_the_gate(sqlite_url: str, tmp_path: Path) -> None:
+    """A user's ten cases and two versions, every scorer selected by default: 1.1 passes
+    tools.slot_fill on 3 of 10 cases against 10 of 10. The gate fails, and the pull-request
+    comment says which scorer and which cases."""
+    (tmp_path / "regressing_agent.py").write_text(REGRESSING_AGENT)
+    cities = ["Paris", "Rome", "Oslo", "Lima", "Cairo", "Quito", "Bern", "Riga", "Baku", "Doha"]
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "case_id": f"c{i}",
+                    "question": f"What is the weather in {city}?",
+                    "expected_plan": ["get_weather"],
+                    "expected_calls": [{"tool": "get_weather", "arguments": {"city": city}}],
+                    "stub_response": f"It is 18 C in {city}.",
+                }
+            )
+            + "\n"
+            for i, city in enumerate(cities)
+        )
+    )
+    cli(sqlite_url, "datasets", "add", str(cases), "--name", "mine", "--version", "1")
+    for version in ("1.0", "1.1"):
+        command = [
+            sys.executable,
+            "-c",
+            "from agentdocket.cli import main; main()",
+            "--database",
+            sqlite_url,
+            "experiment",
+            "run",
+            "--dataset",
+            "mine",
+            "--agent",
+            "regressing_agent:answer",
+            "--agent-version",
+            version,
+            "--format",
+            "json",
+        ]
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "AGENT_VERSION": version}
+        done = subprocess.run(
+            command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, done.stderr
+    from click.testing import CliRunner
+
+    from agentdocket.cli import main
+
+    gate = CliRunner().invoke(
+        main,
+        [
+            "--database",
+            sqlite_url,
+            "compare",
+            "--dataset",
+            "mine",
+            "--baseline",
+            "experiment:regressing_agent@1.0",
+            "--candidate",
+            "experiment:regressing_agent@1.1",
+            "--format",
+            "markdown",
+            "--fail-on-regression",
+        ],
+        obj={},
+    )
+    assert gate.exit_code == 1, gate.output
+    assert "**regression: " in gate.output
+    assert (
+        "7 of 10 cases regressed and 0 improved on tools.slot_fill (p = 0.0156; significant "
+        "after adjusting for 3 scorers)"
+    ) in gate.output
+    assert "no regression" not in gate.output
+    for i in range(3, 10):
+        assert f"c{i}: " in gate.output and "tools.slot_fill regressed" in gate.output
