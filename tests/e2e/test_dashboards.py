@@ -291,9 +291,10 @@ def test_the_seeded_panels_show_what_was_seeded(seeded: str) -> None:
             "--format",
             "json",
         )
-    )["scorers"]["tools.slot_fill"]
-    assert changed == {(c["case_id"], c["change"]) for c in compared["cases"]}
-    assert len(changed) == compared["improved"] + compared["regressed"] > 0
+    )
+    assert changed == {(c["case_id"], c["change"]["tools.slot_fill"]) for c in compared["cases"]}
+    slot_fill = compared["scorers"]["tools.slot_fill"]
+    assert len(changed) == slot_fill["improved"] + slot_fill["regressed"] > 0
     conn.close()
 
 
