@@ -60,6 +60,28 @@ class FinishedRun:
     attributes: dict[str, Any]
 
 
+# The horizon of arrivals a follower may read (PostgreSQL): the oldest transaction still in
+# progress in this database, as the current snapshot sees it. The snapshot's xmin would do,
+# but it counts every database of the cluster, so that one long transaction elsewhere (an
+# analyst's query) would hold every follower back. Of the snapshot's in-progress
+# transactions, those that ``pg_stat_activity`` shows running in another database are left
+# out; one it does not show (it ended meanwhile, or the role may not read other sessions: give
+# it ``pg_read_all_stats``) still counts, so the horizon is never later than is safe.
+HORIZON = """(
+    SELECT coalesce(
+        (
+            SELECT min(x) FROM pg_snapshot_xip(snap.s) AS x
+            WHERE mod(x::text::int8, 4294967296) NOT IN (
+                SELECT backend_xid::text::int8 FROM pg_stat_activity
+                WHERE backend_xid IS NOT NULL AND datname IS DISTINCT FROM current_database()
+            )
+        ),
+        pg_snapshot_xmax(snap.s)
+    )
+    FROM (SELECT pg_current_snapshot() AS s) snap
+)"""
+
+
 class Following:
     """Arrivals, finished runs, follower cursors and claims, on a recorder."""
 
@@ -72,8 +94,7 @@ class Following:
     ) -> tuple[str, list[Any]]:
         if self.postgres:
             where = (
-                "(tx, position) > (?::text::xid8, ?) "
-                "AND tx < pg_snapshot_xmin(pg_current_snapshot())"
+                f"(tx, position) > (?::text::xid8, ?) AND tx < {HORIZON}"
             )
             params: list[Any] = [str(position.tx), position.seq]
         else:
@@ -122,8 +143,7 @@ class Following:
         """The position of the last event that :meth:`after` could return now."""
         if self.postgres:
             rows = self.db._read(
-                "SELECT tx::text::int8, position FROM events "
-                "WHERE tx < pg_snapshot_xmin(pg_current_snapshot()) "
+                f"SELECT tx::text::int8, position FROM events WHERE tx < {HORIZON} "
                 "ORDER BY tx DESC, position DESC LIMIT 1"
             )
         else:

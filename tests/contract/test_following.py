@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 from collections import Counter
 from datetime import timedelta
 
@@ -18,7 +19,7 @@ from agentdocket.follow.selection import follower_key, resolve
 from agentdocket.store import Store, open_store
 from agentdocket.store.following import Position
 from agentdocket.store.months import month_of
-from tests.helpers.db import cli
+from tests.helpers.db import admin, cli
 from tests.helpers.factory import T0, run_events
 
 SCORER = "interaction.metrics"  # judges any run with a plan or an answer; no case needed
@@ -114,8 +115,12 @@ def test_claims_keep_a_run_to_one_follower_until_released_or_gone(pg_url: str) -
         assert b.following.claim("other", ["t1"]) == ["t1"]  # another follower name
         a.following.release("f", ["t1"])
         assert b.following.claim("f", ["t1", "t2"]) == ["t1"]
-        a.close()  # a follower killed: its claims go with its connection
-        assert b.following.claim("f", ["t2"]) == ["t2"]
+        a.close()  # a follower killed: its claims go with its connection, once the server has
+        # ended that session (it does so on its own time: wait for it, not for a fixed while)
+        deadline = time.monotonic() + 60
+        while (got := b.following.claim("f", ["t2"])) != ["t2"]:
+            assert got == [] and time.monotonic() < deadline
+            time.sleep(0.05)
     finally:
         a.close()
         b.close()
@@ -305,3 +310,38 @@ def test_config_files_name_the_place_of_a_mistake() -> None:
         resolve(from_options(["grammar.groups"]))
     with pytest.raises(ConfigFileError, match="is an LLM judge: give it a model"):
         resolve(from_options(["answer.reference"]))
+
+
+@pytest.mark.postgres
+def test_a_long_transaction_in_another_database_holds_no_follower_back(
+    pg_url: str, empty_pg_url: str
+) -> None:
+    """The horizon counts this database's transactions only: an analyst's long transaction in
+    another database of the cluster (one that holds a transaction id) leaves arrivals here
+    readable at once; one in this database still holds them back."""
+    rng = random.Random(28)
+    elsewhere = admin(empty_pg_url)
+    elsewhere.autocommit = False
+    try:
+        elsewhere.execute("SELECT pg_current_xact_id()")  # holds an xid, as a writer would
+        with open_store(pg_url) as store:
+            first = run_events(rng)
+            store.append(first)
+            arrived = store.following.after(Position(), 1000)
+            assert {a.trace_id for a in arrived} == {first[0].trace_id}
+            here = admin(pg_url)
+            here.autocommit = False
+            try:
+                here.execute("SELECT pg_current_xact_id()")
+                later = run_events(rng)
+                store.append(later)
+                assert store.following.after(arrived[-1].position, 1000) == []
+            finally:
+                here.rollback()
+                here.close()
+            assert {a.trace_id for a in store.following.after(arrived[-1].position, 1000)} == {
+                later[0].trace_id
+            }
+    finally:
+        elsewhere.rollback()
+        elsewhere.close()
