@@ -14,7 +14,7 @@ from agentdocket.commands import datasets as dataset_commands
 from agentdocket.commands import dead_letters as dead_letter_commands
 from agentdocket.commands import examine as examine_commands
 from agentdocket.commands import experiment as experiment_commands
-from agentdocket.commands import exports, imports
+from agentdocket.commands import exports, imports, reports
 from agentdocket.commands import followers as followers_commands
 from agentdocket.commands import grammar as grammar_commands
 from agentdocket.commands import refresh_dashboards as dashboard_commands
@@ -53,6 +53,7 @@ class _Group(click.Group):
     help="A Python module to import first, e.g. one that registers scorers (repeatable; the "
     "variable takes a space-separated list).",
 )
+@click.version_option(package_name="agentdocket", message="agentdocket %(version)s")
 @click.pass_context
 def main(ctx: click.Context, url: str | None, plugins: tuple[str, ...]) -> None:
     """Record what AI agents do as an append-only event log, and score it afterwards."""
@@ -77,6 +78,12 @@ def migrate(ctx: click.Context, revision: str, down: bool) -> None:
     At the newest revision it also re-creates the dashboards' views and functions from this
     agentdocket's scorers, in the same transaction, keeping the grants of roles that read
     them (a scorer change needs no migration: run this again after upgrading agentdocket).
+
+    \b
+    Examples:
+      agentdocket migrate
+      agentdocket --database postgresql+psycopg://u:pw@db/agents migrate
+      agentdocket migrate 0010 --down
     """
     from agentdocket import dashboards
     from agentdocket.store import migrate as migrations
@@ -96,7 +103,13 @@ def migrate(ctx: click.Context, revision: str, down: bool) -> None:
 @main.command()
 @click.pass_context
 def rebuild(ctx: click.Context) -> None:
-    """Rebuild the projections (runs, verdicts) from the event log."""
+    """Rebuild the projections (runs, verdicts) from the event log.
+
+    \b
+    Examples:
+      agentdocket rebuild
+      agentdocket --database sqlite:///runs.db rebuild
+    """
     with open_from(ctx) as store:
         counts = store.rebuild()
         refreshed = store.refresh_dashboards()
@@ -111,7 +124,13 @@ def rebuild(ctx: click.Context) -> None:
 @click.argument("kind", required=False)
 def schemas(kind: str | None) -> None:
     """Print the JSON Schema of each event kind's payload (or of KIND; `case`: one case of a
-    case file, as `datasets add` reads it)."""
+    case file, as `datasets add` reads it).
+
+    \b
+    Examples:
+      agentdocket schemas
+      agentdocket schemas tool.called
+    """
     from agentdocket.events import Case
 
     if kind == "case":
@@ -141,7 +160,13 @@ def schemas(kind: str | None) -> None:
 def demo(ctx: click.Context, concerts_db: Path | None) -> None:
     """Run a scripted database-QA agent over its own concerts database in three strategies
     (sequential, iterative, no-interaction), recording every step through the tracer; list the
-    runs, score them with every scorer and print the report by strategy."""
+    runs, score them with every scorer and print the report by strategy.
+
+    \b
+    Examples:
+      agentdocket demo
+      agentdocket --database sqlite:///demo.db demo --concerts-db concerts.db
+    """
     from rich.progress import Progress
 
     from agentdocket.demo import DATASET, QUESTIONS, STRATEGIES, run_demo
@@ -193,15 +218,15 @@ def _score_demo(ctx: click.Context, trace_ids: list[str]) -> None:
                 err.print(f"[yellow]response.similarity skipped: {exc}[/]")
                 chosen = [s for s in chosen if s.name != "response.similarity"]
                 score_runs(store, chosen, trace_ids=trace_ids)
-        report = scoring.make_report(store, DATASET, "strategy", ())
-    scoring.print_report(report)
+        report = reports.make_report(store, DATASET, "strategy", ())
+    reports.print_report(report)
     console.print(f"verdicts are events too: agentdocket report --dataset {DATASET} --format json")
 
 
 main.add_command(runs_commands.runs)
 main.add_command(imports.import_)
 main.add_command(exports.export)
-for command in scoring.COMMANDS:
+for command in (*scoring.COMMANDS, *reports.COMMANDS):
     main.add_command(command)
 main.add_command(examine_commands.examine)
 main.add_command(grammar_commands.grammar)
@@ -230,6 +255,11 @@ def grafana_role(ctx: click.Context, name: str, password: str) -> None:
     """Create a read-only PostgreSQL role for Grafana: SELECT on the dashboard_* views only.
 
     Run it again after `agentdocket migrate` adds views; it also resets the password.
+
+    \b
+    Examples:
+      agentdocket grafana-role --password s3cret
+      agentdocket grafana-role --name grafana_ro --password s3cret
     """
     from agentdocket.store.grafana import grant_dashboard_role
 

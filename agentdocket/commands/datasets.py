@@ -26,7 +26,7 @@ def datasets() -> None:
     \b
     Examples:
       agentdocket datasets add cases.yaml --name support
-      agentdocket datasets add --from-runs --name regressions --agent qa \
+      agentdocket datasets add --from-runs --name regressions --agent qa \\
           --failure-type slot_fill:wrong_argument
       agentdocket datasets show support --format json
     """
@@ -60,7 +60,14 @@ def add(
     """Add a dataset version from a case file (YAML, JSON Lines; see `agentdocket schemas
     case`), or from stored runs: each run's question becomes a case, its answer the reference
     answer (a regression dataset). The same content again adds nothing; other content under
-    an existing version is refused, naming the first case and field that differ."""
+    an existing version is refused, naming the first case and field that differ.
+
+    \b
+    Examples:
+      agentdocket datasets add cases.yaml --name support
+      agentdocket datasets add --from-runs --name regressions --agent qa --failure-type \\
+          slot_fill:wrong_argument
+    """
     from agentdocket.events import Dataset
     from agentdocket.importers.cases import CaseFileError, load
 
@@ -129,7 +136,13 @@ def _cases_from_runs(
 @FORMAT
 @click.pass_context
 def list_(ctx: click.Context, fmt: str = "table") -> None:
-    """List the datasets and their versions."""
+    """List the datasets and their versions.
+
+    \b
+    Examples:
+      agentdocket datasets list
+      agentdocket datasets list --format json
+    """
     with open_from(ctx) as store:
         rows = store.datasets()
     if fmt == "json":
@@ -154,7 +167,13 @@ def list_(ctx: click.Context, fmt: str = "table") -> None:
 @FORMAT
 @click.pass_context
 def show(ctx: click.Context, selection: str, fmt: str = "table") -> None:
-    """Show a dataset's cases (the latest version unless @VERSION)."""
+    """Show a dataset's cases (the latest version unless @VERSION).
+
+    \b
+    Examples:
+      agentdocket datasets show support
+      agentdocket datasets show support@2 --format json
+    """
     name, version = _split(selection)
     with open_from(ctx) as store:
         dataset = store.dataset(name, version)
@@ -193,7 +212,13 @@ def show(ctx: click.Context, selection: str, fmt: str = "table") -> None:
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False))
 @click.pass_context
 def export(ctx: click.Context, selection: str, fmt: str, output: Path | None) -> None:
-    """Write a dataset as a case file that `datasets add` reads back."""
+    """Write a dataset as a case file that `datasets add` reads back.
+
+    \b
+    Examples:
+      agentdocket datasets export support -o support.jsonl
+      agentdocket datasets export support@2 --format yaml
+    """
     from agentdocket.importers.cases import dump
 
     name, version = _split(selection)

@@ -34,7 +34,13 @@ def dead_letters() -> None:
 @FORMAT
 @click.pass_context
 def list_(ctx: click.Context, everything: bool, limit: int, fmt: str) -> None:
-    """List dead letters, oldest first (by default those not resolved yet)."""
+    """List dead letters, oldest first (by default those not resolved yet).
+
+    \b
+    Examples:
+      agentdocket dead-letters list
+      agentdocket dead-letters list --all --format json
+    """
     with open_from(ctx) as store:
         rows = store.dead_letters(resolved=None if everything else False, limit=limit or None)
         counts = store.dead_letter_counts()
@@ -62,7 +68,13 @@ def list_(ctx: click.Context, everything: bool, limit: int, fmt: str) -> None:
 @FORMAT
 @click.pass_context
 def show(ctx: click.Context, letter_id: str, fmt: str) -> None:
-    """Show one dead letter (by its id or a unique prefix): error, origin and raw content."""
+    """Show one dead letter (by its id or a unique prefix): error, origin and raw content.
+
+    \b
+    Examples:
+      agentdocket dead-letters show 12
+      agentdocket dead-letters show 12 --format json
+    """
     with open_from(ctx) as store:
         row = store.dead_letter(letter_id)
     if fmt == "json":
@@ -86,7 +98,13 @@ def show(ctx: click.Context, letter_id: str, fmt: str) -> None:
 @click.pass_context
 def retry(ctx: click.Context, letter_ids: tuple[str, ...], everything: bool, fmt: str) -> None:
     """Append the events of dead letters again, once the cause is fixed; each one is tried on
-    its own. Exits 1 if any is still refused."""
+    its own. Exits 1 if any is still refused.
+
+    \b
+    Examples:
+      agentdocket dead-letters retry 12 13
+      agentdocket dead-letters retry --all
+    """
     if not letter_ids and not everything:
         raise click.UsageError("name dead letters to retry, or give --all")
     with open_from(ctx) as store:
@@ -114,7 +132,13 @@ def retry(ctx: click.Context, letter_ids: tuple[str, ...], everything: bool, fmt
 @click.pass_context
 def export(ctx: click.Context, everything: bool, output: Path | None) -> None:
     """Write dead letters as JSON Lines: one object a line, with ``event`` the refused event
-    as it came in (decoded from ``raw``; null when it does not decode)."""
+    as it came in (decoded from ``raw``; null when it does not decode).
+
+    \b
+    Examples:
+      agentdocket dead-letters export -o refused.jsonl
+      agentdocket dead-letters export --all -o all.jsonl
+    """
     with open_from(ctx) as store:
         rows = store.dead_letters(resolved=None if everything else False)
     lines = []

@@ -47,7 +47,14 @@ def examine(
     """Examine an agent: for each case an examiner model sends the task and converses (up to
     the maximum of rounds, until it says the stop keyword); every turn is recorded through the
     tracer; eval_code points are checked in the agent's working directory; then the judge
-    scores the points and the normalized scores are printed."""
+    scores the points and the normalized scores are printed.
+
+    \b
+    Examples:
+      agentdocket examine --agent my_agent:reply --cases cases/ --examiner openai:gpt-4o
+      agentdocket examine --agent my_agent:reply --cases cases/ --examiner openai:gpt-4o --case \\
+          refund --format json
+    """
     from agentdocket import scorers
     from agentdocket.examiner.harness import examine as run_examination
     from agentdocket.examiner.harness import load_factory

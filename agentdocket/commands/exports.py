@@ -26,7 +26,13 @@ def export() -> None:
 )
 @click.pass_context
 def export_traces(ctx: click.Context, fmt: str, dataset: str | None, output: Path | None) -> None:
-    """Export runs (with steps, verdicts and cases) as JSONL or Parquet."""
+    """Export runs (with steps, verdicts and cases) as JSONL or Parquet.
+
+    \b
+    Examples:
+      agentdocket export traces > runs.jsonl
+      agentdocket export traces --dataset support --format parquet -o runs.parquet
+    """
     from agentdocket.importers.interchange_export import (
         export_records,
         write_jsonl,
@@ -57,7 +63,14 @@ def export_verdicts(
     ctx: click.Context, fmt: str, dataset: str | None, scorer: str | None, output: Path
 ) -> None:
     """Export verdicts as a flat table (Parquet or CSV) for analysis: one row per verdict of
-    every version, with the run's dataset, case, agent and strategy."""
+    every version, with the run's dataset, case, agent and strategy.
+
+    \b
+    Examples:
+      agentdocket export verdicts -o verdicts.parquet
+      agentdocket export verdicts --dataset support --scorer tools.slot_fill --format csv -o \\
+          slot_fill.csv
+    """
     from agentdocket.importers.interchange_export import write_verdicts
 
     with open_from(ctx) as store:

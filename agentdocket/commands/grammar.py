@@ -46,7 +46,13 @@ def generate(
 ) -> None:
     """Fill the templates' placeholders with the database's values, execute each filled query
     for its ground truth, keep those with exactly one answer, and store one case per text
-    variant (group = the filled query)."""
+    variant (group = the filled query).
+
+    \b
+    Examples:
+      agentdocket grammar generate --db shop.db --sql-templates sql.yaml --text-templates \\
+          text.yaml --dataset shop-grammar
+    """
     from agentdocket.generators import grammar_gen
 
     try:
@@ -88,7 +94,13 @@ def compare(
 ) -> None:
     """Hypothesis testing across two conditions over the same semantic groups (e.g. short vs
     long query forms, scored by grammar.groups): mutual gap groups, and the accuracy difference
-    A - B with a paired bootstrap interval over the groups."""
+    A - B with a paired bootstrap interval over the groups.
+
+    \b
+    Examples:
+      agentdocket grammar compare --a grammar.groups=1 --b grammar.groups=2
+      agentdocket grammar compare --a grammar.groups=1 --b grammar.groups=2 --format json
+    """
     import json
 
     from agentdocket.scorers.grammar import compare_conditions
@@ -203,7 +215,7 @@ def _cell(value: object) -> str:
 
 def _groups_metrics(store: Any, dataset: str, version: str | None) -> dict[str, object]:
     """The grammar.groups report metrics of ``dataset`` (its newest version, or ``version``)."""
-    from agentdocket.commands.score import make_report
+    from agentdocket.commands.reports import make_report
     from agentdocket.scorers.report import ReportError
 
     if not any(d["name"] == dataset for d in store.datasets()):

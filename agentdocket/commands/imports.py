@@ -46,6 +46,11 @@ def import_traces(ctx: click.Context, path: Path) -> None:
 
     The whole file is validated first; a bad line is reported with its number and nothing of the
     file is written. Re-importing adds nothing.
+
+    \b
+    Examples:
+      agentdocket import traces runs.jsonl
+      agentdocket import traces export.parquet
     """
     with open_from(ctx) as store:
         runs, inserted, dupes = _import_traces(store, path)
@@ -144,7 +149,13 @@ def import_ibm(
 ) -> None:
     """Import raw outputs of the IBM coalitions study: a corrected_result.json (single models)
     or an api_data_0_11.json (fine-tuned), or a folder holding one. Tests become runs, with
-    cases carrying the study's argument rules. Re-importing adds nothing."""
+    cases carrying the study's argument rules. Re-importing adds nothing.
+
+    \b
+    Examples:
+      agentdocket import ibm-coalitions ibm-coalitions/mistral_all
+      agentdocket import ibm-coalitions results/mixtral-all --dataset ibm --agent mixtral
+    """
     from agentdocket.importers import ibm_coalitions, ibm_fine_tuned
 
     fmt, source, expected = _ibm_source(path, expected)
@@ -166,7 +177,12 @@ def import_ibm(
 def import_toolalpaca(ctx: click.Context, path: Path, dataset: str) -> None:
     """Import a ToolAlpaca evaluation set (eval_real.json, eval_simulated.json) as a dataset of
     cases: expected plan = the golden actions, expected calls = those with their parsed inputs.
-    An input that is not JSON is reported and kept as its raw string."""
+    An input that is not JSON is reported and kept as its raw string.
+
+    \b
+    Examples:
+      agentdocket import toolalpaca eval_real.json --dataset toolalpaca
+    """
     from agentdocket.importers import toolalpaca
 
     with _source_errors():
@@ -181,7 +197,12 @@ def import_toolalpaca(ctx: click.Context, path: Path, dataset: str) -> None:
 def import_taskweaver(ctx: click.Context, folder: Path, dataset: str) -> None:
     """Import TaskWeaver auto_eval cases (FOLDER holds evaluator_prompt.yaml,
     virtual_user_prompt.yaml and cases/*/*.yaml) as examiner / judge cases: task description,
-    weighted scoring points (with eval_code), data files, the examiner's and judge's prompts."""
+    weighted scoring points (with eval_code), data files, the examiner's and judge's prompts.
+
+    \b
+    Examples:
+      agentdocket import taskweaver-cases auto_eval/cases --dataset taskweaver
+    """
     from agentdocket.importers.taskweaver import load
 
     with _source_errors():

@@ -25,6 +25,11 @@ def refresh_dashboards(ctx: click.Context, every: float | None) -> None:
     Panels are exact without it (hours not yet rolled up are read live) but get slower as such
     hours pile up. ``agentdocket score`` refreshes after scoring and ``agentdocket serve``
     every minute; run this after bulk imports, or with --every where neither runs.
+
+    \b
+    Examples:
+      agentdocket refresh-dashboards
+      agentdocket refresh-dashboards --every 60
     """
     url = database_url(ctx.obj.get("url"))
     if parse_url(url).get_backend_name() != "postgresql":

@@ -45,7 +45,14 @@ def runs_list(
     limit: int,
     fmt: str = "table",
 ) -> None:
-    """List runs, newest first."""
+    """List runs, newest first.
+
+    \b
+    Examples:
+      agentdocket runs list
+      agentdocket runs list --dataset support --agent qa --limit 20
+      agentdocket runs list --conversation c-42 --format json
+    """
     with open_from(ctx) as store:
         rows = store.list_runs(
             dataset=dataset, agent=agent, conversation=conversation, limit=limit or None
@@ -137,7 +144,13 @@ def _summary(event: Event) -> str:
 @FORMAT
 @click.pass_context
 def runs_show(ctx: click.Context, trace_id: str, width: int, fmt: str) -> None:
-    """Show one run as a timeline of its steps (TRACE_ID may be abbreviated)."""
+    """Show one run as a timeline of its steps (TRACE_ID may be abbreviated).
+
+    \b
+    Examples:
+      agentdocket runs show 4bf92f35
+      agentdocket runs show 4bf92f3577b34da6a3ce929d0e0e4736 --format json
+    """
     with open_from(ctx) as store:
         matches = store.find_runs(trace_id)
         if not matches:

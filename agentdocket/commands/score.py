@@ -1,4 +1,4 @@
-"""`agentdocket score`, `agentdocket scorers` and `agentdocket report`."""
+"""`agentdocket score` and `agentdocket scorers`."""
 
 from __future__ import annotations
 
@@ -6,13 +6,15 @@ import dataclasses
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 from rich.table import Table
 
 from agentdocket.commands.common import FORMAT, console, echo_json, err, open_from, progress_bar
-from agentdocket.store import Store
+
+if TYPE_CHECKING:
+    from agentdocket.scorers.runner import Result
 
 
 def _since(value: str | None) -> datetime | None:
@@ -72,6 +74,7 @@ def _since(value: str | None) -> datetime | None:
 @click.option(
     "--metrics-host", default="127.0.0.1", show_default=True, help="Address for --metrics-port."
 )
+@FORMAT
 @click.pass_context
 def score(
     ctx: click.Context,
@@ -86,6 +89,7 @@ def score(
     agents: tuple[str, ...],
     metrics_port: int | None,
     metrics_host: str,
+    fmt: str = "table",
 ) -> None:
     """Score stored runs and append the verdicts as events.
 
@@ -168,6 +172,27 @@ def score(
             except (EmbeddingsUnavailable, JudgeUnavailable) as exc:
                 raise click.ClickException(f"{exc}; the batches scored so far are stored") from None
     rate = result.runs / result.seconds if result.seconds else 0.0
+    if fmt == "json":
+        echo_json(
+            {
+                "runs": result.runs,
+                "seconds": result.seconds,
+                "scorers": [dataclasses.asdict(t) for t in result.tallies.values()],
+                "dashboards": result.dashboards,
+                "errors": result.errors,
+            }
+        )
+    else:
+        _print_tallies(result, rate)
+    for line in result.errors:
+        err.print(f"[red]error:[/] {line}")
+    if result.error_count:
+        raise click.ClickException(
+            f"{result.error_count} runs could not be scored (no verdict written for them)"
+        )
+
+
+def _print_tallies(result: Result, rate: float) -> None:
     table = Table(
         title=f"scored {result.runs} runs in {result.seconds:.1f}s ({rate:,.0f} runs/s)",
         title_justify="left",
@@ -186,18 +211,18 @@ def score(
     console.print(table)
     if result.dashboards is not None:
         console.print(f"dashboards: {result.dashboards}")
-    for line in result.errors:
-        err.print(f"[red]error:[/] {line}")
-    if result.error_count:
-        raise click.ClickException(
-            f"{result.error_count} runs could not be scored (no verdict written for them)"
-        )
 
 
 @click.command(name="scorers")
 @FORMAT
 def list_scorers(fmt: str) -> None:
-    """List the registered scorers, their versions and what they measure."""
+    """List the registered scorers, their versions and what they measure.
+
+    \b
+    Examples:
+      agentdocket scorers
+      agentdocket scorers --format json
+    """
     from agentdocket import scorers
 
     if fmt == "json":
@@ -234,167 +259,4 @@ def list_scorers(fmt: str) -> None:
     console.print(table)
 
 
-def make_report(
-    store: Store, dataset: str | None, by: str | None, versions: tuple[str, ...]
-) -> dict[str, Any]:
-    from agentdocket.scorers.report import build_report, choose_versions
-
-    chosen = choose_versions(store.scorer_versions(dataset), versions)
-    return build_report(
-        dataset, store.report_runs(dataset), store.report_verdicts(chosen, dataset), by
-    )
-
-
-def print_report(report: dict[str, Any]) -> None:
-    from agentdocket.scorers.report import format_number, rows
-
-    title = f"dataset {report['dataset']}: {report['runs']} runs, {report['errored']} errored"
-    table = Table(title=title, title_justify="left")
-    grouped = "groups" in report
-    columns = (["group"] if grouped else []) + [
-        "scorer",
-        "version",
-        "scored",
-        "passed",
-        "failed",
-        "pass rate",
-        "metrics",
-    ]
-    for col in columns:
-        table.add_column(col, overflow="fold")
-    fixed = {"group", "runs", "errored", "scorer", "version", "scored", "passed", "failed"}
-    for row in rows(report):
-        metrics = ", ".join(
-            f"{k}={format_number(v)}" for k, v in row.items() if k not in fixed | {"pass_rate"}
-        )
-        values = [row["group"]] if grouped else []
-        values += [
-            row["scorer"],
-            row["version"],
-            str(row["scored"]),
-            format_number(row["passed"]),
-            format_number(row["failed"]),
-            "-" if row["pass_rate"] is None else f"{row['pass_rate']:.1%}",
-            metrics or "-",
-        ]
-        table.add_row(*values)
-    console.print(table)
-
-
-@click.command()
-@click.option("--dataset", help="Only runs of this dataset (default: every run).")
-@click.option(
-    "--by", type=click.Choice(["agent", "version", "strategy", "model"]), help="Group runs."
-)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json", "csv"]),
-    default="table",
-    show_default=True,
-)
-@click.option(
-    "--version",
-    "versions",
-    multiple=True,
-    help="Scorer version to report instead of the newest: V (every scorer that has it) or "
-    "NAME=V (repeatable).",
-)
-@click.pass_context
-def report(
-    ctx: click.Context, dataset: str | None, by: str | None, fmt: str, versions: tuple[str, ...]
-) -> None:
-    """Aggregate the verdicts of each scorer over a dataset's runs (errored runs are counted
-    and left out of the numbers)."""
-    from agentdocket.scorers.report import ReportError, to_csv
-
-    with open_from(ctx) as store:
-        if dataset is not None and not any(d["name"] == dataset for d in store.datasets()):
-            raise click.ClickException(f"no dataset {dataset!r} in the store")
-        try:
-            result = make_report(store, dataset, by, versions)
-        except ReportError as exc:
-            raise click.ClickException(str(exc)) from None
-    if fmt == "json":
-        click.echo(json.dumps(result, indent=2))
-    elif fmt == "csv":
-        click.echo(to_csv(result), nl=False)
-    else:
-        print_report(result)
-
-
-@click.command(name="calibrate")
-@click.option("--judge", "judge_name", required=True, help="The judge's verdicts: NAME[=VERSION].")
-@click.option("--truth", required=True, help="The verdicts taken as truth: NAME[=VERSION].")
-@click.option("--dataset", help="Only runs of this dataset.")
-@click.option("--samples", default=1000, show_default=True, help="Bootstrap resamples.")
-@click.option("--seed", default=0, show_default=True, help="Bootstrap seed.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
-@click.pass_context
-def calibrate_command(
-    ctx: click.Context,
-    judge_name: str,
-    truth: str,
-    dataset: str | None,
-    samples: int,
-    seed: int,
-    fmt: str,
-) -> None:
-    """Treat one scorer's verdicts as predictions of another's (e.g. peer review against
-    reference-based verdicts): precision (low = optimistic), recall (low = cynical), agreement
-    and Cohen's kappa, with bootstrap intervals. Runs judged by both count; errored runs not."""
-    from agentdocket.scorers.calibration import calibrate, decision
-    from agentdocket.scorers.report import ReportError, choose_versions
-
-    sides: list[dict[str, bool]] = []
-    with open_from(ctx) as store:
-        stored = store.scorer_versions(dataset)
-        errored = {r.trace_id for r in store.report_runs(dataset) if r.status == "error"}
-        for given, option in ((judge_name, "--judge"), (truth, "--truth")):
-            name, _, version = given.partition("=")
-            if name not in stored:
-                raise click.BadParameter(f"no verdicts of {name!r} stored", param_hint=option)
-            try:
-                chosen = choose_versions({name: stored[name]}, [given] if version else [])
-            except ReportError as exc:
-                raise click.BadParameter(str(exc), param_hint=option) from None
-            found: dict[str, bool] = {}
-            for v in store.report_verdicts(chosen, dataset):
-                d = decision(v.passed, v.label)
-                if d is not None and v.trace_id not in errored:
-                    found[v.trace_id] = d
-            sides.append(found)
-    judged, truths = sides
-    pairs = [(judged[t], truths[t]) for t in sorted(judged.keys() & truths.keys())]
-    if not pairs:
-        raise click.ClickException("no run has a pass / fail verdict from both scorers")
-    result = calibrate(pairs, samples=samples, seed=seed)
-    if fmt == "json":
-        click.echo(json.dumps(dataclasses.asdict(result), indent=2))
-        return
-    console.print(
-        f"{judge_name} as a judge of {truth}: {result.n} runs, TP {result.tp}, FP {result.fp}, "
-        f"FN {result.fn}, TN {result.tn} ({result.level:.0%} intervals, {samples} resamples)"
-    )
-    table = Table()
-    for col in ("metric", "value", "interval", "reads as"):
-        table.add_column(col)
-    meaning = {
-        "precision": "low: optimistic (failing runs judged passing)",
-        "recall": "low: cynical (passing runs judged failing)",
-        "agreement": "share of runs judged as the truth has them",
-        "kappa": "agreement beyond chance (0: chance, 1: perfect)",
-    }
-    for metric, text in meaning.items():
-        value = getattr(result, metric)
-        interval = result.intervals.get(metric)
-        table.add_row(
-            metric,
-            "-" if value is None else f"{value:.3f}",
-            "-" if interval is None else f"[{interval[0]:.3f}, {interval[1]:.3f}]",
-            text,
-        )
-    console.print(table)
-
-
-COMMANDS = (score, list_scorers, report, calibrate_command)
+COMMANDS = (score, list_scorers)

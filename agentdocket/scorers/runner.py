@@ -139,9 +139,11 @@ def score_batch(
     traces: Sequence[Trace],
     *,
     judge_concurrency: int | None = None,
+    on_scored: Callable[[int], None] | None = None,
 ) -> Result:
     """Score one batch of traces with each scorer and append the new verdicts (one transaction).
-    ``judge_concurrency`` caps the judge calls in flight at once.
+    ``judge_concurrency`` caps the judge calls in flight at once; ``on_scored(n)`` is told of
+    every ``n`` (run, scorer) pairs done, as they are done (a progress bar's per-run steps).
 
     Raises :class:`EmbeddingsUnavailable` (nothing of the batch is written); any other
     exception of a scorer is counted against that run and the batch carries on.
@@ -167,12 +169,16 @@ def score_batch(
                     tally.kept += 1
                 else:
                     todo.append((trace, digest))
+            if on_scored is not None and len(traces) > len(todo):
+                on_scored(len(traces) - len(todo))
             judged = (
                 _group_outcomes(scorer, todo, traces, tally, result.errors)
                 if scorer.scope == "group"
                 else _outcomes(scorer, todo, tally, result.errors)
             )
             for (trace, digest), outcome in judged:
+                if on_scored is not None:
+                    on_scored(1)
                 if outcome is None:
                     tally.nothing += 1
                     continue
@@ -259,9 +265,9 @@ def score_runs(
     refresh_dashboards: bool = True,
 ) -> Result:
     """Run ``chosen`` scorers over the stored runs (of ``dataset``, started since ``since``, or
-    the given ``trace_ids``) and append their verdicts. ``progress(done, total)`` is called
-    after each batch. Then the dashboards' rollups are refreshed (PostgreSQL), unless
-    ``refresh_dashboards`` is false."""
+    the given ``trace_ids``) and append their verdicts. ``progress(done, total)`` is called as
+    runs are scored (per run with one worker, per batch with several). Then the dashboards'
+    rollups are refreshed (PostgreSQL), unless ``refresh_dashboards`` is false."""
     started = time.perf_counter()
     if not chosen:
         raise ValueError("no scorers chosen")
@@ -281,9 +287,18 @@ def score_runs(
     if workers <= 1 or len(batches) <= 1:
         kinds = input_kinds(chosen)
         done = 0
+        pairs = 0  # (run, scorer) pairs scored so far: the bar moves run by run
+
+        def scored(n: int) -> None:
+            nonlocal pairs
+            pairs += n
+            if progress is not None:
+                progress(min(len(ids), pairs // len(chosen)), len(ids))
+
         for chunk in _prefetched(store, kinds, batches):
-            result.merge(score_batch(store, chosen, chunk))
+            result.merge(score_batch(store, chosen, chunk, on_scored=scored))
             done += len(chunk)
+            pairs = done * len(chosen)
             if progress is not None:
                 progress(done, len(ids))
     else:

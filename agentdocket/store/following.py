@@ -93,9 +93,7 @@ class Following:
         self, position: Position, skip_kinds: Sequence[str], only_kinds: Sequence[str] = ()
     ) -> tuple[str, list[Any]]:
         if self.postgres:
-            where = (
-                f"(tx, position) > (?::text::xid8, ?) AND tx < {HORIZON}"
-            )
+            where = f"(tx, position) > (?::text::xid8, ?) AND tx < {HORIZON}"
             params: list[Any] = [str(position.tx), position.seq]
         else:
             where, params = "position > ?", [position.seq]

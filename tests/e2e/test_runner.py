@@ -236,3 +236,22 @@ def test_a_plugin_module_registers_a_scorer_for_the_command_line(
     missing = CliRunner().invoke(main, ["--plugin", "no_such_module", "scorers"])
     assert missing.exit_code == 1
     assert "plugin 'no_such_module' could not be imported: ModuleNotFoundError" in missing.output
+
+
+def test_progress_moves_run_by_run_within_a_batch(demo_url: str) -> None:
+    """The demo's 30 runs in one batch: the progress bar is told of every run as it is scored,
+    not only once the batch is done."""
+    seen: list[tuple[int, int]] = []
+    with open_store(demo_url) as store:
+        score_runs(
+            store,
+            _rules(),
+            dataset="concerts-demo",
+            batch_size=1000,
+            progress=lambda done, total: seen.append((done, total)),
+            refresh_dashboards=False,
+        )
+    assert {total for _, total in seen} == {30}
+    done = [d for d, _ in seen]
+    assert done == sorted(done) and done[0] == 0 and done[-1] == 30
+    assert set(range(31)) <= set(done)

@@ -1,0 +1,93 @@
+"""Every command's help has examples, and every example parses against the command it shows:
+the options exist, the required arguments are given (nothing is run)."""
+
+from __future__ import annotations
+
+import copy
+import shlex
+from collections.abc import Iterator
+
+import click
+import pytest
+
+from agentdocket.cli import main
+
+
+def _commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*path, name))
+        else:
+            yield (*path, name)
+
+
+def _leaf(path: tuple[str, ...]) -> click.Command:
+    command: click.Command = main
+    for name in path:
+        assert isinstance(command, click.Group)
+        command = command.commands[name]
+    return command
+
+
+def _syntax_only(command: click.Command) -> click.Command:
+    """The command with its paths' existence unchecked: an example names files of its own."""
+    params = []
+    for param in command.params:
+        if isinstance(param.type, click.Path) and param.type.exists:
+            param = copy.copy(param)
+            param.type = copy.copy(param.type)
+            param.type.exists = False  # type: ignore[union-attr]
+        params.append(param)
+    clone = copy.copy(command)
+    clone.params = params
+    return clone
+
+
+def _examples(text: str) -> list[str]:
+    """The command lines under ``Examples:`` (continued lines joined)."""
+    lines = text.split("Examples:", 1)[1].splitlines() if "Examples:" in text else []
+    out: list[str] = []
+    for line in lines:
+        line = line.strip()
+        if not line:
+            if out:
+                break
+            continue
+        if out and out[-1].endswith("\\"):
+            out[-1] = out[-1][:-1] + " " + line
+        elif line.startswith("agentdocket"):
+            out.append(line)
+    return out
+
+
+@pytest.mark.parametrize("path", list(_commands(main)), ids=" ".join)
+def test_every_command_shows_examples_that_parse(path: tuple[str, ...]) -> None:
+    command = _leaf(path)
+    examples = _examples(command.help or "")
+    assert examples, f"agentdocket {' '.join(path)} --help shows no example"
+    for example in examples:
+        words = shlex.split(example, comments=True)[1:]
+        if ">" in words:  # the shell's redirection, not the command's
+            words = words[: words.index(">")]
+        # group options (--database, --plugin) stand before the command's path
+        start = next(i for i in range(len(words)) if tuple(words[i : i + len(path)]) == path)
+        main.make_context("agentdocket", [*words[:start], *path], resilient_parsing=True)
+        _syntax_only(command).make_context(path[-1], words[start + len(path) :])
+
+
+def test_no_example_runs_into_the_next_line() -> None:
+    """A group's examples too: each continued line stays a line of its own in the help."""
+    from click.testing import CliRunner
+
+    for group in ("datasets", "dead-letters", "grammar", "import", "export", "runs"):
+        text = CliRunner().invoke(main, [group, "--help"]).output
+        assert all(
+            "  --" not in line.strip() for line in text.splitlines() if "agentdocket" in line
+        )
+
+
+def test_the_version_is_printed() -> None:
+    from click.testing import CliRunner
+
+    result = CliRunner().invoke(main, ["--version"])
+    assert result.exit_code == 0 and result.output.startswith("agentdocket ")
