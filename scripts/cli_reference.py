@@ -22,7 +22,8 @@ HEADER = """# Command-line reference
 
 Generated from the commands by `scripts/cli_reference.py` (a test checks that it is current).
 Every command takes the global `--database URL` (or `AGENTDOCKET_DATABASE_URL`) before its
-name; every command that prints a table also takes `--format json`.
+name; every command that prints a table (all but `demo`, a guided tour) also takes
+`--format json`, and every command's help ends with examples.
 
 """
 

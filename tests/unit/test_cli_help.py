@@ -91,3 +91,35 @@ def test_the_version_is_printed() -> None:
 
     result = CliRunner().invoke(main, ["--version"])
     assert result.exit_code == 0 and result.output.startswith("agentdocket ")
+
+
+def test_every_command_that_prints_a_table_takes_format_json() -> None:
+    """What the command-line reference promises: the commands that print a rich table, by
+    themselves or through a function of their module, take ``--format`` with ``json`` among
+    its choices (``demo``, a tour, excepted)."""
+    import inspect
+    import sys
+
+    tables = []
+    for path in _commands(main):
+        command = _leaf(path)
+        if command.callback is None or path == ("demo",):
+            continue
+        callback = inspect.unwrap(command.callback)
+        source = inspect.getsource(callback)
+        module = sys.modules[callback.__module__]
+        printers = {
+            name
+            for name, f in vars(module).items()
+            if inspect.isfunction(f)
+            and f.__module__ == module.__name__
+            and "Table(" in inspect.getsource(f)
+        }
+        if "Table(" not in source and not any(f"{name}(" in source for name in printers):
+            continue
+        tables.append(path)
+        formats = [p for p in command.params if p.name == "fmt"]
+        assert formats, path
+        assert "json" in formats[0].type.choices, path  # type: ignore[attr-defined]
+    # the detection sees tables printed directly and through a helper
+    assert {("runs", "list"), ("score",), ("compare",)} <= set(tables)
