@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 
 from agentdocket.ingest.evaluations import EVALUATION_EVENT
@@ -25,6 +24,7 @@ from agentdocket.ingest.otlp_values import (
     hex_id,
     items,
     json_attributes,
+    json_document,
     member,
     pb_attributes,
     uint,
@@ -210,12 +210,7 @@ def decode_protobuf(body: bytes) -> list[ReceivedSpan]:
 def decode_json(body: bytes) -> list[ReceivedSpan]:
     """The spans of an OTLP/JSON ``ExportTraceServiceRequest`` (ids as hex; 64-bit integers as
     numbers or decimal strings; lowerCamelCase member names, or the protobuf field names)."""
-    try:
-        doc = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise OtlpDecodeError(f"body: not JSON ({exc})") from None
-    if not isinstance(doc, dict):
-        raise OtlpDecodeError("body: expected a JSON object")
+    doc = json_document(body)
     spans = []
     for ri, rs in items(doc, "resourceSpans", "resource_spans", "body"):
         rwhere = f"resourceSpans[{ri}]"

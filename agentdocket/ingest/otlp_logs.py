@@ -14,13 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from agentdocket.ingest.otlp_values import (
     OtlpDecodeError,
     hex_id,
     items,
     json_attributes,
+    json_document,
     json_value,
     member,
     pb_attributes,
@@ -104,12 +103,7 @@ def decode_logs_json(body: bytes) -> list[ReceivedLog]:
     """The log records of an OTLP/JSON ``ExportLogsServiceRequest`` (ids as hex; 64-bit
     integers as numbers or decimal strings; lowerCamelCase member names, or the protobuf
     field names)."""
-    try:
-        doc = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise OtlpDecodeError(f"body: not JSON ({exc})") from None
-    if not isinstance(doc, dict):
-        raise OtlpDecodeError("body: expected a JSON object")
+    doc = json_document(body)
     out = []
     for ri, rl in items(doc, "resourceLogs", "resource_logs", "body"):
         rwhere = f"resourceLogs[{ri}]"

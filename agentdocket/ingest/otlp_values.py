@@ -9,11 +9,24 @@ import binascii
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import orjson
+
 MAX_DEPTH = 32  # nesting of array / key-value list attribute values
 
 
 class OtlpDecodeError(ValueError):
     """The request is not a valid OTLP export; the message names the place."""
+
+
+def json_document(body: bytes) -> dict[str, Any]:
+    """An OTLP/JSON request's body as its top-level object."""
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise OtlpDecodeError(f"body: not JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise OtlpDecodeError("body: expected a JSON object")
+    return doc
 
 
 def pb_attributes(items: Any, where: str) -> dict[str, Any]:

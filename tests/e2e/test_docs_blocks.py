@@ -131,7 +131,7 @@ def _scoring_config(cwd: Path) -> None:
 
 def _grammar_templates(cwd: Path) -> None:
     from agentdocket.demo.database import build
-    from tests.e2e.test_grammar_gen import SQL, TEXT
+    from tests.helpers.grammar_templates import SQL, TEXT
 
     build(cwd / "concerts.db")
     (cwd / "sql.txt").write_text(SQL)

@@ -73,6 +73,27 @@ def answer(case, config=None):
 '''
 
 
+def _weather_cases(folder: Path, cities: list[str], ids: list[str] | None = None) -> Path:
+    """A case file of weather questions, one per city (ids: the cities in lower case)."""
+    path = folder / "cases.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "case_id": case_id,
+                    "question": f"What is the weather in {city}?",
+                    "expected_plan": ["get_weather"],
+                    "expected_calls": [{"tool": "get_weather", "arguments": {"city": city}}],
+                    "stub_response": f"It is 18 C in {city}.",
+                }
+            )
+            + "\n"
+            for case_id, city in zip(ids or [c.lower() for c in cities], cities, strict=True)
+        )
+    )
+    return path
+
+
 def _experiment(
     url: str, tmp_path: Path, agent: str = "weather_agent:answer", openinference: bool = True
 ) -> subprocess.CompletedProcess[str]:
@@ -111,21 +132,7 @@ def _experiment(
 
 def test_an_experiment_records_links_scores_and_resumes(url: str, tmp_path: Path) -> None:
     (tmp_path / "weather_agent.py").write_text(AGENT)
-    cases = tmp_path / "cases.jsonl"
-    cases.write_text(
-        "".join(
-            json.dumps(
-                {
-                    "case_id": city.lower(),
-                    "question": f"What is the weather in {city}?",
-                    "expected_plan": ["get_weather"],
-                    "expected_calls": [{"tool": "get_weather", "arguments": {"city": city}}],
-                }
-            )
-            + "\n"
-            for city in CITIES
-        )
-    )
+    cases = _weather_cases(tmp_path, CITIES)
     cli(url, "datasets", "add", str(cases), "--name", "cities", "--version", "1")
     first = _experiment(url, tmp_path)
     assert first.returncode == -9, first.stderr  # killed at Lima, the fourth case
@@ -217,21 +224,7 @@ def test_an_agent_records_its_plan_and_its_timeouts_fail_only_its_run(
     ``TimeoutError`` raised by the agent (as provider timeouts arrive) with no experiment
     timeout set: that run fails with its error, the others go on and are scored."""
     (tmp_path / "planning_agent.py").write_text(PLANNING_AGENT)
-    cases = tmp_path / "cases.jsonl"
-    cases.write_text(
-        "".join(
-            json.dumps(
-                {
-                    "case_id": city.lower(),
-                    "question": f"What is the weather in {city}?",
-                    "expected_plan": ["get_weather"],
-                    "expected_calls": [{"tool": "get_weather", "arguments": {"city": city}}],
-                }
-            )
-            + "\n"
-            for city in CITIES
-        )
-    )
+    cases = _weather_cases(tmp_path, CITIES)
     cli(sqlite_url, "datasets", "add", str(cases), "--name", "cities", "--version", "1")
     done = _experiment(sqlite_url, tmp_path, "planning_agent:answer", openinference=False)
     assert done.returncode == 0, done.stderr
@@ -281,22 +274,7 @@ def test_a_regression_on_seven_of_ten_cases_fails_the_gate(sqlite_url: str, tmp_
     comment says which scorer and which cases."""
     (tmp_path / "regressing_agent.py").write_text(REGRESSING_AGENT)
     cities = ["Paris", "Rome", "Oslo", "Lima", "Cairo", "Quito", "Bern", "Riga", "Baku", "Doha"]
-    cases = tmp_path / "cases.jsonl"
-    cases.write_text(
-        "".join(
-            json.dumps(
-                {
-                    "case_id": f"c{i}",
-                    "question": f"What is the weather in {city}?",
-                    "expected_plan": ["get_weather"],
-                    "expected_calls": [{"tool": "get_weather", "arguments": {"city": city}}],
-                    "stub_response": f"It is 18 C in {city}.",
-                }
-            )
-            + "\n"
-            for i, city in enumerate(cities)
-        )
-    )
+    cases = _weather_cases(tmp_path, cities, [f"c{i}" for i in range(len(cities))])
     cli(sqlite_url, "datasets", "add", str(cases), "--name", "mine", "--version", "1")
     for version in ("1.0", "1.1"):
         command = [

@@ -12,29 +12,8 @@ from click.testing import CliRunner
 from agentdocket.cli import main
 from agentdocket.demo.database import build
 from agentdocket.store import open_store
+from tests.helpers.grammar_templates import SQL, TEXT
 
-TWO = (  # two placeholders: a Cartesian product
-    "SELECT title FROM song JOIN singer USING (singer_id) "
-    "WHERE singer.name = '[singer.name]' AND song.year = [song.year];"
-)
-SQL = f"""\
-# one placeholder
-SELECT age FROM singer WHERE name = '[singer.name]';
-SELECT capacity FROM stadium WHERE location = '[stadium.location]';
-SELECT name FROM singer WHERE country = '[singer.country]';
-{TWO}
-"""
-TEXT = f"""\
-"SELECT age FROM singer WHERE name = '[singer.name]';":
-  - How old is [singer.name]?
-  - What is the age of the singer [singer.name]?
-"SELECT capacity FROM stadium WHERE location = '[stadium.location]';":
-  - How many people fit in the stadium in [stadium.location]?
-"SELECT name FROM singer WHERE country = '[singer.country]';":
-  - Which singer comes from [singer.country]?
-"{TWO}":
-  - Which song did [singer.name] release in [song.year]?
-"""
 NICK = "SELECT age FROM singer WHERE name = '[singer.nickname]';"
 
 
