@@ -159,7 +159,7 @@ def serve(
         ) from None
     from agentdocket.ingest.sink import Sink
 
-    if token is not None and token != "" and not token.strip():
+    if token is not None and not token.strip():  # given blank: never a way to turn auth off
         raise click.ClickException("--token (or $AGENTDOCKET_SERVE_TOKEN) is blank")
     token = token.strip() if token else None
     if not token and not is_loopback(host):

@@ -61,9 +61,14 @@ class GrpcReceiver:
                 max_workers=receiver.max_pending + 2, thread_name_prefix="agentdocket-grpc"
             ),
             handlers=handlers,
-            options=[("grpc.max_receive_message_length", limit)],
+            # exclusive, as HTTP's port is: gRPC would otherwise bind with SO_REUSEPORT and a
+            # second server on the same port would silently take part of the traffic
+            options=[("grpc.max_receive_message_length", limit), ("grpc.so_reuseport", 0)],
         )
-        self.port = self.server.add_insecure_port(f"{host}:{port}")
+        try:
+            self.port = self.server.add_insecure_port(f"{host}:{port}")
+        except RuntimeError:  # grpcio raises where older releases returned 0
+            self.port = 0
         if self.port == 0:
             raise OSError(f"cannot listen for OTLP/gRPC on {host}:{port}")
 

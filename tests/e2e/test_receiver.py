@@ -26,7 +26,7 @@ from agentdocket.ingest.receiver import Receiver
 from agentdocket.ingest.sink import Sink
 from agentdocket.store import open_store
 from tests.helpers.db import assert_absent, cli
-from tests.helpers.otlp_server import Server
+from tests.helpers.otlp_server import Server, free_port, start_cli
 
 OPENAI_KEY = "sk-proj-Zq8T3xLw0aVbN4mR7yCe2uKd"
 
@@ -360,6 +360,33 @@ def test_serving_off_loopback_needs_a_token(sqlite_url: str) -> None:
     result = CliRunner().invoke(main, ["--database", sqlite_url, "serve", "--host", "0.0.0.0"])
     assert result.exit_code == 1
     assert "needs a bearer token" in result.output
+    # a blank token given is an error, never a way to turn authentication off (on loopback too)
+    for blank in ("", "  "):
+        result = CliRunner().invoke(main, ["--database", sqlite_url, "serve", "--token", blank])
+        assert result.exit_code == 1 and "is blank" in result.output, result.output
+
+
+def test_a_second_serve_on_a_held_grpc_port_exits_saying_so(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    first = Server(sqlite_url, tmp_path / "spool-a", grpc=True).start()
+    try:
+        second = start_cli(
+            sqlite_url,
+            tmp_path / "second.log",
+            "serve",
+            "--port",
+            str(free_port()),
+            "--grpc-port",
+            str(first.grpc_port),
+            "--spool-dir",
+            str(tmp_path / "spool-b"),
+        )
+        assert second.wait(60) == 1
+        log = (tmp_path / "second.log").read_text()
+        assert f"cannot listen for OTLP/gRPC on 127.0.0.1:{first.grpc_port}" in log, log
+    finally:
+        first.stop()
 
 
 def test_a_secret_sent_to_the_receiver_never_reaches_the_database(
