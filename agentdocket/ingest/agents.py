@@ -74,10 +74,11 @@ def _is_agent(name: str, attrs: Mapping[str, Any]) -> bool:
 def settings_below_roots(
     spans: Sequence[Any], keys: Sequence[str]
 ) -> dict[tuple[int, int], dict[str, str]]:
-    """For each foreign root of the batch, the run settings (dataset, case, ...) the nearest
-    span below it carries where the root carries none: OpenLLMetry puts its association
-    properties (``traceloop.association.properties.*``) on the spans of the LangChain run, not
-    on LangGraph's root above them."""
+    """For each foreign root of the batch, the run settings (dataset, case, ...) the earliest
+    span of its trace that carries any gives (the root's own win, key by key, when the run is
+    read): OpenLLMetry puts its association properties (``traceloop.association.properties.*``)
+    on the spans of the LangChain run, not on LangGraph's root above them. Only the spans of
+    those roots' traces are read."""
     roots = {
         (s.context.trace_id, s.context.span_id)
         for s in spans
@@ -85,15 +86,19 @@ def settings_below_roots(
     }
     if not roots:
         return {}
+    traces = {trace for trace, _ in roots}
+    mine = [s for s in spans if s.context is not None and s.context.trace_id in traces]
     found: dict[tuple[int, int], dict[str, str]] = {}
-    by_id = {(s.context.trace_id, s.context.span_id): s for s in spans if s.context is not None}
-    for s in sorted(spans, key=lambda s: s.start_time or 0):
+    by_id = {(s.context.trace_id, s.context.span_id): s for s in mine}
+    for s in sorted(mine, key=lambda s: s.start_time or 0):
         settings = run_settings(s.attributes or {}, keys)
-        if not settings or s.context is None:
+        if not settings:
             continue
         root = _root_of(s, by_id)
         if root in roots and root not in found:
             found[root] = settings
+            if len(found) == len(roots):
+                break
     return found
 
 

@@ -6,9 +6,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agentdocket.ingest import attributes as A
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def ts_of(ns: int | None) -> datetime:
+    """A time in nanoseconds since 1970 (OpenTelemetry's clock) as an aware UTC datetime."""
+    return EPOCH + timedelta(microseconds=(ns or 0) // 1000)
 
 
 def opt_str(value: Any) -> str | None:

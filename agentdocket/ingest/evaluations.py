@@ -21,11 +21,10 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agentdocket.events import Event, validate_payload
-from agentdocket.ingest.decode import attribute_json
+from agentdocket.ingest.decode import attribute_json, ts_of
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 NAME = "gen_ai.evaluation.name"
@@ -37,7 +36,6 @@ ERROR_TYPE = "error.type"
 VERSION = "external"
 PASSING = frozenset({"pass", "passed", "yes", "true", "correct", "good", "success"})
 FAILING = frozenset({"fail", "failed", "no", "false", "incorrect", "bad", "failure"})
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def check(attributes: Mapping[str, Any]) -> str | None:
@@ -85,7 +83,7 @@ def verdict(trace_id: str, span_id: str, attributes: Mapping[str, Any], time_ns:
         span_id=verdict_span,
         parent_span_id=None,
         seq=0,
-        ts=EPOCH + timedelta(microseconds=time_ns // 1000),
+        ts=ts_of(time_ns),
         kind="verdict",
         payload=validate_payload("verdict", {k: v for k, v in payload.items() if v is not None}),
         index=time_ns,

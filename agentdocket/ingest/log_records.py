@@ -24,14 +24,14 @@ not kept: agentdocket is no log store.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agentdocket.events import Event, validate_payload
 from agentdocket.ingest import attributes as A
 from agentdocket.ingest.conventions import messages as call_messages
 from agentdocket.ingest.conventions.frameworks import FINAL_ANSWER_TOOLS
-from agentdocket.ingest.conventions.genai import parts_text
+from agentdocket.ingest.conventions.genai import with_instructions
+from agentdocket.ingest.decode import ts_of
 from agentdocket.ingest.evaluations import EVALUATION_EVENT
 from agentdocket.ingest.evaluations import check as check_evaluation
 from agentdocket.ingest.evaluations import verdict as evaluation_verdict
@@ -39,7 +39,6 @@ from agentdocket.ingest.messages import bodies_messages, plan_steps
 from agentdocket.ingest.otlp_logs import ReceivedLog
 from agentdocket.ingest.otlp_values import OtlpDecodeError
 
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 CONTENT_EVENTS = frozenset(
     {*A.GEN_AI_MESSAGE_EVENTS, A.GEN_AI_CHOICE_EVENT, A.GEN_AI_DETAILS_EVENT}
 )
@@ -88,18 +87,14 @@ def _call_events(trace_id: str, span_id: str, records: list[ReceivedLog]) -> lis
             attrs = record.attributes
             got_in = call_messages(attrs, "input")
             got_out = call_messages(attrs, "output")
-            given = A.loads(attrs.get(A.GEN_AI_SYSTEM_INSTRUCTIONS))
-            instructions = given if isinstance(given, str) else parts_text(given)
-            if instructions and not (got_in and got_in[0].get("role") == "system"):
-                got_in = [{"role": "system", "content": instructions}, *got_in]
-            inputs += got_in
+            inputs += with_instructions(attrs, got_in)
             outputs += got_out
     inputs += older_in
     outputs += older_out
     if not inputs and not outputs:
         return []
     first = min(r.time for r in records)
-    ts = EPOCH + timedelta(microseconds=first // 1000)
+    ts = ts_of(first)
 
     def event(kind: str, payload: dict[str, Any], index: int) -> Event:
         return Event.assemble(

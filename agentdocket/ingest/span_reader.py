@@ -5,7 +5,6 @@ conventions a foreign span follows) and asks a :class:`SpanReader` for its event
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from opentelemetry.trace import SpanContext, Status, StatusCode
@@ -24,7 +23,7 @@ from agentdocket.ingest.conventions import (
 )
 from agentdocket.ingest.conventions import messages as call_messages
 from agentdocket.ingest.conventions.frameworks import FINAL_ANSWER_TOOLS, NO_CALL_ID
-from agentdocket.ingest.conventions.genai import parts_text
+from agentdocket.ingest.conventions.genai import with_instructions
 from agentdocket.ingest.conventions.openllmetry import tool_output
 from agentdocket.ingest.decode import (
     attribute_json,
@@ -35,6 +34,7 @@ from agentdocket.ingest.decode import (
     llm_settings,
     opt_int,
     opt_str,
+    ts_of,
 )
 from agentdocket.ingest.messages import (
     answer_text,
@@ -45,7 +45,6 @@ from agentdocket.ingest.messages import (
     tool_message,
 )
 
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAPPING_ERROR = "agentdocket.mapping_error"
 
 
@@ -69,10 +68,6 @@ class SpanLike(Protocol):
     @property
     def events(self) -> Sequence[Any]:
         """Span events, each with a ``name`` and ``attributes`` (``exception`` is read)."""
-
-
-def ts_of(ns: int | None) -> datetime:
-    return EPOCH + timedelta(microseconds=(ns or 0) // 1000)
 
 
 # The run settings a foreign run may carry in its attributes, metadata or association properties.
@@ -330,10 +325,7 @@ class SpanReader:
             # with tools): a step, not a second llm.called per call
             return self.generic()
         temperature, extra = llm_settings(self.attrs, foreign=not self.ours)
-        given = A.loads(self.attrs.get(A.GEN_AI_SYSTEM_INSTRUCTIONS))
-        instructions = given if isinstance(given, str) else parts_text(given)
-        if instructions and not (inputs and inputs[0].get("role") == "system"):
-            inputs = [{"role": "system", "content": instructions}, *inputs]
+        inputs = with_instructions(self.attrs, inputs)
         payload = {
             "model": str(self.get(*FIELDS["model"]) or "unknown"),
             "role": opt_str(self.get(A.LLM_ROLE)),

@@ -91,6 +91,18 @@ def messages(attrs: Mapping[str, Any], key: str, older: str) -> list[dict[str, A
     return out
 
 
+def with_instructions(
+    attrs: Mapping[str, Any], inputs: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """A call's input messages with ``gen_ai.system_instructions`` (text, or parts) as their
+    first, ``system``, message, unless they begin with one already."""
+    given = A.loads(attrs.get(A.GEN_AI_SYSTEM_INSTRUCTIONS))
+    instructions = given if isinstance(given, str) else parts_text(given)
+    if instructions and not (inputs and inputs[0].get("role") == "system"):
+        return [{"role": "system", "content": instructions}, *inputs]
+    return inputs
+
+
 def message_text(message: Mapping[str, Any]) -> str:
     """A message's text: its text (and reasoning) parts, and the ``response`` of its
     ``tool_call_response`` parts (a tool's result handed back to the model)."""
