@@ -7,7 +7,6 @@
   doubled ranks, so that average ranks stay integers) up to :data:`EXACT_LIMIT` differences,
   beyond it the normal approximation with the tie correction and a continuity correction.
 - :func:`bootstrap`: the percentile interval of the mean paired difference, cases resampled.
-- :func:`holm`: Holm's step-down adjustment of p-values across the scorers compared.
 - :func:`tarone_holm`: Holm's step-down refined for discrete tests by Tarone: scorers whose
   smallest attainable p-value cannot reach the threshold (too few changed cases) leave the
   family, so that they cost the others nothing.
@@ -115,18 +114,6 @@ def bootstrap(
     alpha = (1 - level) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha])
     return float(d.mean()), float(low), float(high)
-
-
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm-adjusted p-values, in the order given."""
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    adjusted = [0.0] * m
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p_values[i]))
-        adjusted[i] = running
-    return adjusted
 
 
 def sign_test_floor(changed: int) -> float:

@@ -55,8 +55,10 @@ def test_wilcoxon_matches_scipy() -> None:
     assert stats.wilcoxon(list(large)) == pytest.approx(approx, rel=1e-6)
 
 
-def test_holm() -> None:
-    assert stats.holm([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
+def test_with_every_hypothesis_testable_the_adjustment_is_holms() -> None:
+    rejected, adjusted = stats.tarone_holm([0.01, 0.04, 0.03, 0.5], [0.0] * 4, 0.05)
+    assert adjusted == pytest.approx([0.04, 0.09, 0.09, 0.5])
+    assert rejected == [True, False, False, False]
 
 
 def test_the_bootstrap_is_reproducible_and_brackets_the_mean() -> None:
