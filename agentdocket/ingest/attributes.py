@@ -17,6 +17,9 @@ from typing import Any, Final
 
 import orjson
 
+from agentdocket.store.limits import DEFAULT as LIMITS
+from agentdocket.store.limits import bound
+
 # --- OpenInference ---------------------------------------------------------------------------
 OI_SPAN_KIND: Final = "openinference.span.kind"
 INPUT_VALUE: Final = "input.value"
@@ -187,13 +190,18 @@ def dumps(value: Any) -> str:
 
 
 def loads(text: Any) -> Any:
-    """The JSON value of an attribute, or the attribute itself when it is not JSON text."""
+    """The JSON value of an attribute, or the attribute itself when it is not JSON text;
+    within the limits (:mod:`agentdocket.store.limits`): nested no deeper than they allow,
+    whatever the text held, so that no reading of it recurses without end."""
     if not isinstance(text, str):
         return text
     try:
-        return orjson.loads(text)
+        value = orjson.loads(text)
     except orjson.JSONDecodeError:
         return text
+    if text.count("[") + text.count("{") <= LIMITS.max_depth:
+        return value  # cannot nest deeper (the common case: no walk)
+    return bound(value, LIMITS)
 
 
 def text_value(value: Any) -> str:

@@ -1,6 +1,8 @@
 """OTLP attribute values and JSON members, decoded strictly: shared by the trace and the log
 requests' decoders (:mod:`agentdocket.ingest.otlp`, :mod:`agentdocket.ingest.otlp_logs`).
-A value that does not fit fails with an :class:`OtlpDecodeError` naming its place."""
+A value that does not fit fails with an :class:`OtlpDecodeError` naming its place; a value
+nested past the limits (:mod:`agentdocket.store.limits`) is the limit's marker below that
+depth, and a record's attributes past ``max_attributes`` are counted, not kept."""
 
 from __future__ import annotations
 
@@ -11,7 +13,10 @@ from typing import Any
 
 import orjson
 
-MAX_DEPTH = 32  # nesting of array / key-value list attribute values
+from agentdocket.store.limits import DEFAULT as LIMITS
+from agentdocket.store.limits import bound_attributes
+
+MAX_DEPTH = LIMITS.max_depth  # nesting of array / key-value list attribute values
 
 
 class OtlpDecodeError(ValueError):
@@ -40,7 +45,7 @@ def pb_attributes(items: Any, where: str) -> dict[str, Any]:
             out[kv.key] = getattr(value, which)
         else:
             out[kv.key] = pb_value(value, f"{where}.attributes[{kv.key!r}]", 0)
-    return out
+    return bound_attributes(out, LIMITS)
 
 
 _PB_SCALARS = frozenset({"bool_value", "int_value", "double_value"})
@@ -48,7 +53,7 @@ _PB_SCALARS = frozenset({"bool_value", "int_value", "double_value"})
 
 def pb_value(value: Any, where: str, depth: int) -> Any:
     if depth > MAX_DEPTH:
-        raise OtlpDecodeError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+        return LIMITS.depth_marker()
     which = value.WhichOneof("value")
     if which is None:
         return None
@@ -120,7 +125,7 @@ def json_attributes(obj: Mapping[str, Any], where: str, depth: int = 0) -> dict[
         if not isinstance(key, str):
             raise OtlpDecodeError(f"{where}.attributes[{i}].key: expected a string")
         out[key] = json_value(kv.get("value"), f"{where}.attributes[{key!r}]", depth)
-    return out
+    return out if depth else bound_attributes(out, LIMITS)
 
 
 _SCALARS = {
@@ -135,7 +140,7 @@ _SCALARS = {
 
 def json_value(value: Any, where: str, depth: int) -> Any:
     if depth > MAX_DEPTH:
-        raise OtlpDecodeError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+        return LIMITS.depth_marker()
     if value is None or value == {}:
         return None
     if not isinstance(value, dict) or len(value) != 1:

@@ -4,13 +4,16 @@ LangChain handler all hand their events to.
 :meth:`Sink.deliver` appends events to the store. When the database is unreachable, or the
 store cannot work (a schema to migrate), the batch goes to the spool
 (:mod:`agentdocket.ingest.spool`) and the database is retried with exponential back-off; what
-is spooled is replayed in order, in the background, before new batches. A record the database
-refuses is not an outage: the store keeps it as a dead letter and stores the rest of its batch,
-so one bad record never holds up the others (:mod:`agentdocket.store.errors` tells the two
-apart). Nothing is raised into the caller: errors are logged (rate-limited) and counted in
-:attr:`Sink.stats`, and events that could be kept nowhere are counted as dropped and reported
-as a ``telemetry.dropped`` event once the database is back. The sink's own database work runs
-with OpenTelemetry instrumentation suppressed, so it is never traced.
+is spooled is replayed in order, in the background, before new batches. Every event is first
+bound to the limits (:mod:`agentdocket.store.limits`: nesting depth, string length, items),
+before it is spooled or stored. A record the database refuses, or one that cannot be prepared
+for it, is not an outage: the store keeps it as a dead letter and stores the rest of its batch,
+so one bad record never holds up the others. Only the store's own errors
+(:mod:`agentdocket.store.errors`) mean the database is away. Nothing is raised into the
+caller: errors are logged (rate-limited) and counted in :attr:`Sink.stats`, and events that
+could be kept nowhere are counted as dropped and reported as a ``telemetry.dropped`` event
+once the database is back. The sink's own database work runs with OpenTelemetry
+instrumentation suppressed, so it is never traced.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -36,6 +39,8 @@ from agentdocket.ingest.spool import DEFAULT_MAX_BYTES, Spool
 from agentdocket.store import AppendResult, Store, StoreError, database_url, display_url, open_store
 from agentdocket.store.config import parse_url
 from agentdocket.store.dead_letters import DeadLetter
+from agentdocket.store.limits import DEFAULT as DEFAULT_LIMITS
+from agentdocket.store.limits import Limits, bound
 from agentdocket.store.redaction import Redactor
 
 log = logging.getLogger("agentdocket.ingest")
@@ -95,8 +100,8 @@ class Sink:
     ``url`` (the database URL) defaults to ``AGENTDOCKET_DATABASE_URL`` (else ./agentdocket.db).
     ``spool_dir`` / ``spool_max_bytes`` place and bound the spool; past the maximum, new events
     are dropped and counted. ``source`` is named in the dead letters of what this sink delivers
-    (``tracer``, ``receiver``, ``langchain``). ``redactor`` (default: ``AGENTDOCKET_REDACT``'s
-    rules) is applied before anything is stored or spooled.
+    (``tracer``, ``receiver``, ``langchain``). ``limits`` and then ``redactor`` (default:
+    ``AGENTDOCKET_REDACT``'s rules) are applied before anything is stored or spooled.
     """
 
     def __init__(
@@ -112,14 +117,18 @@ class Sink:
         store_factory: Callable[[str], Store] | None = None,
         redactor: Redactor | None = None,
         source: str = "tracer",
+        limits: Limits = DEFAULT_LIMITS,
     ) -> None:
         self.url = _with_connect_timeout(database_url(url))
         directory = Path(spool_dir) if spool_dir else default_spool_dir(self.url)
         self.redactor = redactor if redactor is not None else Redactor.from_env()
         self.spool = Spool(directory, spool_max_bytes, self.redactor)
         self.source = source
+        self.limits = limits
         self.stats = DeliveryStats()
-        self._open = store_factory or (lambda url: open_store(url, redactor=self.redactor))
+        self._open = store_factory or (
+            lambda url: open_store(url, redactor=self.redactor, limits=limits)
+        )
         self._store: Store | None = None
         self._lock = threading.RLock()
         self._retry_initial = retry_initial_s
@@ -190,7 +199,7 @@ class Sink:
             with self._working():
                 self.stats.spans += n_spans
                 self.stats.events += len(events)
-                return self._deliver(events, n_spans, source or self.source)
+                return self._deliver(self._bound(events), n_spans, source or self.source)
         except Exception:
             self.stats.failures += 1
             log.exception("agentdocket: delivering %d events failed", len(events))
@@ -225,27 +234,49 @@ class Sink:
         finally:
             detach(token)
 
+    def _bound(self, events: list[Event]) -> list[Event]:
+        """``events`` within the limits (the same list when all were)."""
+        out = events
+        for i, event in enumerate(events):
+            payload = bound(event.payload, self.limits)
+            if payload is not event.payload:
+                if out is events:
+                    out = list(events)
+                out[i] = replace(event, payload=payload)
+        return out
+
     def _deliver(self, events: list[Event], n_spans: int, source: str | None = None) -> Delivered:
         """Store ``events`` (after the spool), or spool them."""
         if time.monotonic() >= self._retry_at:
             try:
                 store = self._connect()
-                if self.spool.pending():
-                    self.stats.replayed += self.spool.replay(
-                        lambda batch, origin: self._append(store, batch, origin),
-                        store.keep_dead_letters,
-                    )
-                if events:
-                    self._append(store, events, source or self.source)
-                    self.stats.delivered += len(events)
-                self._report_drops(store)
-                self._backoff = self._retry_initial
-                return "stored"
-            except Exception as exc:
+            except Exception as exc:  # whatever the driver raised: the database is away
                 self._failed(exc)
+            else:
+                try:
+                    self._store_all(store, events, source or self.source)
+                    self._backoff = self._retry_initial
+                    return "stored"
+                except StoreError as exc:  # the database is away, or the store cannot work
+                    self._failed(exc)
+                except Exception:  # not the database's doing: no outage, no back-off
+                    self.stats.failures += 1
+                    log.exception("agentdocket: storing %d events failed", len(events))
         if not events:
             return "unavailable"
         return "spooled" if self._spool(events, n_spans) else "dropped"
+
+    def _store_all(self, store: Store, events: list[Event], source: str) -> None:
+        """What waits in the spool, then ``events``, then the report of what was dropped."""
+        if self.spool.pending():
+            self.stats.replayed += self.spool.replay(
+                lambda batch, origin: self._append(store, batch, origin),
+                store.keep_dead_letters,
+            )
+        if events:
+            self._append(store, events, source)
+            self.stats.delivered += len(events)
+        self._report_drops(store)
 
     def _append(self, store: Store, events: list[Event], source: str) -> AppendResult:
         """``store.append``, with a fault of our own on one record (an exception that is not

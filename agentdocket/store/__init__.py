@@ -13,6 +13,8 @@ from agentdocket.store.config import ENV_VAR, ConfigError, database_url, display
 from agentdocket.store.dead_letters import DeadLetter, Retried
 from agentdocket.store.derived import Derived, digest, for_dialect
 from agentdocket.store.errors import DatasetConflict, RecordRefused, StoreError, StoreUnavailable
+from agentdocket.store.limits import DEFAULT as DEFAULT_LIMITS
+from agentdocket.store.limits import Limits
 from agentdocket.store.redaction import RedactionConfigError, Redactor
 
 __all__ = [
@@ -22,6 +24,7 @@ __all__ = [
     "DatasetConflict",
     "DeadLetter",
     "Derived",
+    "Limits",
     "RecordRefused",
     "RedactionConfigError",
     "Redactor",
@@ -40,6 +43,7 @@ def open_store(
     *,
     migrate: bool = True,
     redactor: Redactor | None = None,
+    limits: Limits = DEFAULT_LIMITS,
     derived: Sequence[Derived] = (),
 ) -> Store:
     """Open the store at ``url`` (default: ``AGENTDOCKET_DATABASE_URL`` or ./agentdocket.db).
@@ -48,7 +52,8 @@ def open_store(
     agentdocket schema yet, is brought to the current schema. A PostgreSQL database at an older
     revision is left alone: upgrading a shared server is an explicit ``agentdocket migrate``.
     ``redactor`` (default: the rules ``AGENTDOCKET_REDACT`` chooses) is applied to every event
-    and case before it is written. ``derived`` are the views and functions a migration here
+    and case before it is written, after ``limits`` (:mod:`agentdocket.store.limits`).
+    ``derived`` are the views and functions a migration here
     installs (:mod:`agentdocket.store.derived`; the command line gives the dashboards' layer);
     on SQLite they are re-installed whenever they differ from what is there, and
     :attr:`Store.derived_current` says whether the database has them as given.
@@ -76,11 +81,11 @@ def open_store(
     if dialect == "postgresql":
         from agentdocket.store.postgres import PostgresRecorder
 
-        store = Store(PostgresRecorder(url), redactor)
+        store = Store(PostgresRecorder(url), redactor, limits)
     else:
         from agentdocket.store.sqlite import SqliteRecorder
 
-        store = Store(SqliteRecorder(url), redactor)
+        store = Store(SqliteRecorder(url), redactor, limits)
     if derived:  # compared on the store's own connection: no second one per open
         wanted = digest(for_dialect(derived, dialect))
         installed = store.derived_digest()

@@ -20,6 +20,7 @@ from agentdocket.store.datasets import DatasetRegistry
 from agentdocket.store.dead_letters import DeadLetter, DeadLetters
 from agentdocket.store.errors import RecordRefused, WriteConflict
 from agentdocket.store.escaping import escape_json
+from agentdocket.store.limits import DEFAULT, Limits, bound_json
 from agentdocket.store.projector import Projector
 from agentdocket.store.recorder import DATA_ERRORS, Recorder
 from agentdocket.store.redaction import Redactor
@@ -48,12 +49,14 @@ class Appender:
         datasets: DatasetRegistry,
         dead_letters: DeadLetters,
         redactor: Redactor,
+        limits: Limits = DEFAULT,
     ) -> None:
         self.db = db
         self.projector = projector
         self.datasets = datasets
         self.dead_letters = dead_letters
         self.redactor = redactor
+        self.limits = limits
 
     def append(
         self, events: Iterable[Event], batch_size: int = BATCH, *, source: str = "append"
@@ -153,8 +156,9 @@ class Appender:
         return inserted, refusals + refused
 
     def _prepare(self, events: list[Event]) -> tuple[list[Event], Refusals]:
-        """Events as they are written: escaped (:mod:`agentdocket.store.escaping`), then
-        redacted. An event that cannot be prepared is refused."""
+        """Events as they are written: within the limits (:mod:`agentdocket.store.limits`),
+        escaped (:mod:`agentdocket.store.escaping`), then redacted. An event that cannot be
+        prepared (an error of its data's making, never the database's) is refused."""
         try:
             return [self._prepared(e) for e in events], []
         except DATA_ERRORS:
@@ -168,8 +172,10 @@ class Appender:
         return prepared, refused
 
     def _prepared(self, event: Event) -> Event:
-        # one serialisation of the payload serves both probes: escaping's and redaction's
-        payload, text = escape_json(event.payload)
+        # one serialisation of the payload serves the three probes: the limits', escaping's
+        # and redaction's
+        payload, raw = bound_json(event.payload, self.limits)
+        payload, text = escape_json(payload, raw)
         if payload is not event.payload:
             event = replace(event, payload=payload)
         return self.redactor.event(event, text) if self.redactor.active else event

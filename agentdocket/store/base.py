@@ -24,6 +24,7 @@ from agentdocket.store.datasets import DatasetRegistry
 from agentdocket.store.dead_letters import DeadLetter, DeadLetters, Retried
 from agentdocket.store.derived import DIGEST_SQL
 from agentdocket.store.following import Following
+from agentdocket.store.limits import DEFAULT, Limits
 from agentdocket.store.projector import Projector
 from agentdocket.store.reading import Reader, StoredRun
 from agentdocket.store.recorder import Recorder
@@ -37,7 +38,9 @@ from agentdocket.store.scoring_reads import CaseCache, ReportRun, ReportVerdict,
 class Store:
     """Append events, register datasets, read traces and projections, keep dead letters."""
 
-    def __init__(self, recorder: Recorder, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self, recorder: Recorder, redactor: Redactor | None = None, limits: Limits = DEFAULT
+    ) -> None:
         self.recorder = recorder
         # Applied to every event and case before it is written (AGENTDOCKET_REDACT by default).
         self.redactor = redactor if redactor is not None else Redactor.from_env()
@@ -45,7 +48,7 @@ class Store:
         self.registry = DatasetRegistry(recorder, self.redactor)
         self.letters = DeadLetters(recorder)
         self.appender = Appender(
-            recorder, self.projector, self.registry, self.letters, self.redactor
+            recorder, self.projector, self.registry, self.letters, self.redactor, limits
         )
         self.reader = Reader(recorder, self.registry)
         self.scoring = ScoringReader(recorder, self.registry, self.reader)

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from agentdocket.events import Event, PayloadError, event_from_json, event_to_json
 from agentdocket.store.errors import RecordRefused, StoreError
+from agentdocket.store.limits import bound
 from agentdocket.store.recorder import Recorder
 
 DEAD_LETTER_COLUMNS = (
@@ -33,8 +34,13 @@ DEAD_LETTER_COLUMNS = (
 
 def raw_json(value: Any) -> str:
     """``value`` as JSON text of ASCII characters only, so that any string survives in any
-    text column (a NUL becomes the six characters ``\\u0000``, a lone surrogate ``\\udXXX``)."""
-    return json.dumps(value, ensure_ascii=True, sort_keys=True, default=repr)
+    text column (a NUL becomes the six characters ``\\u0000``, a lone surrogate ``\\udXXX``).
+    A value nested too deep for the encoder is kept within the limits
+    (:mod:`agentdocket.store.limits`), so that a dead letter can always be kept."""
+    try:
+        return json.dumps(value, ensure_ascii=True, sort_keys=True, default=repr)
+    except (RecursionError, ValueError):  # too deep, or circular
+        return json.dumps(bound(value), ensure_ascii=True, sort_keys=True, default=repr)
 
 
 @dataclass(frozen=True)

@@ -69,14 +69,15 @@ def _walk(value: Any, text: Any) -> Any:
     return value
 
 
-def escape_json(value: Any) -> tuple[Any, str | None]:
+def escape_json(value: Any, raw: bytes | None = None) -> tuple[Any, str | None]:
     """``value`` with its strings escaped (the same object when nothing needs it), and, when
     nothing did, its JSON text: a further probe of the same value (redaction's) can read that
-    instead of serialising it again."""
-    try:
-        raw = orjson.dumps(value)
-    except TypeError:  # a lone surrogate (or a value no JSON can hold: the walk tells)
-        return _walk(value, escape_text), None
+    instead of serialising it again. ``raw``: ``value``'s JSON, when the caller has it."""
+    if raw is None:
+        try:
+            raw = orjson.dumps(value)
+        except TypeError:  # a lone surrogate (or a value no JSON can hold: the walk tells)
+            return _walk(value, escape_text), None
     if b"\\u0000" in raw or ESC_BYTES in raw:
         return _walk(value, escape_text), None
     return value, raw.decode()

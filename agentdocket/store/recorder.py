@@ -59,8 +59,9 @@ TIME_COLUMNS = frozenset(
     }
 )
 # Errors of Python's own making while a record is encoded for the database (an integer past 64
-# bits, a value no JSON encoder takes): the record's fault, like a value the database refuses.
-DATA_ERRORS = (TypeError, ValueError, OverflowError)
+# bits, a value no JSON encoder takes, nesting past the interpreter's recursion limit): the
+# record's fault, like a value the database refuses.
+DATA_ERRORS = (TypeError, ValueError, OverflowError, RecursionError)
 
 
 def dumps(value: Any) -> str:
