@@ -47,6 +47,8 @@ def retention(ctx: click.Context, keep: str, dry_run: bool, fmt: str) -> None:
       agentdocket retention --keep 90d
       agentdocket retention --keep 26w --format json
     """
+    failed: list[tuple[Month, str]] = []
+    rollups = None
     with open_from(ctx) as store:
         plan = store.retention.plan(keep)
         if dry_run:
@@ -60,6 +62,7 @@ def retention(ctx: click.Context, keep: str, dry_run: bool, fmt: str) -> None:
             applied = store.retention.apply(plan, progress=shown)
             dropped, refused = applied.dropped, applied.refused
             samples, trace_id = applied.samples, applied.trace_id
+            failed, rollups = applied.failed, applied.rollups
     result = {
         "keep": keep,
         "window_start": format_ts(plan.window_start),
@@ -68,12 +71,19 @@ def retention(ctx: click.Context, keep: str, dry_run: bool, fmt: str) -> None:
         "refused": [m.as_dict() for m in refused],
         "samples": samples,
         "trace_id": trace_id,
+        "failed": [{**m.as_dict(), "reason": why} for m, why in failed],
+        "rollups": rollups,
     }
+    # A month dropped is committed and recorded: then the command succeeds, whatever else
+    # failed. Only when every month to drop failed did it do nothing it was asked.
+    nothing_done = bool(failed) and not dropped
     if fmt == "json":
         echo_json(result)
+        if nothing_done:
+            ctx.exit(1)
         return
     verb = "would drop" if dry_run else "dropped"
-    if not dropped and not refused:
+    if not dropped and not refused and not failed:
         console.print(
             f"nothing to drop: no month ended before {result['window_start']}", highlight=False
         )
@@ -90,10 +100,16 @@ def retention(ctx: click.Context, keep: str, dry_run: bool, fmt: str) -> None:
             f"kept {m.label}: {m.newer_runs:,} of its runs have events inside the window",
             file=sys.stderr,
         )
+    for m, why in failed:
+        print(f"kept {m.label} for now: {why}", file=sys.stderr)
+    if rollups and rollups != "refreshed":
+        print(f"the dropped hours' dashboard rollups are {rollups}", file=sys.stderr)
     noun = "samples would go" if dry_run else "samples went"
     console.print(f"{samples:,} process {noun}", highlight=False)
     if trace_id:
         console.print(f"recorded as retention.applied in trace {trace_id}", highlight=False)
+    if nothing_done:
+        ctx.exit(1)
 
 
 def _summary(month: Month) -> str:

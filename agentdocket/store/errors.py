@@ -42,6 +42,11 @@ class WriteConflict(StoreUnavailable):
     left nothing behind, and the same write may be retried at once."""
 
 
+class MaintenanceBusy(StoreUnavailable):
+    """Making or dropping partitions found the log's tables busy for its whole budget (see
+    :mod:`agentdocket.store.postgres_locks`); nothing was changed. Try again later."""
+
+
 class RecordRefused(StoreError):
     """The database refuses a record's data; sending it again will fail again.
 

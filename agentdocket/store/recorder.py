@@ -16,13 +16,15 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import date
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
 from agentdocket.events import Event
 from agentdocket.store.projections import Projection
 from agentdocket.store.rollups import Refreshed
+
+T = TypeVar("T")
 
 EVENT_COLUMNS = (
     "event_id",
@@ -98,6 +100,14 @@ class Recorder(ABC):
         """Make sure rows of these months have somewhere to go; how many partitions were made
         (none where the database has no partitions). Outside any transaction."""
         return 0
+
+    def partition_ddl(self, work: Callable[[Any], T], *partitions: str) -> T:
+        """``work(conn)`` in a write transaction of its own, holding what making or dropping
+        partitions needs (on PostgreSQL the one lock order of
+        :mod:`agentdocket.store.postgres_locks`, ``partitions`` locked too; tried again while
+        the tables are busy)."""
+        with self._write() as conn:
+            return work(conn)
 
     @abstractmethod
     def _stored_months(self, conn: Any, trace_ids: Sequence[str]) -> dict[str, date]:

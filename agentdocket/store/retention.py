@@ -14,7 +14,13 @@ stale and recomputed from what is left. Process samples older than the window go
 
 Each month is dropped in a transaction of its own, checked again under lock, and the
 ``retention.applied`` event recording what went (rows by table) is appended in that same
-transaction: a month is either gone and recorded, or neither.
+transaction: a month is either gone and recorded, or neither. On PostgreSQL the drop takes the
+one lock order of partition DDL (:mod:`agentdocket.store.postgres_locks`), so it never
+deadlocks with ingestion making partitions or with the rollup refresh; a month whose tables
+stay busy past the budget (or that the database fails to drop) is kept and reported with the
+reason, and the months dropped before it stay dropped and reported. The rollups of the
+dropped hours are refreshed afterwards when the refresh can run now; else the next refresh
+does it (panels read stale hours live meanwhile).
 """
 
 from __future__ import annotations
@@ -38,7 +44,6 @@ from agentdocket.store.recorder import Recorder
 KEEP = re.compile(r"^\s*(\d+)\s*([hdw])\s*$")
 UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
 TABLES = ("events", "runs", "verdicts", "judge_calls")
-LOCK_TIMEOUT = "10s"
 
 
 def parse_keep(text: str) -> timedelta:
@@ -88,6 +93,9 @@ class Applied:
     refused: list[Month]
     samples: int
     trace_id: str | None  # where the retention.applied event is
+    # kept, with why: tables busy past the budget, or the database failing meanwhile
+    failed: list[tuple[Month, str]] = field(default_factory=list)
+    rollups: str = "refreshed"  # or why the next refresh recomputes the dropped hours
 
 
 class Retention:
@@ -119,31 +127,56 @@ class Retention:
         """Drop the plan's months, each checked again in its own transaction (a late event
         may have made one newer meanwhile: it is refused then), and record each."""
         trace_id = uuid.uuid4().hex
-        dropped, refused = [], list(plan.refused)
+        dropped: list[Month] = []
+        refused, failed = list(plan.refused), []
         self.db.ensure_partitions({month_of(datetime.now(UTC))})  # where the record goes
-        for seq, month in enumerate(plan.drop):
-            # Counted before the lock, which then stays short (on PostgreSQL every query that
-            # plans over the log waits for it); counted again only if events came meanwhile.
-            with self.db._write() as conn:
-                newest = self.months.newest(conn, month.month)
-                counted = self.months.count(conn, month.month, plan.window_start)
-            with self.db._write() as conn:
-                self.months.lock(conn, month.month)
-                if self.months.newest(conn, month.month) != newest:
-                    counted = self.months.count(conn, month.month, plan.window_start)
-                if counted.newer_runs:
-                    refused.append(counted)
-                    continue
-                self.months.drop(conn, month.month)
-                self.appender.append_on(conn, [_record(plan, [counted], trace_id, seq)])
+        for month in plan.drop:
+            try:
+                counted = self._drop(plan, month.month, trace_id, len(dropped))
+            except StoreError as exc:  # busy past the budget, or the database failing
+                failed.append((month, str(exc)))
+                continue
+            if counted.newer_runs:
+                refused.append(counted)
+                continue
             dropped.append(counted)
             if progress is not None:
                 progress(counted)
         with self.db._write() as conn:
             samples = self._samples(conn, plan.window_start, delete=True)
-        if dropped:
-            self.db.refresh_dashboards()  # the dropped hours' rollups, recomputed
-        return Applied(plan, dropped, refused, samples, trace_id if dropped else None)
+        rollups = self._refresh() if dropped else "refreshed"
+        return Applied(
+            plan, dropped, refused, samples, trace_id if dropped else None, failed, rollups
+        )
+
+    def _drop(self, plan: Plan, month: date, trace_id: str, seq: int) -> Month:
+        """Drop ``month`` and record it, unless a run in it became newer than the window
+        (then it is returned with ``newer_runs``, nothing dropped)."""
+        # Counted before the lock, which then stays short (on PostgreSQL every query that
+        # plans over the log waits for it); counted again only if events came meanwhile.
+        with self.db._write() as conn:
+            newest = self.months.newest(conn, month)
+            counted = self.months.count(conn, month, plan.window_start)
+
+        def drop(conn: Any) -> Month:
+            now = counted
+            if self.months.newest(conn, month) != newest:
+                now = self.months.count(conn, month, plan.window_start)
+            if not now.newer_runs:
+                self.months.drop(conn, month)
+                self.appender.append_on(conn, [_record(plan, [now], trace_id, seq)])
+            return now
+
+        return self.db.partition_ddl(drop, *self.months.partitions(month))
+
+    def _refresh(self) -> str:
+        """The dropped hours' rollups, recomputed now if the refresh can run; never fails the
+        retention, whose months are gone and recorded already."""
+        try:
+            self.db.refresh_dashboards()
+        except StoreError as exc:
+            return f"left to the next refresh ({exc})"
+        return "refreshed"
 
     def _samples(self, conn: Any, before: datetime, *, delete: bool) -> int:
         total = 0
@@ -177,8 +210,9 @@ class _Months:
     def stored(self, conn: Any) -> list[date]:
         raise NotImplementedError
 
-    def lock(self, conn: Any, month: date) -> None:
-        raise NotImplementedError
+    def partitions(self, month: date) -> tuple[str, ...]:
+        """The tables holding ``month`` alone, locked with the parents while it is dropped."""
+        return ()
 
     def count(self, conn: Any, month: date, window_start: datetime) -> Month:
         raise NotImplementedError
@@ -215,13 +249,9 @@ class _PostgresMonths(_Months):
             months.append(date.fromisoformat(match.group(1)))
         return sorted(months)
 
-    def lock(self, conn: Any, month: date) -> None:
-        # Writers of this month wait (and find no partition afterwards). Dropping a partition
-        # locks its parent too, and waiting for a lock queues everyone behind: give up after
-        # LOCK_TIMEOUT (a transient error: try again later) rather than stall ingestion.
-        self.db._execute(conn, f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
-        parts = ", ".join(self._part(t, month) for t in ("events", "runs", "verdicts"))
-        self.db._execute(conn, f"LOCK TABLE {parts} IN ACCESS EXCLUSIVE MODE")
+    def partitions(self, month: date) -> tuple[str, ...]:
+        # Writers of this month wait (and find no partition afterwards).
+        return tuple(self._part(t, month) for t in ("events", "runs", "verdicts"))
 
     def newest(self, conn: Any, month: date) -> Any:
         rows = self.db._read_on(
@@ -286,9 +316,6 @@ class _SqliteMonths(_Months):
             conn, "SELECT DISTINCT run_month FROM events WHERE run_month IS NOT NULL"
         )
         return sorted(self.db._from_db("run_month", r[0]) for r in rows)
-
-    def lock(self, conn: Any, month: date) -> None:
-        pass  # BEGIN IMMEDIATE: the one writer
 
     def count(self, conn: Any, month: date, window_start: datetime) -> Month:
         m = month.isoformat()

@@ -45,6 +45,8 @@ def refresh(
     """Refresh on ``conn`` (a psycopg connection in autocommit mode), ``chunk_hours`` stale
     hours per transaction (a first refresh of a long history is one chunk per day, each
     committed on its own); ``progress(done, total)`` is called after each."""
+    from agentdocket.store.postgres_locks import lock_for_refresh  # PostgreSQL's alone
+
     start = time.perf_counter()
     hours = [
         h
@@ -55,6 +57,7 @@ def refresh(
         chunk = hours[i : i + chunk_hours]
         with conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            lock_for_refresh(conn)  # no partition made or dropped meanwhile
             [(locked,)] = conn.execute(
                 "SELECT pg_try_advisory_xact_lock(%s)", [LOCK_KEY]
             ).fetchall()

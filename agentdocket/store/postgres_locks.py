@@ -1,0 +1,85 @@
+"""One lock order for everything that makes, drops or reads across the log's partitions
+(PostgreSQL).
+
+Making a partition (``CREATE TABLE ... PARTITION OF``) and dropping one both lock the parent
+table in ACCESS EXCLUSIVE mode; a reader or writer touches several parents in one transaction.
+Two such paths that take the parents in different orders deadlock (a retention dropping
+``verdicts``, ``runs`` then ``events`` while a refresh holds ``events`` and waits for ``runs``).
+So:
+
+- **Partition DDL** (ingestion making the partitions of a new or late month, retention
+  dropping a month) first takes the advisory lock :data:`PARTITIONS` exclusively, holding no
+  table yet; then all three parents in one statement, in the order ``events``, ``runs``,
+  ``verdicts``, with a ``lock_timeout`` (:data:`LOCK_TRY`) shorter than the server's
+  ``deadlock_timeout`` (1 s by default). It never waits for a table long enough to be part of
+  a deadlock: on a timeout it lets everything go, backs off and tries again, for up to
+  ``budget_s``; past that the database is busy (:class:`MaintenanceBusy`, transient).
+- **The rollup refresh** takes :data:`PARTITIONS` shared before it reads anything: a refresh
+  and partition DDL never interleave, and DDL waiting for a refresh to finish holds nothing.
+- **Ingestion** writes ``events``, then ``runs``, then ``verdicts``: the DDL's order.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import psycopg
+import psycopg.errors
+
+from agentdocket.store.errors import MaintenanceBusy
+from agentdocket.store.postgres_errors import classify
+
+# The advisory key agentdocket_ensure_partitions takes (migration 0010): "agdp" "part".
+PARTITIONS = (1634166881, 1885434996)
+PARENTS = ("events", "runs", "verdicts")
+LOCK_TRY = "200ms"
+BUDGET_S = 60.0
+
+T = TypeVar("T")
+
+
+def lock_for_ddl(conn: psycopg.Connection[Any], *partitions: str) -> None:
+    """In ``conn``'s transaction: the partition DDL lock, then the parents (and
+    ``partitions``) in ACCESS EXCLUSIVE mode, or :class:`psycopg.errors.LockNotAvailable`."""
+    conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", PARTITIONS)
+    conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TRY}'")
+    tables = ", ".join((*PARENTS, *partitions))
+    conn.execute(f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE")
+
+
+def lock_for_refresh(conn: psycopg.Connection[Any]) -> None:
+    """In ``conn``'s transaction: the partition DDL lock, shared (no DDL until it ends)."""
+    conn.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", PARTITIONS)
+
+
+def with_ddl_lock(
+    conn: psycopg.Connection[Any],
+    work: Callable[[psycopg.Connection[Any]], T],
+    *partitions: str,
+    budget_s: float | None = None,
+) -> T:
+    """``work(conn)`` in a transaction of its own holding :func:`lock_for_ddl`, tried again
+    (with jittered exponential back-off) while the tables are busy, up to ``budget_s``
+    (default :data:`BUDGET_S`)."""
+    budget_s = BUDGET_S if budget_s is None else budget_s
+    deadline = time.monotonic() + budget_s
+    delay = 0.02
+    while True:
+        try:
+            with conn.transaction():
+                lock_for_ddl(conn, *partitions)
+                return work(conn)
+        except psycopg.errors.LockNotAvailable as exc:
+            if time.monotonic() + delay > deadline:
+                raise MaintenanceBusy(
+                    f"the log's tables stayed busy for {budget_s:.0f} s; nothing was changed, "
+                    "try again later",
+                    code=exc.sqlstate,
+                ) from None
+        except psycopg.Error as exc:
+            raise classify(exc) from exc
+        time.sleep(delay * (0.5 + random.random()))
+        delay = min(delay * 2, 1.0)
