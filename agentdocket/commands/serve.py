@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -24,6 +25,7 @@ from agentdocket.store import (
     display_url,
 )
 from agentdocket.store.config import parse_url
+from agentdocket.store.limits import Limits, parse_duration
 
 TOKEN_ENV = "AGENTDOCKET_SERVE_TOKEN"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -61,6 +63,13 @@ def _server_class() -> type[Any]:
     return Server
 
 
+def _duration(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
@@ -91,6 +100,20 @@ def _server_class() -> type[Any]:
     show_default=True,
     type=click.IntRange(min=1),
     help="Requests in flight before new ones get 503 with Retry-After.",
+)
+@click.option(
+    "--max-age",
+    default="400d",
+    show_default=True,
+    callback=_duration,
+    help="Spans dated longer ago are dead letters, not stored (set it to your retention).",
+)
+@click.option(
+    "--max-ahead",
+    default="1d",
+    show_default=True,
+    callback=_duration,
+    help="Spans dated further ahead of now are dead letters, not stored.",
 )
 @click.option(
     "--spool-dir",
@@ -125,6 +148,8 @@ def serve(
     token: str | None,
     max_body_mib: float,
     max_pending: int,
+    max_age: timedelta,
+    max_ahead: timedelta,
     spool_dir: Path | None,
     refresh_every: float,
     score: bool,
@@ -171,7 +196,8 @@ def serve(
         redactor = Redactor.from_env()
     except (ConfigError, RedactionConfigError) as exc:
         raise click.ClickException(str(exc)) from None
-    sink = Sink(url, spool_dir=spool_dir, redactor=redactor, source="receiver")
+    limits = Limits(max_age=max_age, max_ahead=max_ahead)
+    sink = Sink(url, spool_dir=spool_dir, redactor=redactor, source="receiver", limits=limits)
     receiver = Receiver(
         sink,
         token=token or None,

@@ -39,8 +39,7 @@ from agentdocket.ingest.spool import DEFAULT_MAX_BYTES, Spool
 from agentdocket.store import AppendResult, Store, StoreError, database_url, display_url, open_store
 from agentdocket.store.config import parse_url
 from agentdocket.store.dead_letters import DeadLetter
-from agentdocket.store.limits import DEFAULT as DEFAULT_LIMITS
-from agentdocket.store.limits import Limits, bound
+from agentdocket.store.limits import LIVE, Limits, bound
 from agentdocket.store.redaction import Redactor
 
 log = logging.getLogger("agentdocket.ingest")
@@ -100,8 +99,9 @@ class Sink:
     ``url`` (the database URL) defaults to ``AGENTDOCKET_DATABASE_URL`` (else ./agentdocket.db).
     ``spool_dir`` / ``spool_max_bytes`` place and bound the spool; past the maximum, new events
     are dropped and counted. ``source`` is named in the dead letters of what this sink delivers
-    (``tracer``, ``receiver``, ``langchain``). ``limits`` and then ``redactor`` (default:
-    ``AGENTDOCKET_REDACT``'s rules) are applied before anything is stored or spooled.
+    (``tracer``, ``receiver``, ``langchain``). ``limits`` (default: live ingestion's, with its
+    time window) and then ``redactor`` (default: ``AGENTDOCKET_REDACT``'s rules) are applied
+    before anything is stored or spooled.
     """
 
     def __init__(
@@ -117,7 +117,7 @@ class Sink:
         store_factory: Callable[[str], Store] | None = None,
         redactor: Redactor | None = None,
         source: str = "tracer",
-        limits: Limits = DEFAULT_LIMITS,
+        limits: Limits = LIVE,
     ) -> None:
         self.url = _with_connect_timeout(database_url(url))
         directory = Path(spool_dir) if spool_dir else default_spool_dir(self.url)

@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Any
 
 from agentdocket.events import Dataset, Event
@@ -141,8 +141,10 @@ class Appender:
     @contextmanager
     def _write_for(self, events: Sequence[Event]) -> Iterator[Any]:
         """A write transaction for ``events``, their months' partitions made first (DDL never
-        runs inside a batch's transaction)."""
-        self.db.ensure_partitions(run_months.needed(events))
+        runs inside a batch's transaction); none for events outside the time window."""
+        now = datetime.now(UTC)
+        timely = [e for e in events if self.limits.untimely(e.ts, now) is None]
+        self.db.ensure_partitions(run_months.needed(timely))
         with self.db._write() as conn:
             yield conn
 
@@ -156,6 +158,20 @@ class Appender:
         return inserted, refusals + refused
 
     def _prepare(self, events: list[Event]) -> tuple[list[Event], Refusals]:
+        if self.limits.max_age is None and self.limits.max_ahead is None:
+            return self._prepare_all(events)
+        now = datetime.now(UTC)
+        timely, late = [], []
+        for event in events:
+            why = self.limits.untimely(event.ts, now)
+            if why is None:
+                timely.append(event)
+            else:
+                late.append((event, RecordRefused(why, code="time_window")))
+        prepared, refused = self._prepare_all(timely)
+        return prepared, late + refused
+
+    def _prepare_all(self, events: list[Event]) -> tuple[list[Event], Refusals]:
         """Events as they are written: within the limits (:mod:`agentdocket.store.limits`),
         escaped (:mod:`agentdocket.store.escaping`), then redacted. An event that cannot be
         prepared (an error of its data's making, never the database's) is refused."""

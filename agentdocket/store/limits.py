@@ -24,6 +24,13 @@ limit              default    past it
 A record bound this way is stored with the rest of its run (a root span over a limit still
 makes its run). Binding is idempotent, and costs one serialisation when nothing is past a
 limit, which is almost always (:func:`bound_json`).
+
+Live ingestion (the receiver, the tracer, the LangChain handler: :data:`LIVE`) also bounds
+time: an event dated more than ``max_age`` ago (400 days) or more than ``max_ahead`` from now
+(one day) is refused and kept as a dead letter naming the limit, so that no clock far off, and
+no one who may send spans, makes a partition decades away (every month between 1970 and 2554
+would be one each). ``agentdocket dead-letters retry`` stores such an event deliberately: the
+store opened by the command line bounds no time (imports of old data neither).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -51,12 +59,27 @@ class Limits:
     max_string: int = 1_048_576
     max_items: int = 10_000
     max_attributes: int = 4_096
+    max_age: timedelta | None = None  # events older than this are refused (None: any age)
+    max_ahead: timedelta | None = None  # events further ahead of now are refused
 
     def __post_init__(self) -> None:
         for name in ("max_depth", "max_string", "max_items", "max_attributes"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"limits: {name} must be a positive integer, not {value!r}")
+        for name in ("max_age", "max_ahead"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, timedelta) or value <= timedelta(0)):
+                raise ValueError(f"limits: {name} must be a positive duration, not {value!r}")
+
+    def untimely(self, ts: datetime, now: datetime) -> str | None:
+        """Why an event dated ``ts`` is refused at ``now``, or None when its time is accepted."""
+        when = f"dated {ts.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
+        if self.max_age is not None and ts < now - self.max_age:
+            return f"{when}, older than {_span(self.max_age)} (limit max_age)"
+        if self.max_ahead is not None and ts > now + self.max_ahead:
+            return f"{when}, more than {_span(self.max_ahead)} ahead (limit max_ahead)"
+        return None
 
     def depth_marker(self) -> str:
         return MARKER.format(
@@ -80,7 +103,28 @@ class Limits:
         return MARKER.format(detail=f"{more:,} more items", limit="max_items")
 
 
+DURATION = re.compile(r"^\s*(\d+)\s*([hdw])\s*$")
+UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``36h``, ``90d`` or ``12w`` as a duration (positive)."""
+    match = DURATION.match(text)
+    if match is None or int(match.group(1)) == 0:
+        raise ValueError(f"{text!r}: give a positive number and a unit, h, d or w (e.g. 90d)")
+    return int(match.group(1)) * UNITS[match.group(2)]
+
+
+def _span(d: timedelta) -> str:
+    if d % timedelta(days=1):
+        hours = d / timedelta(hours=1)
+        return f"{hours:g} hour{'s' if hours != 1 else ''}"
+    return f"{d.days} day{'s' if d.days != 1 else ''}"
+
+
 DEFAULT = Limits()
+# Live ingestion's: the same, and a time window.
+LIVE = Limits(max_age=timedelta(days=400), max_ahead=timedelta(days=1))
 
 
 def bound(value: Any, limits: Limits = DEFAULT) -> Any:

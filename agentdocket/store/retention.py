@@ -38,20 +38,21 @@ from typing import Any
 from agentdocket.events import Event, RetentionApplied, format_ts
 from agentdocket.store.appending import Appender
 from agentdocket.store.errors import StoreError
+from agentdocket.store.limits import parse_duration
 from agentdocket.store.months import month_of
 from agentdocket.store.recorder import Recorder
 
-KEEP = re.compile(r"^\s*(\d+)\s*([hdw])\s*$")
-UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
 TABLES = ("events", "runs", "verdicts", "judge_calls")
 
 
 def parse_keep(text: str) -> timedelta:
     """``90d``, ``12w`` or ``36h`` as a duration; at least one day."""
-    match = KEEP.match(text)
-    if match is None:
-        raise ValueError(f"--keep {text!r}: give a number and a unit, h, d or w (e.g. 90d)")
-    keep = int(match.group(1)) * UNITS[match.group(2)]
+    try:
+        keep = parse_duration(text)
+    except ValueError:
+        raise ValueError(
+            f"--keep {text!r}: give a number and a unit, h, d or w (e.g. 90d)"
+        ) from None
     if keep < timedelta(days=1):
         raise ValueError(f"--keep {text!r}: keep at least one day")
     return keep

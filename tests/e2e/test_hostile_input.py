@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 import httpx
 import orjson
+import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -28,10 +30,14 @@ from starlette.testclient import TestClient
 from agentdocket.ingest.receiver import Receiver
 from agentdocket.ingest.sink import Sink
 from agentdocket.store import open_store
+from agentdocket.store.config import parse_url, psycopg_conninfo
 from agentdocket.store.limits import DEFAULT as LIMITS
 from tests.helpers.otlp_server import Server
 
 JSON = {"content-type": "application/json"}
+
+# A minute ago: live ingestion refuses spans dated outside its time window.
+START_NS = time.time_ns() - 60 * 10**9
 
 
 @pytest.fixture
@@ -52,8 +58,8 @@ def _span(trace: str, span: str, parent: str | None, name: str, attrs: dict[str,
         "traceId": trace,
         "spanId": span,
         "name": name,
-        "startTimeUnixNano": "1700000000000000000",
-        "endTimeUnixNano": "1700000000500000000",
+        "startTimeUnixNano": str(START_NS),
+        "endTimeUnixNano": str(START_NS + 500_000_000),
         "attributes": [_attribute(k, v) for k, v in attrs.items()],
     }
     if parent:
@@ -86,7 +92,9 @@ def _run(trace: str, *, root: dict[str, Any], tool: dict[str, Any]) -> bytes:
         ),
     ]
     # the standard encoder: a deep key-value list is past orjson's own nesting limit
-    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).encode()
+    return json.dumps(
+        {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}, ensure_ascii=False
+    ).encode()
 
 
 def _nested(depth: int, shape: str) -> str:
@@ -123,7 +131,7 @@ hostile = st.one_of(
     ),
     st.builds(
         lambda n, ch: {"output.value": ch * n},
-        st.integers(LIMITS.max_string + 1, 3 * LIMITS.max_string),
+        st.integers(LIMITS.max_string + 1, 2 * LIMITS.max_string),  # under 16 MiB as JSON
         st.sampled_from(["x", "é", "\x00", "\ufdd0", "😀"]),
     ),
     st.builds(
@@ -232,3 +240,49 @@ def test_a_value_nested_a_thousand_deep_is_no_outage(pg_url: str, tmp_path: Path
         [call] = [e for e in store.events(runs["agent 134"]["trace_id"]) if e.kind == "tool.called"]
         assert LIMITS.depth_marker() in json.dumps(call.payload)
         assert store.dead_letter_counts()["total"] == 0
+
+
+# --- time bounds ------------------------------------------------------------------------------
+
+
+def _partitions(url: str) -> set[str]:
+    """The log's partitions (PostgreSQL; none on SQLite)."""
+    if not url.startswith("postgresql"):
+        return set()
+    with psycopg.connect(psycopg_conninfo(parse_url(url))) as conn:
+        rows = conn.execute(
+            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+        ).fetchall()
+    return {r[0] for r in rows}
+
+
+def _dated(trace: str, start_ns: int) -> bytes:
+    span = _span(trace, "b000000000000001", None, "agent", {"openinference.span.kind": "AGENT"})
+    span["startTimeUnixNano"] = str(start_ns)
+    span["endTimeUnixNano"] = str(start_ns)
+    return orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
+
+
+def test_spans_dated_1970_or_2554_are_dead_letters_and_make_no_partition(
+    receiver: Receiver, url: str
+) -> None:
+    client = TestClient(receiver.app)
+    before = _partitions(url)
+    traces = {"1970": uuid.uuid4().hex, "2554": uuid.uuid4().hex, "now": uuid.uuid4().hex}
+    for label, when in (("1970", 0), ("2554", 2**64 - 1), ("now", START_NS)):
+        reply = client.post("/v1/traces", content=_dated(traces[label], when), headers=JSON)
+        assert reply.status_code == 200
+    assert _partitions(url) == before
+    assert not {p for p in _partitions(url) if p.endswith(("1970_01", "2554_07"))}
+    with open_store(url) as store:
+        assert store.run(traces["now"]) is not None
+        letters = {d["trace_id"]: d["error"] for d in store.dead_letters()}
+        assert store.events(traces["1970"]) == [] and store.events(traces["2554"]) == []
+    assert (
+        "dated 1970-01-01T00:00:00Z, older than 400 days (limit max_age)" in letters[traces["1970"]]
+    )
+    assert (
+        "dated 2554-07-21T23:34:33Z, more than 1 day ahead (limit max_ahead)"
+        in letters[traces["2554"]]
+    )
+    assert receiver.sink.stats.spooled == 0

@@ -34,6 +34,9 @@ NUL_RESULT = "row\x00one"
 NUL_MESSAGE = "hi\x00there"
 NUL_ATTRIBUTE = "attr\x00value"
 
+# A minute ago: live ingestion refuses spans dated outside its time window.
+START_NS = time.time_ns() - 60 * 10**9
+
 
 @pytest.fixture
 def server(pg_url: str, tmp_path: Path) -> Iterator[Server]:
@@ -147,8 +150,8 @@ def _json_request(result: str) -> dict[str, Any]:
                                 "traceId": "7a3e0d1c9b8f4e2a6d5c4b3a29180716",
                                 "spanId": "1c2d3e4f5a6b7c8d",
                                 "name": "lookup",
-                                "startTimeUnixNano": "1700000000000000000",
-                                "endTimeUnixNano": "1700000000500000000",
+                                "startTimeUnixNano": str(START_NS),
+                                "endTimeUnixNano": str(START_NS + 500_000_000),
                                 "attributes": [
                                     {
                                         "key": "openinference.span.kind",
