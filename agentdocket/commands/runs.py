@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
+from datetime import datetime
 from typing import Any
 
 import click
@@ -141,14 +143,26 @@ def _summary(event: Event) -> str:
 @runs.command(name="show")
 @click.argument("trace_id")
 @click.option("--width", default=160, show_default=True, help="Truncate summaries to this.")
+@click.option(
+    "--steps",
+    "max_steps",
+    default=100,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Show at most this many steps, the first and the last (0: every step).",
+)
 @FORMAT
 @click.pass_context
-def runs_show(ctx: click.Context, trace_id: str, width: int, fmt: str) -> None:
+def runs_show(ctx: click.Context, trace_id: str, width: int, max_steps: int, fmt: str) -> None:
     """Show one run as a timeline of its steps (TRACE_ID may be abbreviated).
+
+    A run of more steps than --steps shows its first and last steps, and what kinds the
+    others are; --steps 0 shows them all, --format json gives every event.
 
     \b
     Examples:
       agentdocket runs show 4bf92f35
+      agentdocket runs show 4bf92f35 --steps 0
       agentdocket runs show 4bf92f3577b34da6a3ce929d0e0e4736 --format json
     """
     with open_from(ctx) as store:
@@ -161,9 +175,9 @@ def runs_show(ctx: click.Context, trace_id: str, width: int, fmt: str) -> None:
             )
         tid = matches[0]
         run = store.run(tid)
-        events = store.events(tid)
         trace = store.read_trace(tid)
     assert run is not None and trace is not None
+    events = list(trace.events)
     if fmt == "json":
         echo_json(
             {
@@ -185,22 +199,14 @@ def runs_show(ctx: click.Context, trace_id: str, width: int, fmt: str) -> None:
     console.print(f"answer: {run['answer'] or '-'}")
     steps = [e for e in events if e.kind != "verdict"]
     verdicts = [e for e in events if e.kind == "verdict"]
-    start = (steps or events)[0].ts
-    table = Table(show_header=True, header_style="bold")
-    for col in ("seq", "+ms", "kind", "what"):
-        table.add_column(col, overflow="fold")
-    depth = _depths(steps)
-    for e in steps:
-        offset = (e.ts - start).total_seconds() * 1000
-        text = _summary(e)
-        if len(text) > width:
-            text = text[: width - 1] + "…"
-        style = "red" if e.payload.get("error") else ""
-        indent = "  " * depth.get(e.span_id, 0)
-        table.add_row(
-            str(e.seq), f"{offset:.0f}", indent + e.kind, f"[{style}]{text}[/]" if style else text
+    console.print(_steps_table(steps, (steps or events)[0].ts, width, max_steps))
+    if 0 < max_steps < len(steps):
+        kinds = Counter(e.kind for e in steps)
+        console.print(
+            f"{len(steps):,} steps ({', '.join(f'{n:,} {k}' for k, n in kinds.most_common())}); "
+            f"{len(steps) - max_steps:,} not shown: --steps 0 shows them all",
+            highlight=False,
         )
-    console.print(table)
     if verdicts:
         console.print(_verdicts_table(verdicts))
     if trace.case is not None:
@@ -209,6 +215,33 @@ def runs_show(ctx: click.Context, trace_id: str, width: int, fmt: str) -> None:
             f"case {c.case_id}: expected plan {c.expected_plan or '-'}; "
             f"reference {c.reference_answer or c.stub_response or '-'}"
         )
+
+
+def _steps_table(steps: list[Event], start: datetime, width: int, max_steps: int) -> Table:
+    """The steps, indented by span depth; past ``max_steps`` (0: no limit) the first and the
+    last tenth of that many, with a row saying how many are left out between them."""
+    table = Table(show_header=True, header_style="bold")
+    for col in ("seq", "+ms", "kind", "what"):
+        table.add_column(col, overflow="fold")
+    depth = _depths(steps)
+    shown: list[Event | None] = list(steps)
+    if 0 < max_steps < len(steps):
+        tail = max_steps // 10
+        shown = [*steps[: max_steps - tail], None, *steps[len(steps) - tail :]]
+    for e in shown:
+        if e is None:
+            table.add_row("⋮", "", "", f"[dim]{len(steps) - max_steps:,} more steps[/]")
+            continue
+        offset = (e.ts - start).total_seconds() * 1000
+        text = _summary(e)
+        if len(text) > width:
+            text = text[: width - 1] + "…"
+        style = "red" if e.payload.get("error") else ""
+        indent = "  " * min(depth.get(e.span_id, 0), 40)
+        table.add_row(
+            str(e.seq), f"{offset:.0f}", indent + e.kind, f"[{style}]{text}[/]" if style else text
+        )
+    return table
 
 
 def _verdicts_table(verdicts: list[Event]) -> Table:
@@ -233,13 +266,21 @@ def _verdicts_table(verdicts: list[Event]) -> Table:
 
 
 def _depths(events: list[Event]) -> dict[str, int]:
+    """Each span's depth below the run's top (its parents among these events), each span
+    walked once: a chain of thousands of nested spans costs no more than a flat run. A parent
+    cycle counts as the top where it closes."""
     parent = {e.span_id: e.parent_span_id for e in events}
     depth: dict[str, int] = {}
     for span in parent:
-        d, seen, cur = 0, set(), parent.get(span)
-        while cur is not None and cur in parent and cur not in seen:
-            seen.add(cur)
-            d += 1
+        chain: list[str] = []
+        on_chain: set[str] = set()
+        cur: str | None = span
+        while cur is not None and cur in parent and cur not in depth and cur not in on_chain:
+            chain.append(cur)
+            on_chain.add(cur)
             cur = parent[cur]
-        depth[span] = d
+        d = depth[cur] + 1 if cur is not None and cur in depth else 0
+        for s in reversed(chain):
+            depth[s] = d
+            d += 1
     return depth

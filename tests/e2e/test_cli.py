@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import agentdocket
 from agentdocket.cli import main
 from agentdocket.store import open_store
 from tests.helpers.db import cli
+from tests.helpers.factory import nested_run
 
 AGENTDOCKET = str(Path(sys.executable).parent / "agentdocket")  # the installed console script
 
@@ -192,3 +194,24 @@ def test_retention_says_what_would_go_then_drops_it(url: str) -> None:
         assert store.run(new[0].trace_id) is not None
     again = json.loads(cli(url, "retention", "--keep", "90d", "--format", "json"))
     assert [m for m in again["dropped"] if m["runs"]] == []
+
+
+def test_a_run_of_thousands_of_nested_spans_shows_its_first_and_last_steps(
+    sqlite_url: str,
+) -> None:
+    """5,000 tool spans, each nested in the last: the table holds the first 90 and the last 10
+    of the default 100 steps, a row for the 9,902 between, and what kinds the steps are;
+    --steps 0 shows every one, indented without walking the chain again for each."""
+    events = nested_run(random.Random(3), 5_000)
+    with open_store(sqlite_url) as store:
+        store.append(events)
+    trace = events[0].trace_id
+    text = cli(sqlite_url, "runs", "show", trace[:12], "--width", "60")
+    rows = [line for line in text.splitlines() if line.startswith("│")]
+    shown = [int(r.split("│")[1]) for r in rows if r.split("│")[1].strip().isdigit()]
+    assert shown == [*range(90), *range(9_992, 10_002)]
+    assert "9,902 more steps" in text
+    assert "10,002 steps (5,000 tool.called, 5,000 tool.returned, 1 run.started, 1" in text
+    everything = cli(sqlite_url, "runs", "show", trace, "--steps", "0", "--width", "60")
+    assert "more steps" not in everything
+    assert sum(1 for line in everything.splitlines() if "tool.returned" in line) == 5_000

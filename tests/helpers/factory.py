@@ -171,3 +171,51 @@ def awkward_run_events(rng: random.Random, text: str = AWKWARD) -> list[Event]:
             continue
         out.append(dataclasses.replace(e, payload=p))
     return out
+
+
+def nested_run(rng: random.Random, spans: int) -> list[Event]:
+    """A run whose root calls ``spans`` tools, each its own span, each nested in the last
+    (the deepest shape a tree of spans takes)."""
+    trace = uuid.UUID(int=rng.getrandbits(128)).hex
+    root = f"{rng.getrandbits(64):016x}"
+    t0 = datetime.now(UTC) - timedelta(hours=1)
+    events = [
+        Event.create(
+            trace_id=trace,
+            span_id=root,
+            seq=0,
+            ts=t0,
+            payload=RunStarted(agent="huge", question="how deep does it go?"),
+        )
+    ]
+    parent = root
+    for i in range(spans):
+        span = f"{rng.getrandbits(64):016x}"
+        at = t0 + timedelta(milliseconds=i)
+        for k, payload in enumerate(
+            (
+                ToolCalled(call_id=span, tool="lookup", arguments={"i": i}),
+                ToolReturned(call_id=span, tool="lookup", result={"rows": [i, i + 1]}),
+            )
+        ):
+            events.append(
+                Event.create(
+                    trace_id=trace,
+                    span_id=span,
+                    parent_span_id=parent,
+                    seq=2 * i + 1 + k,
+                    ts=at,
+                    payload=payload,
+                )
+            )
+        parent = span
+    events.append(
+        Event.create(
+            trace_id=trace,
+            span_id=root,
+            seq=2 * spans + 1,
+            ts=t0 + timedelta(milliseconds=spans),
+            payload=RunFinished(status="ok"),
+        )
+    )
+    return events
