@@ -143,13 +143,28 @@ def _ibm_source(path: Path, expected: Path | None) -> tuple[str, Path, Path | No
     help="expected_final_responses.json, for a fine-tuned api_data_0_11.json "
     "(default: found beside it or one folder up).",
 )
+@click.option(
+    "--duplicates",
+    type=click.Choice(["refuse", "first", "each"]),
+    default="refuse",
+    show_default=True,
+    help="Results repeating a test_run_uuid: refuse the file, keep the first of each, or make "
+    "each a run of its own (single models' files).",
+)
 @click.pass_context
 def import_ibm(
-    ctx: click.Context, path: Path, dataset: str, agent: str | None, expected: Path | None
+    ctx: click.Context,
+    path: Path,
+    dataset: str,
+    agent: str | None,
+    expected: Path | None,
+    duplicates: str,
 ) -> None:
     """Import raw outputs of the IBM coalitions study: a corrected_result.json (single models)
     or an api_data_0_11.json (fine-tuned), or a folder holding one. Tests become runs, with
-    cases carrying the study's argument rules. Re-importing adds nothing.
+    cases carrying the study's argument rules. Re-importing adds nothing. A file that repeats
+    a test_run_uuid is refused (naming how many and the first), unless --duplicates says what
+    to do with the repeats.
 
     \b
     Examples:
@@ -162,8 +177,8 @@ def import_ibm(
     agent = agent or (path.name if path.is_dir() else source.parent.name)
     with _source_errors():
         if fmt == "single":
-            data, events = ibm_coalitions.load(source, dataset, agent)
-            problems: list[Any] = []
+            data, events, notes = ibm_coalitions.load(source, dataset, agent, duplicates)
+            problems: list[Any] = list(notes)
         else:
             assert expected is not None
             data, events, problems = ibm_fine_tuned.load(source, expected, dataset, agent)

@@ -55,13 +55,37 @@ class RunBuilder:
 
 
 def read_json(path: Path, error: type[SourceFormatError]) -> Any:
-    """A JSON file's content, or ``error`` naming the file and the problem."""
+    """A JSON file's content, or ``error`` naming the file, the problem and its place: the
+    byte offset, line and column."""
     try:
-        return orjson.loads(path.read_bytes())
+        raw = path.read_bytes()
     except OSError as exc:
         raise error(f"{path}: cannot read it ({exc.strerror})") from None
+    try:
+        return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise error(f"{path}: not JSON ({exc})") from None
+        raise error(f"{path}: {decode_problem(raw, exc)}") from None
+
+
+def decode_problem(raw: bytes, exc: orjson.JSONDecodeError) -> str:
+    """Why ``raw`` is not JSON, and where, in bytes (orjson counts characters, and reports a
+    byte that is not UTF-8 at the start of the text)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        at = bad.start
+        return (
+            f"not UTF-8 at byte {at:,} ({_line_column(raw, at)}): byte 0x{raw[at]:02x}, "
+            f"{bad.reason}"
+        )
+    at = len(text[: exc.pos].encode("utf-8"))
+    return f"not JSON at byte {at:,} ({_line_column(raw, at)}): {exc.msg}"
+
+
+def _line_column(raw: bytes, at: int) -> str:
+    line_start = raw.rfind(b"\n", 0, at) + 1
+    line = raw.count(b"\n", 0, at) + 1
+    return f"line {line}, column {at - line_start + 1}"
 
 
 def read_json_list(path: Path, what: str, error: type[SourceFormatError]) -> list[Any]:

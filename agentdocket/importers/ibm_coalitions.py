@@ -23,11 +23,16 @@ not to any scorer:
 A fine-tuned model has no separate planner: its plan is the sequence of actions it took.
 
 Ids are derived from the test run uuids (fine-tuned: the API and instruction index), so
-importing a file twice adds nothing. Every model of the study answers the same 114 tests: a
-case is keyed by its service and test description and carries nothing of the model that ran
-it (the test run's uuid is on the run), so the results of every model go into one dataset and
-compare case by case. (Version 1 of these datasets kept the uuid on the case; version 2 does
-not.)
+importing a file twice adds nothing. A file that gives one test run uuid to several results
+would make them one run; ``duplicates`` decides instead: ``refuse`` (the default) names how
+many and the first of them and imports nothing, ``first`` keeps the first result of each uuid
+and reports the others skipped, ``each`` makes every result a run of its own (the repeats'
+trace ids derive from the uuid and the occurrence) and reports that it did.
+
+Every model of the study answers the same 114 tests: a case is keyed by its service and test
+description and carries nothing of the model that ran it (the test run's uuid is on the run),
+so the results of every model go into one dataset and compare case by case. (Version 1 of these
+datasets kept the uuid on the case; version 2 does not.)
 """
 
 from __future__ import annotations
@@ -90,12 +95,22 @@ def _steps(value: Any, where: str) -> list[dict[str, Any]]:
     return value
 
 
-def load(path: Path, dataset: str, agent: str | None = None) -> tuple[Dataset, list[Event]]:
-    """The dataset of cases and the events of the runs in a ``corrected_result.json``."""
+DUPLICATES = ("refuse", "first", "each")
+
+
+def load(
+    path: Path, dataset: str, agent: str | None = None, duplicates: str = "refuse"
+) -> tuple[Dataset, list[Event], list[str]]:
+    """The dataset of cases and the events of the runs in a ``corrected_result.json``, and
+    what was done with results repeating a test run uuid (see the module's documentation)."""
+    if duplicates not in DUPLICATES:
+        raise ValueError(f"duplicates: {duplicates!r} is not one of {', '.join(DUPLICATES)}")
     services = read_json_list(path, "services", IbmFormatError)
     agent = agent or path.parent.name
-    cases: list[Case] = []
+    cases: dict[str, Case] = {}
     events: list[Event] = []
+    seen: dict[str, int] = {}  # test run uuid: results with it so far
+    repeated: list[str] = []  # where each repeat is
     n = 0
     for s, service in enumerate(services):
         name = service.get("service") if isinstance(service, dict) else None
@@ -104,28 +119,64 @@ def load(path: Path, dataset: str, agent: str | None = None) -> tuple[Dataset, l
         rules = rules_for_service(name)
         for r, result in enumerate(service["results"]):
             where = f"{path.name}: {name} result [{r}]"
+            run_id = _run_id(result, where)
+            occurrence = seen[run_id] = seen.get(run_id, 0) + 1
+            if occurrence > 1:
+                repeated.append(f"{run_id} ({name} result [{r}])")
+                if duplicates != "each":
+                    continue
+            key = run_id if occurrence == 1 else f"{run_id}#{occurrence}"
             case, run = _one(
-                result, name, rules, dataset, agent, where, EPOCH + timedelta(seconds=n)
+                result, name, rules, dataset, agent, key, where, EPOCH + timedelta(seconds=n)
             )
-            cases.append(case)
+            if case.case_id in cases and cases[case.case_id] != case:
+                raise IbmFormatError(f"{where}: case {case.case_id!r} differs from an earlier one")
+            cases.setdefault(case.case_id, case)
             events.extend(run)
             n += 1
+    notes = _duplicates(path, repeated, len({r.split(" ", 1)[0] for r in repeated}), duplicates)
     # in case order, not the file's service order (which differs between models' files)
-    ordered = tuple(sorted(cases, key=lambda c: c.case_id))
-    return Dataset(dataset, VERSION, ordered, DESCRIPTION), events
+    ordered = tuple(sorted(cases.values(), key=lambda c: c.case_id))
+    return Dataset(dataset, VERSION, ordered, DESCRIPTION), events, notes
+
+
+def _run_id(result: Any, where: str) -> str:
+    if not isinstance(result, dict) or not isinstance(result.get("test_run_uuid"), str):
+        raise IbmFormatError(f"{where}: expected a result with a test_run_uuid")
+    return str(result["test_run_uuid"])
+
+
+def _duplicates(path: Path, repeated: list[str], ids: int, duplicates: str) -> list[str]:
+    """What became of results repeating a test run uuid; refused unless a policy was given."""
+    if not repeated:
+        return []
+    first = ", ".join(repeated[:3]) + (", ..." if len(repeated) > 3 else "")
+    what = (
+        f"{len(repeated):,} results repeat the test_run_uuid of an earlier one "
+        f"({ids:,} ids; first: {first})"
+    )
+    if duplicates == "refuse":
+        raise IbmFormatError(
+            f"{path.name}: {what}; nothing was imported. --duplicates first keeps the first "
+            "result of each id, --duplicates each makes every result a run of its own"
+        )
+    if duplicates == "first":
+        return [f"{path.name}: {what}: skipped, the first result of each id kept"]
+    return [f"{path.name}: {what}: each made a run of its own"]
 
 
 def _one(
-    result: Any,
+    result: dict[str, Any],
     service: str,
     rules: ArgumentRules,
     dataset: str,
     agent: str,
+    key: str,
     where: str,
     t0: datetime,
 ) -> tuple[Case, list[Event]]:
-    if not isinstance(result, dict) or "test_run_uuid" not in result:
-        raise IbmFormatError(f"{where}: expected a result with a test_run_uuid")
+    """A result's case and run; ``key`` is the run's (its test run uuid, with ``#2``... for
+    the repeats of one)."""
     description = str(result.get("test_description", "")).removeprefix("Test: ")
     case_id = f"{service}:{description or result['test_run_uuid']}"
     expected = _steps(result.get("expected_executor_step_and_parameters", []), f"{where}.expected")
@@ -139,7 +190,7 @@ def _one(
         stub_response=result.get("expected_magpie_output"),
         attributes={"service": service, **PAIRING},
     )
-    run = RunBuilder(uuid.uuid5(NAMESPACE, f"{agent}/{result['test_run_uuid']}").hex, t0)
+    run = RunBuilder(uuid.uuid5(NAMESPACE, f"{agent}/{key}").hex, t0)
     run.add(
         RunStarted(
             agent=agent,

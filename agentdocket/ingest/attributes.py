@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import orjson
 
-from agentdocket.store.limits import DEFAULT as LIMITS
+from agentdocket.store.limits import STORE as LIMITS
 from agentdocket.store.limits import bound
 
 # --- OpenInference ---------------------------------------------------------------------------

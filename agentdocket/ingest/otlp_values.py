@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from agentdocket.store.limits import DEFAULT as LIMITS
+from agentdocket.store.limits import LIVE as LIMITS
 from agentdocket.store.limits import bound_attributes
 
 MAX_DEPTH = LIMITS.max_depth  # nesting of array / key-value list attribute values

@@ -13,7 +13,7 @@ from agentdocket.store.config import ENV_VAR, ConfigError, database_url, display
 from agentdocket.store.dead_letters import DeadLetter, Retried
 from agentdocket.store.derived import Derived, digest, for_dialect
 from agentdocket.store.errors import DatasetConflict, RecordRefused, StoreError, StoreUnavailable
-from agentdocket.store.limits import DEFAULT as DEFAULT_LIMITS
+from agentdocket.store.limits import STORE as STORE_LIMITS
 from agentdocket.store.limits import Limits
 from agentdocket.store.redaction import RedactionConfigError, Redactor
 
@@ -43,7 +43,7 @@ def open_store(
     *,
     migrate: bool = True,
     redactor: Redactor | None = None,
-    limits: Limits = DEFAULT_LIMITS,
+    limits: Limits = STORE_LIMITS,
     derived: Sequence[Derived] = (),
 ) -> Store:
     """Open the store at ``url`` (default: ``AGENTDOCKET_DATABASE_URL`` or ./agentdocket.db).

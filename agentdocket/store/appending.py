@@ -20,7 +20,7 @@ from agentdocket.store.datasets import DatasetRegistry
 from agentdocket.store.dead_letters import DeadLetter, DeadLetters
 from agentdocket.store.errors import RecordRefused, WriteConflict
 from agentdocket.store.escaping import escape_json
-from agentdocket.store.limits import DEFAULT, Limits, bound_json
+from agentdocket.store.limits import STORE, Limits, bound_json
 from agentdocket.store.projector import Projector
 from agentdocket.store.recorder import DATA_ERRORS, Recorder
 from agentdocket.store.redaction import Redactor
@@ -49,7 +49,7 @@ class Appender:
         datasets: DatasetRegistry,
         dead_letters: DeadLetters,
         redactor: Redactor,
-        limits: Limits = DEFAULT,
+        limits: Limits = STORE,
     ) -> None:
         self.db = db
         self.projector = projector

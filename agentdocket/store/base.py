@@ -24,7 +24,7 @@ from agentdocket.store.datasets import DatasetRegistry
 from agentdocket.store.dead_letters import DeadLetter, DeadLetters, Retried
 from agentdocket.store.derived import DIGEST_SQL
 from agentdocket.store.following import Following
-from agentdocket.store.limits import DEFAULT, Limits
+from agentdocket.store.limits import STORE, Limits
 from agentdocket.store.projector import Projector
 from agentdocket.store.reading import Reader, StoredRun
 from agentdocket.store.recorder import Recorder
@@ -39,7 +39,7 @@ class Store:
     """Append events, register datasets, read traces and projections, keep dead letters."""
 
     def __init__(
-        self, recorder: Recorder, redactor: Redactor | None = None, limits: Limits = DEFAULT
+        self, recorder: Recorder, redactor: Redactor | None = None, limits: Limits = STORE
     ) -> None:
         self.recorder = recorder
         # Applied to every event and case before it is written (AGENTDOCKET_REDACT by default).

@@ -4,33 +4,40 @@ A value sent by anyone who may send spans can be built to hurt: JSON nested a th
 deep makes every recursive encoder (and SQLite's JSON functions, which stop at 1,000 levels)
 fail; a string of a hundred megabytes bloats every backend. So every event's payload is bound
 to explicit limits before it reaches the spool or the store, and what goes past a limit is
-replaced by a marker naming it, never dropped in silence and never taken for an outage:
+replaced by a marker naming it, never dropped in silence and never taken for an outage.
 
-=================  =========  ==============================================================
-limit              default    past it
-=================  =========  ==============================================================
-``max_depth``      64         a value nested deeper becomes the marker
-                              ``[agentdocket: nested deeper than 64 levels; limit max_depth]``
-``max_string``     1,048,576  a string (or a member name) is cut there, and the marker
-                              ``[agentdocket: 12,345 more characters; limit max_string]``
-                              appended
-``max_items``      10,000     an array keeps its first 10,000 items and gains the marker as
-                              its last; an object keeps its first 10,000 members and gains
-                              the member ``agentdocket.truncated`` holding the marker
-``max_attributes`` 4,096      (the receiver) a span or log record keeps its first 4,096
-                              attributes; ``agentdocket.dropped_attributes`` counts the rest
-=================  =========  ==============================================================
+Live ingestion (the receiver, the tracer, the LangChain handler) applies :data:`LIVE`, the
+class's defaults. The store applies :data:`STORE` to everything else (imports, a program's own
+``Store.append``): nesting depth alone, since a study's data is kept as it is (one real
+response of the IBM coalitions study is a 3 MB string) and only depth breaks the machinery.
+
+==================  =========  =========  =====================================================
+limit               live       store      past it
+==================  =========  =========  =====================================================
+``max_depth``       64         64         a value nested deeper becomes the marker
+                                          ``[agentdocket: nested deeper than 64 levels;
+                                          limit max_depth]``
+``max_string``      8 Mi       none       a string (or a member name) is cut there, and
+                                          ``[agentdocket: 12,345 more characters; limit
+                                          max_string]`` appended
+``max_items``       100,000    none       an array keeps its first items and gains the
+                                          marker as its last; an object its first members and
+                                          ``agentdocket.truncated``
+``max_attributes``  4,096      4,096      (the receiver) a span or log record keeps its first
+                                          4,096 attributes; ``agentdocket.dropped_attributes``
+                                          counts the rest
+``max_age``         400 days   none       the event is refused: a dead letter naming the limit
+``max_ahead``       1 day      none       the event is refused: a dead letter naming the limit
+==================  =========  =========  =====================================================
 
 A record bound this way is stored with the rest of its run (a root span over a limit still
 makes its run). Binding is idempotent, and costs one serialisation when nothing is past a
 limit, which is almost always (:func:`bound_json`).
 
-Live ingestion (the receiver, the tracer, the LangChain handler: :data:`LIVE`) also bounds
-time: an event dated more than ``max_age`` ago (400 days) or more than ``max_ahead`` from now
-(one day) is refused and kept as a dead letter naming the limit, so that no clock far off, and
-no one who may send spans, makes a partition decades away (every month between 1970 and 2554
-would be one each). ``agentdocket dead-letters retry`` stores such an event deliberately: the
-store opened by the command line bounds no time (imports of old data neither).
+The time window keeps a clock far off, or anyone who may send spans, from making a partition
+decades away (every month between 1970 and 2554 would be one each). ``agentdocket
+dead-letters retry`` stores such an event deliberately: the store opened by the command line
+bounds no time.
 """
 
 from __future__ import annotations
@@ -56,15 +63,17 @@ class Limits:
     """What one record may hold (see the module's documentation)."""
 
     max_depth: int = 64
-    max_string: int = 1_048_576
-    max_items: int = 10_000
+    max_string: int | None = 8 * 1024 * 1024  # None: no limit
+    max_items: int | None = 100_000
     max_attributes: int = 4_096
-    max_age: timedelta | None = None  # events older than this are refused (None: any age)
-    max_ahead: timedelta | None = None  # events further ahead of now are refused
+    max_age: timedelta | None = timedelta(days=400)  # older events are refused
+    max_ahead: timedelta | None = timedelta(days=1)  # events further ahead are refused
 
     def __post_init__(self) -> None:
         for name in ("max_depth", "max_string", "max_items", "max_attributes"):
             value = getattr(self, name)
+            if value is None and name in ("max_string", "max_items"):
+                continue
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"limits: {name} must be a positive integer, not {value!r}")
         for name in ("max_age", "max_ahead"):
@@ -89,7 +98,8 @@ class Limits:
     def cut(self, text: str) -> str:
         """``text`` cut at ``max_string`` characters, the marker saying how many went."""
         if (
-            len(text) <= self.max_string
+            self.max_string is None
+            or len(text) <= self.max_string
             or _CUT.fullmatch(text, self.max_string)
             or _MARKER.fullmatch(text)
         ):
@@ -122,12 +132,13 @@ def _span(d: timedelta) -> str:
     return f"{d.days} day{'s' if d.days != 1 else ''}"
 
 
-DEFAULT = Limits()
-# Live ingestion's: the same, and a time window.
-LIVE = Limits(max_age=timedelta(days=400), max_ahead=timedelta(days=1))
+# Live ingestion's: every limit (the class's defaults).
+LIVE = Limits()
+# The store's, for everything else (imports, a program's own appends): nesting depth alone.
+STORE = Limits(max_string=None, max_items=None, max_age=None, max_ahead=None)
 
 
-def bound(value: Any, limits: Limits = DEFAULT) -> Any:
+def bound(value: Any, limits: Limits = STORE) -> Any:
     """``value`` (any JSON) within ``limits``; the same object when it already was. Never
     recurses deeper than ``max_depth``, however deep ``value`` is."""
     return _bound(value, limits, 1)
@@ -160,6 +171,8 @@ def _kept(value: Any, limits: Limits) -> int:
     """How many of an array's items are kept: all, else ``max_items`` (an array bound already
     holds one more, the marker)."""
     n = len(value)
+    if limits.max_items is None:
+        return n
     if n == limits.max_items + 1 and isinstance(value[-1], str) and _MORE.fullmatch(value[-1]):
         return n
     return min(n, limits.max_items)
@@ -168,9 +181,10 @@ def _kept(value: Any, limits: Limits) -> int:
 def _bound_object(value: Mapping[Any, Any], limits: Limits, depth: int) -> Any:
     out: dict[Any, Any] = {}
     changed = not isinstance(value, dict)
+    cap = limits.max_items
     for n, (key, item) in enumerate(value.items()):
-        if n == limits.max_items and not (key == TRUNCATED_MEMBER and len(value) == n + 1):
-            out[TRUNCATED_MEMBER] = limits.items_marker(len(value) - limits.max_items)
+        if n == cap and not (key == TRUNCATED_MEMBER and len(value) == n + 1):
+            out[TRUNCATED_MEMBER] = limits.items_marker(len(value) - cap)
             changed = True
             break
         name = limits.cut(key) if isinstance(key, str) and key != TRUNCATED_MEMBER else key
@@ -180,7 +194,7 @@ def _bound_object(value: Mapping[Any, Any], limits: Limits, depth: int) -> Any:
     return out if changed else value
 
 
-def bound_json(value: Any, limits: Limits = DEFAULT) -> tuple[Any, bytes | None]:
+def bound_json(value: Any, limits: Limits = STORE) -> tuple[Any, bytes | None]:
     """``value`` within ``limits``, and its JSON when one serialisation proves that nothing in
     it is past a limit (so callers need not serialise it again); else the bound value walked
     and ``None``. The proof: JSON no longer than ``max_string`` holds no longer string, and
@@ -191,16 +205,16 @@ def bound_json(value: Any, limits: Limits = DEFAULT) -> tuple[Any, bytes | None]
     except (TypeError, RecursionError):  # too deep for orjson, a lone surrogate, a big int
         return bound(value, limits), None
     if (
-        len(raw) <= limits.max_string
+        (limits.max_string is None or len(raw) <= limits.max_string)
         and raw.count(b"[") + raw.count(b"{") <= limits.max_depth
-        and raw.count(b",") < limits.max_items
+        and (limits.max_items is None or raw.count(b",") < limits.max_items)
     ):
         return value, raw
     new = bound(value, limits)
     return (value, raw) if new is value else (new, None)
 
 
-def bound_attributes(attributes: dict[str, Any], limits: Limits = DEFAULT) -> dict[str, Any]:
+def bound_attributes(attributes: dict[str, Any], limits: Limits = LIVE) -> dict[str, Any]:
     """A span's or log record's attributes, the first ``max_attributes`` of them (the rest
     counted in ``agentdocket.dropped_attributes``)."""
     if len(attributes) <= limits.max_attributes:

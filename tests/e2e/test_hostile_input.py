@@ -31,10 +31,14 @@ from agentdocket.ingest.receiver import Receiver
 from agentdocket.ingest.sink import Sink
 from agentdocket.store import open_store
 from agentdocket.store.config import parse_url, psycopg_conninfo
-from agentdocket.store.limits import DEFAULT as LIMITS
+from agentdocket.store.limits import Limits
 from tests.helpers.otlp_server import Server
 
 JSON = {"content-type": "application/json"}
+# Live ingestion's limits with smaller strings and arrays, so that a request far past them
+# still fits the receiver's 16 MiB body (serve's own defaults are 8 Mi characters, 100,000).
+STRING, ITEMS = 1 << 20, 10_000
+LIMITS = Limits(max_string=STRING, max_items=ITEMS)
 
 # A minute ago: live ingestion refuses spans dated outside its time window.
 START_NS = time.time_ns() - 60 * 10**9
@@ -42,7 +46,7 @@ START_NS = time.time_ns() - 60 * 10**9
 
 @pytest.fixture
 def receiver(url: str, tmp_path: Path) -> Iterator[Receiver]:
-    sink = Sink(url, spool_dir=tmp_path / "spool", source="receiver")
+    sink = Sink(url, spool_dir=tmp_path / "spool", source="receiver", limits=LIMITS)
     yield Receiver(sink)
     sink.close()
 
@@ -126,12 +130,12 @@ hostile = st.one_of(
                 {str(i): i for i in range(n)} if obj else list(range(n))
             ).decode()
         },
-        st.integers(LIMITS.max_items + 1, 25_000),
+        st.integers(ITEMS + 1, 25_000),
         st.booleans(),
     ),
     st.builds(
         lambda n, ch: {"output.value": ch * n},
-        st.integers(LIMITS.max_string + 1, 2 * LIMITS.max_string),  # under 16 MiB as JSON
+        st.integers(STRING + 1, 2 * STRING),  # under 16 MiB as JSON
         st.sampled_from(["x", "é", "\x00", "\ufdd0", "😀"]),
     ),
     st.builds(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner
 
@@ -155,3 +156,66 @@ def test_report_formats_and_groups(tmp_path: Path) -> None:
     assert planner_rows.height == 114 and set(planner_rows["agent"]) == {"mistral_all"}
     passed = planner_rows.filter(pl.col("passed"))
     assert passed["detail_extra_steps"].sum() == published["additional_planner_steps_taken"]
+
+
+def _ibm_copy(tmp_path: Path, name: str, change: Any) -> Path:
+    """A real corrected_result.json, changed by ``change(services)``, in a folder ``name``."""
+    require_shared(IBM)
+    services = json.loads(
+        (IBM / "single-models" / "mistral_all" / "corrected_result.json").read_text()
+    )
+    change(services)
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "corrected_result.json").write_text(json.dumps(services))
+    return folder
+
+
+def test_results_repeating_a_test_run_uuid_are_refused_or_handled_as_asked(
+    tmp_path: Path,
+) -> None:
+    def repeat(services: list[dict[str, Any]]) -> None:
+        # the first service's results given twice more, and one result of the second
+        first = services[0]["results"]
+        services.append({**services[0], "results": [*first, *first]})
+        services[1]["results"].append(services[1]["results"][0])
+
+    folder = _ibm_copy(tmp_path, "repeating", repeat)
+    repeats = 2 * len(json.loads((folder / "corrected_result.json").read_text())[0]["results"]) + 1
+    url = migrated_sqlite(tmp_path / "agentdocket.db")
+    code, out = _invoke(url, "import", "ibm-coalitions", str(folder), "--dataset", "ibm")
+    assert code == 1 and "nothing was imported" in " ".join(out.split())
+    assert f"{repeats} results repeat the test_run_uuid of an earlier one" in " ".join(out.split())
+    with open_store(url) as store:
+        assert store.counts()["events"] == 0
+
+    code, out = _invoke(url, "import", "ibm-coalitions", str(folder), "--duplicates", "first")
+    assert code == 0 and "skipped, the first result of each id kept" in " ".join(out.split())
+    with open_store(url) as store:
+        assert len(store.list_runs(limit=None)) == 114
+    code, out = _invoke(
+        url, "import", "ibm-coalitions", str(folder), "--duplicates", "each", "--agent", "each"
+    )
+    assert code == 0 and "each made a run of its own" in " ".join(out.split())
+    with open_store(url) as store:
+        assert len(store.list_runs(agent="each", limit=None)) == 114 + repeats
+        assert len(store.dataset("ibm-coalitions").cases) == 114
+
+
+def test_a_byte_that_is_not_utf8_is_named_by_its_offset(tmp_path: Path) -> None:
+    folder = _ibm_copy(tmp_path, "latin1", lambda services: None)
+    path = folder / "corrected_result.json"
+    raw = path.read_bytes()
+    at = raw.index(b'"input_prompt"', 5_000) + len('"input_prompt": "')
+    path.write_bytes(raw[:at] + b"caf\xe9 " + raw[at:])
+    line = raw.count(b"\n", 0, at) + 1
+    column = at + 3 - (raw.rfind(b"\n", 0, at) + 1) + 1
+    url = migrated_sqlite(tmp_path / "agentdocket.db")
+    code, out = _invoke(url, "import", "ibm-coalitions", str(folder), "--dataset", "ibm")
+    assert code == 1
+    assert f"not UTF-8 at byte {at + 3:,} (line {line}, column {column}): byte 0xe9" in " ".join(
+        out.split()
+    )
+    path.write_bytes(raw[:at] + b'"' + raw[at:])  # a quote too many: the JSON breaks there
+    code, out = _invoke(url, "import", "ibm-coalitions", str(folder), "--dataset", "ibm")
+    assert code == 1 and f"not JSON at byte {at + 1:,}" in " ".join(out.split())
