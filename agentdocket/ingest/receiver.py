@@ -13,6 +13,8 @@ Errors: 401 (missing or wrong bearer token), 413 (body, or body once decompresse
 limit), 415 (content type or encoding not supported), 400 (undecodable; the message names the
 place), 503 (too many requests in flight, or nowhere to keep the batch). A span the database
 refuses is no error for the client: the store keeps it as a dead letter and stores the rest.
+Spans no convention expects (ending before they start, a span id used twice, a parent cycle)
+are stored by the rules of :mod:`agentdocket.ingest.span_rules`.
 ``GET /healthz`` tells whether the database answers, whether anything waits in the spool, and
 how many dead letters are kept (``{"total": N, "unresolved": M}``); ``GET /metrics`` gives
 this process's figures in the Prometheus text format (:mod:`agentdocket.ingest.metrics`).
@@ -38,6 +40,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agentdocket.events import Event
+from agentdocket.ingest import span_rules
 from agentdocket.ingest.log_records import logs_to_events
 from agentdocket.ingest.mapping import spans_to_events
 from agentdocket.ingest.otlp import decode_json, decode_protobuf
@@ -113,12 +116,12 @@ Reader = Callable[[bytes], tuple[int, list[Event]]]
 
 def read_spans_protobuf(body: bytes) -> tuple[int, list[Event]]:
     spans = decode_protobuf(body)
-    return len(spans), spans_to_events(spans, keep_unrecognized=True)
+    return len(spans), spans_to_events(span_rules.apply(spans), keep_unrecognized=True)
 
 
 def read_spans_json(body: bytes) -> tuple[int, list[Event]]:
     spans = decode_json(body)
-    return len(spans), spans_to_events(spans, keep_unrecognized=True)
+    return len(spans), spans_to_events(span_rules.apply(spans), keep_unrecognized=True)
 
 
 def read_logs_protobuf(body: bytes) -> tuple[int, list[Event]]:

@@ -112,6 +112,7 @@ def test_genai_spans_from_the_sdk_exporter_arrive_as_events(server: Server, url:
             pass
     provider.shutdown()
     by_kind: dict[str, list[dict[str, Any]]] = {}
+    server.settled()
     for _, kind, payload in _events(url):
         by_kind.setdefault(kind, []).append(payload)
     assert by_kind["run.started"][0]["agent"] == "bot"
@@ -450,6 +451,7 @@ def test_a_failing_tools_message_comes_from_its_exception_event(server: Server, 
         server.endpoint, content=orjson.dumps(request), headers={"content-type": "application/json"}
     )
     assert reply.status_code == 200, reply.text
+    server.settled()
     errors = sorted(p["error"] for _, kind, p in _events(url) if kind == "tool.returned")
     assert errors == ["TimeoutError: search took 30 s", "ValueError: no city named Atlantis"]
 
@@ -489,6 +491,7 @@ def test_genai_tool_results_and_system_instructions_are_kept(server: Server, url
     ):
         pass
     provider.shutdown()
+    server.settled()
     [llm] = [p for _, kind, p in _events(url) if kind == "llm.called"]
     assert [(m["role"], m["content"]) for m in llm["input_messages"]] == [
         ("system", "Answer in one sentence."),
@@ -533,6 +536,7 @@ def test_keyword_wrapped_arguments_and_metadata_ids_are_unwrapped(server: Server
         ):
             pass
     provider.shutdown()
+    server.settled()
     events = _events(url)
     [called] = [p for _, kind, p in events if kind == "tool.called"]
     assert called["arguments"] == {"city": "Paris"}

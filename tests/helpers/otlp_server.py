@@ -70,6 +70,15 @@ class Server:
                 time.sleep(0.1)
         raise RuntimeError(f"serve did not come up: {self.log.read_text()}")
 
+    def settled(self, timeout: float = 60) -> None:
+        """Wait until nothing waits in serve's spool: everything it acknowledged (200 means
+        stored or spooled) is then in the database."""
+        deadline = time.monotonic() + timeout
+        while httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=10).json()["spooled"]:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"serve's spool did not drain: {self.log.read_text()}")
+            time.sleep(0.1)  # polling the condition, not standing in for it
+
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
