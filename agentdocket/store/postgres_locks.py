@@ -14,8 +14,9 @@ So:
   ``deadlock_timeout`` (1 s by default). It never waits for a table long enough to be part of
   a deadlock: on a timeout it lets everything go, backs off and tries again, for up to
   ``budget_s``; past that the database is busy (:class:`MaintenanceBusy`, transient).
-- **The rollup refresh** takes :data:`PARTITIONS` shared before it reads anything: a refresh
-  and partition DDL never interleave, and DDL waiting for a refresh to finish holds nothing.
+- **The rollup refresh** takes :data:`PARTITIONS` shared before its transaction begins: a
+  refresh and partition DDL never interleave, and DDL waiting for a refresh to finish holds
+  nothing.
 - **Ingestion** writes ``events``, then ``runs``, then ``verdicts``: the DDL's order.
 """
 
@@ -23,7 +24,8 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import psycopg
@@ -50,9 +52,16 @@ def lock_for_ddl(conn: psycopg.Connection[Any], *partitions: str) -> None:
     conn.execute(f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE")
 
 
-def lock_for_refresh(conn: psycopg.Connection[Any]) -> None:
-    """In ``conn``'s transaction: the partition DDL lock, shared (no DDL until it ends)."""
-    conn.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", PARTITIONS)
+@contextmanager
+def refresh_lock(conn: psycopg.Connection[Any]) -> Iterator[None]:
+    """The partition DDL lock, shared, around a refresh's transaction (no DDL until it ends).
+    Taken on the session before the transaction begins: a repeatable-read snapshot taken while
+    waiting for DDL to finish would not see what the DDL did, and its writes would fail."""
+    conn.execute("SELECT pg_advisory_lock_shared(%s, %s)", PARTITIONS)
+    try:
+        yield
+    finally:
+        conn.execute("SELECT pg_advisory_unlock_shared(%s, %s)", PARTITIONS)
 
 
 def with_ddl_lock(

@@ -45,7 +45,7 @@ def refresh(
     """Refresh on ``conn`` (a psycopg connection in autocommit mode), ``chunk_hours`` stale
     hours per transaction (a first refresh of a long history is one chunk per day, each
     committed on its own); ``progress(done, total)`` is called after each."""
-    from agentdocket.store.postgres_locks import lock_for_refresh  # PostgreSQL's alone
+    from agentdocket.store.postgres_locks import refresh_lock  # PostgreSQL's alone
 
     start = time.perf_counter()
     hours = [
@@ -55,9 +55,9 @@ def refresh(
     run_hours = verdict_hours = rows = 0
     for i in range(0, len(hours), chunk_hours):
         chunk = hours[i : i + chunk_hours]
-        with conn.transaction():
+        # no partition made or dropped meanwhile
+        with refresh_lock(conn), conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            lock_for_refresh(conn)  # no partition made or dropped meanwhile
             [(locked,)] = conn.execute(
                 "SELECT pg_try_advisory_xact_lock(%s)", [LOCK_KEY]
             ).fetchall()
