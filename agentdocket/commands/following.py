@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ def follow_config(
     agents: Sequence[str] = (),
     datasets: Sequence[str] = (),
     judge: str | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> FollowConfig:
     """The config file, or one made of the options (default: the newest version of every
     scorer that judges runs one by one, LLM judges only with --judge)."""
@@ -34,10 +35,10 @@ def follow_config(
     from agentdocket.follow.config import ConfigFileError, from_options, load
 
     if config_file is not None:
-        if names or agents or datasets or judge:
+        if names or agents or datasets or judge or options:
             raise click.UsageError(
-                "--config gives the scorers and their filters: drop --scorer, --agent, "
-                "--dataset and --judge, or put them in the file"
+                "--config FILE gives the scorers, their options and filters: drop --scorer, "
+                "--config KEY=VALUE, --agent, --dataset and --judge, or put them in the file"
             )
         try:
             return load(config_file)
@@ -45,7 +46,7 @@ def follow_config(
             raise click.ClickException(str(exc)) from None
     if not names:
         names = [s.name for s in scorers.latest(judges=judge is not None) if s.scope != "group"]
-    return from_options(names, agents=agents, datasets=datasets, judge=judge)
+    return from_options(names, agents=agents, datasets=datasets, judge=judge, options=options)
 
 
 def make_follower(store: Store, config: FollowConfig, *, keep_lags: bool = False) -> Follower:

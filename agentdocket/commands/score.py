@@ -14,6 +14,7 @@ from rich.table import Table
 from agentdocket.commands.common import FORMAT, console, echo_json, err, open_from, progress_bar
 
 if TYPE_CHECKING:
+    from agentdocket.scorers.base import Scorer
     from agentdocket.scorers.runner import Result
 
 
@@ -62,8 +63,8 @@ def _since(value: str | None) -> datetime | None:
     help="KEY=VALUE: an option of the scorers named with --scorer, typed as they declare it "
     "(repeatable; `agentdocket scorers --format json` lists them); it becomes part of the "
     "version (1+KEY=VALUE), so its verdicts stand beside the default's. With --follow, "
-    "FILE: a scoring config (TOML: scorers, filters, sampling, judge budgets; see "
-    "docs/scoring-live.md).",
+    "also FILE: a scoring config (TOML: scorers, their options, filters, sampling, judge "
+    "budgets; see docs/scoring-live.md).",
 )
 @click.option("--agent", "agents", multiple=True, help="With --follow: only runs of this agent.")
 @click.option(
@@ -115,44 +116,29 @@ def score(
         )
     config_file = files[0] if files else None
     if follow:
-        if options:
-            raise click.UsageError("with --follow, scorer options go in the config file")
+        if options and not names:
+            raise click.UsageError("--config KEY=VALUE needs the scorers it is for: --scorer NAME")
         if since is not None or workers != 1:
             raise click.UsageError("--since and --workers are for batch scoring, not --follow")
         from agentdocket.commands.following import follow_config, follow_until_stopped
 
         config = follow_config(
-            config_file, names, agents=agents, datasets=[dataset] if dataset else [], judge=judge
+            config_file,
+            names,
+            agents=agents,
+            datasets=[dataset] if dataset else [],
+            judge=judge,
+            options=options,
         )
         follow_until_stopped(ctx, config, metrics_host, metrics_port)
         return
     if agents or metrics_port is not None:
         raise click.UsageError("--agent and --metrics-port go with --follow")
-    from agentdocket import scorers
     from agentdocket.scorers.embeddings import EmbeddingsUnavailable
     from agentdocket.scorers.judges.client import JudgeUnavailable
     from agentdocket.scorers.runner import score_runs
 
-    try:
-        chosen = [] if names else scorers.latest(judges=judge is not None)
-        for given in names:
-            name, sep, version = given.partition("=")
-            for full in scorers.matching(name) or [name]:  # a prefix names those under it
-                chosen.append(scorers.get(full, version if sep else None))
-    except KeyError as exc:
-        raise click.BadParameter(str(exc.args[0]), param_hint="--scorer") from None
-    if options:
-        if not names:
-            raise click.UsageError("--config KEY=VALUE needs the scorers it is for: --scorer NAME")
-        try:
-            chosen = [scorers.with_options(s, options) for s in chosen]
-        except (KeyError, ValueError) as exc:
-            raise click.BadParameter(str(exc.args[0]), param_hint="--config") from None
-    if judge is not None:  # the judge model is part of the configuration, so of the input hash
-        chosen = [
-            dataclasses.replace(s, config={**s.config, "model": judge}) if s.judge else s
-            for s in chosen
-        ]
+    chosen = chosen_scorers(names, options, judge)
     if workers < 1 or batch_size < 1:
         raise click.BadParameter("--workers and --batch-size must be at least 1")
     with open_from(ctx) as store:
@@ -190,6 +176,22 @@ def score(
         raise click.ClickException(
             f"{result.error_count} runs could not be scored (no verdict written for them)"
         )
+
+
+def chosen_scorers(
+    names: tuple[str, ...], options: dict[str, str], judge: str | None
+) -> list[Scorer]:
+    """The scorers ``--scorer``, ``--config KEY=VALUE`` and ``--judge`` select, configured."""
+    from agentdocket.scorers.selection import Selection, SelectionError, resolve_scorers
+
+    try:
+        return resolve_scorers(Selection(names, options, judge))
+    except SelectionError as exc:
+        if exc.part == "config" and not names:
+            raise click.UsageError(
+                "--config KEY=VALUE needs the scorers it is for: --scorer NAME"
+            ) from None
+        raise click.BadParameter(str(exc), param_hint=f"--{exc.part}") from None
 
 
 def _print_tallies(result: Result, rate: float) -> None:
@@ -239,6 +241,7 @@ def list_scorers(fmt: str) -> None:
                             "types": [t.__name__ for t in o.types],
                             "default": o.default,
                             "description": o.description,
+                            "choices": list(o.choices) or None,
                         }
                         for name, o in s.options.items()
                     },

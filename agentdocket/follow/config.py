@@ -17,6 +17,7 @@ A TOML file (``--config FILE``)::
     [[scorer]]
     name = "answer.reference"
     judge = "openai:gpt-4o"          # the judge model (LLM judges)
+    options = { retries = 3 }        # the scorer's options (`agentdocket scorers` lists them)
     calls_per_minute = 60            # judge budget: runs past it wait, none are dropped
     concurrency = 4                  # judge calls in flight at once
 
@@ -48,6 +49,7 @@ SCORER_KEYS = {
     "judge",
     "calls_per_minute",
     "concurrency",
+    "options",
 }
 LIST_KEYS = ("agents", "agent_versions", "datasets", "statuses")
 
@@ -76,6 +78,7 @@ class Rule:
     judge: str | None = None
     calls_per_minute: float | None = None
     concurrency: int | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)  # the scorer's, typed
 
     def admits(self, run: FinishedRun) -> bool:
         """Whether ``run`` passes the filters and falls in the sample."""
@@ -103,6 +106,8 @@ class Rule:
             sample=self.sample,
             judge=self.judge,
         )
+        if self.options:
+            out["options"] = dict(sorted(self.options.items()))
         return out
 
 
@@ -114,6 +119,7 @@ class FollowConfig:
     name: str = "default"
     poll_seconds: float = 1.0
     batch: int = 500
+    typed: bool = True  # the rules' options are typed values (TOML), else text (a command line)
 
 
 def _where(path: str | None, place: str) -> str:
@@ -160,20 +166,31 @@ def _rule(table: Any, where: str) -> Rule:
         raise ConfigFileError(f"{where}.judge: expected a model name, got {judge!r}")
     rate = table.get("calls_per_minute")
     concurrency = table.get("concurrency")
+    options = table.get("options", {})
+    if not isinstance(options, dict):
+        raise ConfigFileError(f"{where}.options: expected a table, got {options!r}")
     return Rule(
         name=name,
         version=None if version is None else str(version),
         attributes=attributes,
         sample=_number(table.get("sample", 1.0), f"{where}.sample", low=0.0, high=1.0),
         judge=judge,
-        calls_per_minute=None
-        if rate is None
-        else _number(rate, f"{where}.calls_per_minute", low=0.0),
+        calls_per_minute=None if rate is None else _positive(rate, f"{where}.calls_per_minute"),
         concurrency=None
         if concurrency is None
         else int(_number(concurrency, f"{where}.concurrency", low=1)),
+        options=options,
         **lists,
     )
+
+
+def _positive(value: Any, where: str) -> float:
+    """A rate that lets work through: a budget of 0 calls a minute would hold the follower's
+    runs back for ever."""
+    rate = _number(value, where, low=0.0)
+    if rate <= 0:
+        raise ConfigFileError(f"{where}: {value} would judge nothing (must be more than 0)")
+    return rate
 
 
 def parse(data: Mapping[str, Any], path: str | None = None) -> FollowConfig:
@@ -228,8 +245,10 @@ def from_options(
     datasets: Sequence[str] = (),
     judge: str | None = None,
     name: str = "default",
+    options: Mapping[str, Any] | None = None,
 ) -> FollowConfig:
-    """A config from command-line options: each scorer with the same filters."""
+    """A config from command-line options: each scorer with the same filters and options
+    (text, as a command line gives them)."""
     rules = []
     for given in names:
         scorer, sep, version = given.partition("=")
@@ -240,6 +259,7 @@ def from_options(
                 agents=frozenset(agents) or None,
                 datasets=frozenset(datasets) or None,
                 judge=judge,
+                options=dict(options or {}),
             )
         )
-    return FollowConfig(rules=tuple(rules), name=name)
+    return FollowConfig(rules=tuple(rules), name=name, typed=False)

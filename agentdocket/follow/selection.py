@@ -3,7 +3,6 @@ budgets."""
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import time
 from collections.abc import Callable, Sequence
@@ -11,9 +10,9 @@ from dataclasses import dataclass
 
 import orjson
 
-from agentdocket import scorers as registry
 from agentdocket.follow.config import ConfigFileError, FollowConfig, Rule
 from agentdocket.scorers.base import Scorer
+from agentdocket.scorers.selection import Selection, SelectionError, resolve_scorers
 
 
 @dataclass
@@ -59,31 +58,29 @@ class Budget:
 
 
 def resolve(config: FollowConfig) -> list[Followed]:
-    """The scorers a config names, each with its rule; a name no scorer has, a scorer that
-    judges groups of runs, or a judge without a model is an error naming the rule."""
+    """The scorers a config names, each with its rule, configured by
+    :func:`~agentdocket.scorers.selection.resolve_scorers` as batch scoring configures them; a
+    name no scorer has, an option it does not take, a scorer that judges groups of runs, or a
+    judge without a model is an error naming the rule."""
     chosen: list[Followed] = []
     for i, rule in enumerate(config.rules):
-        names = registry.matching(rule.name) or [rule.name]
-        for name in names:
-            try:
-                scorer = registry.get(name, rule.version)
-            except KeyError as exc:
-                raise ConfigFileError(f"scorer[{i}]: {exc.args[0]}") from None
+        name = rule.name if rule.version is None else f"{rule.name}={rule.version}"
+        selection = Selection((name,), rule.options, rule.judge, typed=config.typed)
+        try:
+            found = resolve_scorers(selection)
+        except SelectionError as exc:
+            raise ConfigFileError(f"scorer[{i}]: {exc}") from None
+        for scorer in found:
             if scorer.scope == "group":
                 raise ConfigFileError(
                     f"scorer[{i}]: {scorer.name} judges groups of runs together; score it in "
                     "batch (`agentdocket score`) once the group's runs are in"
                 )
-            if scorer.judge:
-                if rule.judge is not None:
-                    scorer = dataclasses.replace(
-                        scorer, config={**scorer.config, "model": rule.judge}
-                    )
-                elif scorer.config.get("model") is None:
-                    raise ConfigFileError(
-                        f"scorer[{i}]: {scorer.name} is an LLM judge: give it a model "
-                        '(judge = "PROVIDER:MODEL", or --judge)'
-                    )
+            if scorer.judge and scorer.config.get("model") is None:
+                raise ConfigFileError(
+                    f"scorer[{i}]: {scorer.name} is an LLM judge: give it a model "
+                    '(judge = "PROVIDER:MODEL", or --judge)'
+                )
             if any(
                 f.scorer.name == scorer.name and f.scorer.version == scorer.version for f in chosen
             ):

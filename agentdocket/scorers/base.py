@@ -58,6 +58,7 @@ class Option:
     types: tuple[type, ...]
     default: Any
     description: str
+    choices: tuple[str, ...] = ()  # the strings it takes, where not any (a function too)
 
     def check(self, scorer: str, name: str, value: Any) -> None:
         if value is None and self.default is None:
@@ -66,6 +67,11 @@ class Option:
             wanted = " or ".join(t.__name__ for t in self.types)
             raise TypeError(
                 f"scorer {scorer}: option {name!r} takes {wanted}, not {type(value).__name__}"
+            )
+        if self.choices and isinstance(value, str) and value not in self.choices:
+            raise ValueError(
+                f"scorer {scorer}: option {name!r} takes {' or '.join(map(repr, self.choices))} "
+                f"(or a function, from Python), not {value!r}"
             )
 
     def parse(self, scorer: str, name: str, text: str) -> Any:
@@ -96,18 +102,22 @@ class Option:
                 if isinstance(value, kind):
                     return value
             elif kind is str:
+                self.check(scorer, name, text)
                 return text
         wanted = " or ".join(t.__name__ for t in self.types)
         raise ValueError(f"scorer {scorer}: option {name!r} takes {wanted}, not {text!r}")
 
 
-def option(types: type | tuple[type, ...], default: Any, description: str) -> Option:
-    return Option(types if isinstance(types, tuple) else (types,), default, description)
+def option(
+    types: type | tuple[type, ...], default: Any, description: str, choices: tuple[str, ...] = ()
+) -> Option:
+    return Option(types if isinstance(types, tuple) else (types,), default, description, choices)
 
 
-def with_options(scorer: Scorer, given: Mapping[str, str]) -> Scorer:
+def with_options(scorer: Scorer, given: Mapping[str, Any], *, typed: bool = False) -> Scorer:
     """``scorer`` run with options given as text (``KEY=VALUE`` on a command line), typed by
-    its declared options. The options that change its configuration become part of its
+    its declared options; with ``typed``, given as values (a TOML table), checked against
+    them. The options that change its configuration become part of its
     version (``1+closed_domain=false``): a different setting is a different verdict set, and
     reports and dashboards say which setting gave what they show. An unknown key is an error
     listing the scorer's options."""
@@ -117,7 +127,11 @@ def with_options(scorer: Scorer, given: Mapping[str, str]) -> Scorer:
         if declared is None:
             known = ", ".join(sorted(scorer.options)) or "none"
             raise KeyError(f"scorer {scorer.name} has no option {name!r} (its options: {known})")
-        values[name] = declared.parse(scorer.name, name, text)
+        if typed:
+            declared.check(scorer.name, name, text)
+            values[name] = text
+        else:
+            values[name] = declared.parse(scorer.name, name, text)
     changed = {
         k: v for k, v in values.items() if scorer.config.get(k, scorer.options[k].default) != v
     }

@@ -29,7 +29,7 @@ import orjson
 
 from agentdocket.events import Event, Trace, Verdict
 from agentdocket.events.model import check_trace_id, now, utc
-from agentdocket.scorers.base import Scorer, get, shared_outcomes
+from agentdocket.scorers.base import Scorer, shared_outcomes
 from agentdocket.scorers.embeddings import EmbeddingsUnavailable
 from agentdocket.scorers.groups import group_batches, group_digests, group_of
 from agentdocket.scorers.judges.client import JudgeSession, JudgeUnavailable, judging
@@ -360,9 +360,9 @@ def _prefetched(
 _worker: dict[str, Any] = {}
 
 
-def _start_worker(url: str, names: list[tuple[str, str]]) -> None:
+def _start_worker(url: str, chosen: list[Scorer]) -> None:
     _worker["store"] = open_store(url)
-    _worker["scorers"] = [get(name, version) for name, version in names]
+    _worker["scorers"] = chosen
     _worker["kinds"] = input_kinds(_worker["scorers"])
     _worker["cases"] = {}
 
@@ -382,11 +382,11 @@ def _in_workers(
     progress: Progress | None,
     total: int,
 ) -> None:
-    names = [(s.name, s.version) for s in chosen]
-    # fork: workers inherit every registered scorer, including ones registered by the caller
+    # The scorers themselves go to the workers, configured as they are (options, a judge's
+    # model object): forked, the workers inherit them whole, nothing is looked up again.
     context = multiprocessing.get_context("fork")
     done = 0
-    with ProcessPoolExecutor(workers, context, _start_worker, (url, names)) as pool:
+    with ProcessPoolExecutor(workers, context, _start_worker, (url, list(chosen))) as pool:
         pending: set[Future[Result]] = set()
         queue = iter(batches)
         for chunk in queue:

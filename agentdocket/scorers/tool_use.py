@@ -290,6 +290,7 @@ SIMILARITY = option(
     (str,),
     "all-MiniLM-L6-v2",
     "the embedding model for cosine similarity, or a function from text pairs to scores",
+    choices=("all-MiniLM-L6-v2",),
 )
 
 register(

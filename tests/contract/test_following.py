@@ -299,6 +299,11 @@ def test_config_files_name_the_place_of_a_mistake() -> None:
         ({"scorer": [{"agents": ["a"]}]}, "scorer[0]: 'name' (the scorer) is required"),
         ({"follow": {"nme": "x"}, "scorer": [{"name": SCORER}]}, "follow: unknown key 'nme'"),
         ({"scorers": []}, "unknown table 'scorers'"),
+        (
+            {"scorer": [{"name": SCORER, "calls_per_minute": 0}]},
+            "scorer[0].calls_per_minute: 0 would judge nothing (must be more than 0)",
+        ),
+        ({"scorer": [{"name": SCORER, "options": 3}]}, "scorer[0].options: expected a table"),
     ):
         with pytest.raises(ConfigFileError) as caught:
             parse(data, "scoring.toml")
@@ -310,6 +315,31 @@ def test_config_files_name_the_place_of_a_mistake() -> None:
         resolve(from_options(["grammar.groups"]))
     with pytest.raises(ConfigFileError, match="is an LLM judge: give it a model"):
         resolve(from_options(["answer.reference"]))
+
+
+def test_a_config_gives_scorers_the_options_batch_scoring_gives_them() -> None:
+    """The options the docs promise: a [[scorer]] table's `options` (typed, from TOML) and
+    --config KEY=VALUE with --follow (text) configure the scorer as `agentdocket score` does,
+    version included; an option it does not take, or a value it refuses, names the rule."""
+    typed = parse(
+        {"scorer": [{"name": "answer.reference", "judge": "m", "options": {"retries": 4}}]}
+    )
+    [followed] = resolve(typed)
+    assert followed.scorer.version == "1+retries=4" and followed.scorer.config["retries"] == 4
+    assert followed.scorer.config["model"] == "m"
+    [texted] = resolve(
+        from_options(["tools.slot_fill"], options={"similarity": "all-MiniLM-L6-v2"})
+    )
+    assert texted.scorer.version == "2"  # the default: the same scorer
+    for options, message in (
+        ({"retries": "four"}, "option 'retries' takes int, not str"),
+        ({"nope": 1}, "has no option 'nope'"),
+    ):
+        bad = parse({"scorer": [{"name": "answer.reference", "judge": "m", "options": options}]})
+        with pytest.raises(ConfigFileError, match=rf"scorer\[0\]: .*{message}"):
+            resolve(bad)
+    with pytest.raises(ConfigFileError, match="takes 'all-MiniLM-L6-v2'"):
+        resolve(from_options(["tools.slot_fill"], options={"similarity": "x"}))
 
 
 @pytest.mark.postgres

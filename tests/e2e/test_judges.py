@@ -25,6 +25,7 @@ from agentdocket.scorers.judges import (
 from agentdocket.scorers.judges.peer import SUBTASKS
 from agentdocket.scorers.judges.prompts import placeholders
 from agentdocket.scorers.runner import score_runs
+from agentdocket.scorers.selection import Selection, resolve_scorers
 from agentdocket.store import Store, open_store
 from tests.helpers.db import SHARED, require_shared
 
@@ -387,3 +388,21 @@ def test_rate_limits_back_off_and_errors_are_recorded_not_raised() -> None:
     assert failed.failure == "judge:error" and "ConnectionError: no route" in (failed.error or "")
     recorded = [e.payload for e in session.events if e.trace_id == "b" * 32]
     assert len(recorded) == 1 and recorded[0]["error"].startswith("ConnectionError")
+
+
+def test_a_configured_judge_reaches_every_worker_whole(demo_url: str) -> None:
+    """Options and a judge model object, selected as `score --config --judge` selects them,
+    travel to two worker processes as the scorer value: every run is judged by that model,
+    under the configured version (a name looked up again in a worker found no such version)."""
+    model = FakeListChatModel(responses=[BOTH] * 1000)
+    chosen = resolve_scorers(Selection(("answer.reference",), {"retries": "3"}, model))
+    assert [s.version for s in chosen] == ["1+retries=3"]
+    with open_store(demo_url) as store:
+        result = score_runs(store, chosen, workers=2, batch_size=5)
+        assert result.runs == 30 and result.error_count == 0
+        rows = [
+            r for r in store.rows("verdicts", "verdict_id") if r["scorer"] == "answer.reference"
+        ]
+    assert len(rows) == 30 and {r["scorer_version"] for r in rows} == {"1+retries=3"}
+    assert all(r["judge_trace_id"] for r in rows)
+    assert {r["label"] for r in rows} <= {"Match", "4"}  # conclusive or interpretive prompts
