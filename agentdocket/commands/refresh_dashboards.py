@@ -1,15 +1,12 @@
-"""``agentdocket refresh-dashboards``, and the periodic refresh ``agentdocket serve`` runs."""
+"""``agentdocket refresh-dashboards``: once, or every so often (agentdocket.runtime.refresher)."""
 
 from __future__ import annotations
 
-import threading
-
 import click
 
-from agentdocket.commands.common import console, err, open_from, progress_bar
-from agentdocket.store import database_url, display_url, open_store
+from agentdocket.commands.common import console, open_from, progress_bar
+from agentdocket.store import database_url, display_url
 from agentdocket.store.config import parse_url
-from agentdocket.store.rollups import Refreshed
 
 
 @click.command(name="refresh-dashboards")
@@ -40,32 +37,6 @@ def refresh_dashboards(ctx: click.Context, every: float | None) -> None:
         with open_from(ctx) as store, progress_bar("refreshing stale hours") as advance:
             console.print(str(store.refresh_dashboards(advance)))
     else:
-        Refresher(url, every, report=True).run()  # here, until interrupted
+        from agentdocket.runtime.refresher import Refresher
 
-
-class Refresher(threading.Thread):
-    """Refreshes the rollups every ``every`` seconds until stopped; a failure (the database
-    away, say) is logged and tried again next time, never raised."""
-
-    def __init__(self, url: str, every: float, *, report: bool = False) -> None:
-        super().__init__(name="agentdocket-dashboards", daemon=True)
-        self.url = url
-        self.every = every
-        self.report = report
-        self.stopped = threading.Event()
-        self.last: Refreshed | None = None
-
-    def run(self) -> None:
-        while True:
-            try:
-                with open_store(self.url, migrate=False) as store:
-                    self.last = store.refresh_dashboards()
-                if self.report:
-                    console.print(str(self.last))
-            except Exception as exc:  # whoever runs this (the receiver) must keep running
-                err.print(f"[yellow]refreshing the dashboards failed (will retry):[/] {exc}")
-            if self.stopped.wait(self.every):
-                return
-
-    def stop(self) -> None:
-        self.stopped.set()
+        Refresher(url, every, say=console.print).run()  # here, until interrupted

@@ -2,65 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import threading
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-from types import FrameType
-from typing import Any
 
 import click
 
 from agentdocket.commands.common import err, existing_database
-from agentdocket.commands.refresh_dashboards import Refresher
-from agentdocket.store import (
-    ConfigError,
-    RedactionConfigError,
-    Redactor,
-    StoreError,
-    database_url,
-    display_url,
-)
-from agentdocket.store.config import parse_url
+from agentdocket.store import ConfigError, RedactionConfigError, Redactor, database_url
 from agentdocket.store.limits import Limits, parse_duration
 
 TOKEN_ENV = "AGENTDOCKET_SERVE_TOKEN"
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-GRACE_S = 30  # how long requests in flight may take to finish once asked to stop
-
-
-def _server_class() -> type[Any]:
-    import uvicorn
-
-    class Server(uvicorn.Server):
-        """uvicorn's server, stopping on SIGTERM or SIGINT without raising the signal again
-        once it has shut down (uvicorn does, which kills the process before our own shutdown
-        and with exit status 143)."""
-
-        stopped_by: int | None = None
-
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            if threading.current_thread() is not threading.main_thread():
-                yield
-                return
-            previous = {sig: signal.signal(sig, self._stop) for sig in STOP_SIGNALS}
-            try:
-                yield
-            finally:
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
-
-        def _stop(self, sig: int, frame: FrameType | None) -> None:
-            if self.should_exit and sig == signal.SIGINT:
-                self.force_exit = True  # a second Ctrl-C: do not wait for requests
-            self.stopped_by = sig
-            self.should_exit = True
-
-    return Server
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
@@ -173,106 +124,34 @@ def serve(
       agentdocket serve --host 0.0.0.0 --token "$TOKEN" --grpc-port 0
       agentdocket serve --score --config scoring.toml
     """
-    try:
-        import uvicorn
+    from agentdocket.runtime import StartError
+    from agentdocket.runtime.receiver import ReceiverSettings, run_receiver
 
-        from agentdocket.ingest.receiver import Receiver, is_loopback
-    except ImportError as exc:
-        raise click.ClickException(
-            f"`serve` needs the receiver's packages ({exc.name} is missing): "
-            "pip install 'agentdocket[serve]'"
-        ) from None
-    from agentdocket.ingest.sink import Sink
-
-    if token is not None and not token.strip():  # given blank: never a way to turn auth off
-        raise click.ClickException("--token (or $AGENTDOCKET_SERVE_TOKEN) is blank")
-    token = token.strip() if token else None
-    if not token and not is_loopback(host):
-        raise click.ClickException(
-            f"listening on {host} (not loopback) needs a bearer token: --token or ${TOKEN_ENV}"
-        )
     try:
         url = existing_database(database_url(ctx.obj.get("url")))
         redactor = Redactor.from_env()
     except (ConfigError, RedactionConfigError) as exc:
         raise click.ClickException(str(exc)) from None
-    limits = Limits(max_age=max_age, max_ahead=max_ahead)
-    sink = Sink(url, spool_dir=spool_dir, redactor=redactor, source="receiver", limits=limits)
-    receiver = Receiver(
-        sink,
-        token=token or None,
-        max_body=int(max_body_mib * 1024 * 1024),
-        max_pending=max_pending,
-    )
-    follower = None
+    scoring = None
     if score or config_file is not None:
-        from agentdocket.commands.following import FollowerThread, follow_config
+        from agentdocket.commands.following import follow_config
 
         scoring = follow_config(config_file, ())
-        try:
-            follower = FollowerThread(url, scoring)
-        except StoreError as exc:
-            sink.close()
-            raise click.ClickException(f"--score: {exc}") from None
-        from agentdocket.follow.metrics import FollowerCollector
-
-        receiver.collectors.append(FollowerCollector(follower.follower))
-    grpc_server = None
-    if grpc_port:
-        try:
-            from agentdocket.ingest.grpc_receiver import GrpcReceiver
-        except ImportError as exc:
-            raise click.ClickException(
-                f"OTLP/gRPC needs {exc.name}: pip install 'agentdocket[serve]' (or --grpc-port 0)"
-            ) from None
-        try:
-            grpc_server = GrpcReceiver(receiver, host, grpc_port).start()
-        except (OSError, RuntimeError) as exc:
-            sink.close()
-            raise click.ClickException(f"{exc} (another process may hold the port)") from None
-    err.print(
-        f"agentdocket: receiving OTLP/HTTP on http://{host}:{port}/v1/traces"
-        + (f" and OTLP/gRPC on {host}:{grpc_server.port}" if grpc_server else "")
-        + f" into {display_url(url)} (pid {os.getpid()})"
-    )
-    if follower is not None:
-        follower.start()
-        err.print(
-            f"agentdocket: scoring runs as they finish, as {follower.follower.key} with "
-            + ", ".join(f.label for f in follower.follower.chosen)
-        )
-    from agentdocket.ingest.samples import Sampler
-
-    sampler = Sampler(receiver, url)
-    sampler.start()
-    refresher = None
-    if refresh_every and parse_url(url).get_backend_name() == "postgresql":
-        refresher = Refresher(url, refresh_every)
-        refresher.start()
-    config = uvicorn.Config(
-        receiver.app,
+    settings = ReceiverSettings(
+        url,
+        redactor,
         host=host,
         port=port,
-        log_level="warning",
-        access_log=False,
-        timeout_graceful_shutdown=GRACE_S,
+        grpc_port=grpc_port,
+        token=token,
+        max_body=int(max_body_mib * 1024 * 1024),
+        max_pending=max_pending,
+        spool_dir=spool_dir,
+        limits=Limits(max_age=max_age, max_ahead=max_ahead),
+        refresh_every=refresh_every,
+        scoring=scoring,
     )
-    server = _server_class()(config)
     try:
-        server.run()
-    finally:
-        # In-flight requests have finished (each one stored or spooled): stop refreshing,
-        # flush, close the spool (an empty spool file is removed).
-        if grpc_server is not None:
-            grpc_server.stop(GRACE_S)
-        if follower is not None:
-            follower.stop()
-        sampler.stop()
-        if refresher is not None:
-            refresher.stop()
-        sink.close()
-    if server.stopped_by is not None:
-        err.print(
-            f"agentdocket: stopped by {signal.Signals(server.stopped_by).name}; "
-            f"{receiver.stats.spans} spans received"
-        )
+        run_receiver(settings, say=err.print)
+    except StartError as exc:
+        raise click.ClickException(str(exc)) from None

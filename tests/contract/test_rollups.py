@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from agentdocket.commands.refresh_dashboards import Refresher
+from agentdocket.runtime.refresher import Refresher
 from agentdocket.store import open_store
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from agentdocket.store.rollups import refresh

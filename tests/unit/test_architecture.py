@@ -16,6 +16,7 @@ LAYERS = [
     {"store", "migrations"},
     {"ingest", "importers", "scorers", "generators"},
     {"tracer", "examiner", "demo", "dashboards", "experiments", "follow"},
+    {"runtime"},
     {"commands"},
     {"cli"},
 ]

@@ -1,0 +1,189 @@
+"""``agentdocket serve`` as a service: the OTLP/HTTP and OTLP/gRPC receivers on one sink, and
+beside them the pipeline sampler (which also keeps partitions made ahead), the rollup
+refresher (PostgreSQL) and, when asked, a follower judging runs as they finish."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from agentdocket.follow.config import FollowConfig
+from agentdocket.runtime import Say, Services, StartError
+from agentdocket.runtime.follower import FollowerThread, describe
+from agentdocket.runtime.refresher import Refresher
+from agentdocket.store import Redactor, display_url
+from agentdocket.store.config import parse_url
+from agentdocket.store.limits import LIVE, Limits
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+GRACE_S = 30  # how long requests in flight may take to finish once asked to stop
+
+
+@dataclass(frozen=True)
+class ReceiverSettings:
+    """What ``serve`` was asked for: where to listen, the limits, what runs beside."""
+
+    url: str
+    redactor: Redactor
+    host: str = "127.0.0.1"
+    port: int = 4318
+    grpc_port: int = 4317  # 0: no gRPC
+    token: str | None = None
+    max_body: int = 16 * 1024 * 1024
+    max_pending: int = 8
+    spool_dir: Path | None = None
+    limits: Limits = LIVE
+    refresh_every: float = 60.0  # 0: never
+    scoring: FollowConfig | None = None
+
+
+def _uvicorn_server(app: Any, host: str, port: int) -> Any:
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise StartError(
+            f"`serve` needs the receiver's packages ({exc.name} is missing): "
+            "pip install 'agentdocket[serve]'"
+        ) from None
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, stopping on SIGTERM or SIGINT without raising the signal again
+        once it has shut down (uvicorn does, which kills the process before our own shutdown
+        and with exit status 143)."""
+
+        stopped_by: int | None = None
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            previous = {sig: signal.signal(sig, self._stop) for sig in STOP_SIGNALS}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+        def _stop(self, sig: int, frame: FrameType | None) -> None:
+            if self.should_exit and sig == signal.SIGINT:
+                self.force_exit = True  # a second Ctrl-C: do not wait for requests
+            self.stopped_by = sig
+            self.should_exit = True
+
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=GRACE_S,
+    )
+    return Server(config)
+
+
+class _Grpc:
+    def __init__(self, receiver: Any, host: str, port: int) -> None:
+        self.receiver, self.host, self.port = receiver, host, port
+        self.server: Any = None
+
+    def start(self) -> None:
+        try:
+            from agentdocket.ingest.grpc_receiver import GrpcReceiver
+        except ImportError as exc:
+            raise StartError(
+                f"OTLP/gRPC needs {exc.name}: pip install 'agentdocket[serve]' (or --grpc-port 0)"
+            ) from None
+        try:
+            self.server = GrpcReceiver(self.receiver, self.host, self.port).start()
+        except (OSError, RuntimeError) as exc:
+            raise StartError(f"{exc} (another process may hold the port)") from None
+        self.port = self.server.port
+
+    def stop(self) -> None:
+        self.server.stop(GRACE_S)
+
+
+class _Closing:
+    """Something to close when the services stop (the sink: flush, close the spool)."""
+
+    def __init__(self, thing: Any) -> None:
+        self.thing = thing
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        self.thing.close()
+
+
+def _check_token(settings: ReceiverSettings) -> None:
+    from agentdocket.ingest.receiver import is_loopback
+
+    if settings.token is not None and not settings.token.strip():  # never turns auth off
+        raise StartError("--token (or $AGENTDOCKET_SERVE_TOKEN) is blank")
+    if not settings.token and not is_loopback(settings.host):
+        raise StartError(
+            f"listening on {settings.host} (not loopback) needs a bearer token: --token or "
+            "$AGENTDOCKET_SERVE_TOKEN"
+        )
+
+
+def run_receiver(settings: ReceiverSettings, say: Say) -> None:
+    """Receive until SIGTERM or SIGINT, then let requests in flight finish (each one stored or
+    spooled), stop what runs beside, flush and close the spool. :class:`StartError` when
+    something cannot start (nothing is left running then)."""
+    try:
+        from agentdocket.ingest.receiver import Receiver
+    except ImportError as exc:
+        raise StartError(
+            f"`serve` needs the receiver's packages ({exc.name} is missing): "
+            "pip install 'agentdocket[serve]'"
+        ) from None
+    from agentdocket.ingest.samples import Sampler
+    from agentdocket.ingest.sink import Sink
+
+    s = settings
+    _check_token(s)
+    sink = Sink(
+        s.url, spool_dir=s.spool_dir, redactor=s.redactor, source="receiver", limits=s.limits
+    )
+    token = s.token.strip() if s.token else None
+    receiver = Receiver(sink, token=token, max_body=s.max_body, max_pending=s.max_pending)
+    services = Services()
+    services.start(_Closing(sink))  # stopped last
+    server = _uvicorn_server(receiver.app, s.host, s.port)
+    try:
+        grpc = _Grpc(receiver, s.host, s.grpc_port) if s.grpc_port else None
+        if grpc is not None:
+            services.start(grpc)
+        say(
+            f"agentdocket: receiving OTLP/HTTP on http://{s.host}:{s.port}/v1/traces"
+            + (f" and OTLP/gRPC on {s.host}:{grpc.port}" if grpc else "")
+            + f" into {display_url(s.url)} (pid {os.getpid()})"
+        )
+        if s.scoring is not None:
+            from agentdocket.follow.metrics import FollowerCollector
+
+            follower = FollowerThread(s.url, s.scoring, say)
+            receiver.collectors.append(FollowerCollector(follower.follower))
+            services.start(follower)
+            say(f"agentdocket: scoring runs as they finish, {describe(follower.follower)}")
+        services.start(Sampler(receiver, s.url))
+        if s.refresh_every and parse_url(s.url).get_backend_name() == "postgresql":
+            services.start(Refresher(s.url, s.refresh_every))
+        server.run()
+    finally:
+        services.stop()
+    if server.stopped_by is not None:
+        say(
+            f"agentdocket: stopped by {signal.Signals(server.stopped_by).name}; "
+            f"{receiver.stats.spans} spans received"
+        )

@@ -1,0 +1,43 @@
+"""The dashboards' rollups refreshed every so often (PostgreSQL), on a thread of its own."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from agentdocket.runtime import Say
+from agentdocket.store import open_store
+from agentdocket.store.rollups import Refreshed
+
+log = logging.getLogger("agentdocket.dashboards")
+
+
+class Refresher(threading.Thread):
+    """Refreshes the rollups every ``every`` seconds until stopped; a failure (the database
+    away, say) is logged and tried again next time, never raised. ``say`` (if given) hears
+    what each refresh did."""
+
+    def __init__(self, url: str, every: float, *, say: Say | None = None) -> None:
+        super().__init__(name="agentdocket-dashboards", daemon=True)
+        self.url = url
+        self.every = every
+        self.say = say
+        self.stopped = threading.Event()
+        self.last: Refreshed | None = None
+
+    def run(self) -> None:
+        while True:
+            try:
+                with open_store(self.url, migrate=False) as store:
+                    self.last = store.refresh_dashboards()
+                if self.say is not None:
+                    self.say(str(self.last))
+            except Exception as exc:  # whoever runs this (the receiver) must keep running
+                log.warning("refreshing the dashboards failed (will retry): %s", exc)
+            if self.stopped.wait(self.every):
+                return
+
+    def stop(self) -> None:
+        self.stopped.set()
+        if self.is_alive():
+            self.join()
