@@ -209,7 +209,7 @@ def store_append(url: str, events: list[Event], batch: int) -> tuple[float, floa
     """Seconds to append all events to a fresh store, and to append them all again (retry)."""
     store = open_store(url)
     try:
-        store.recorder._conn.execute("CHECKPOINT")  # type: ignore[attr-defined]
+        store.recorder.connection.execute("CHECKPOINT")
         start = time.perf_counter()
         result = store.append(events, batch_size=batch)
         first = time.perf_counter() - start

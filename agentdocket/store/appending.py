@@ -145,7 +145,7 @@ class Appender:
         now = datetime.now(UTC)
         timely = [e for e in events if self.limits.untimely(e.ts, now) is None]
         self.db.ensure_partitions(run_months.needed(timely))
-        with self.db._write() as conn:
+        with self.db.write() as conn:
             yield conn
 
     def append_on(self, conn: Any, events: list[Event]) -> tuple[int, Refusals]:
@@ -205,8 +205,8 @@ class Appender:
         if not events:
             return 0, []
         try:
-            with self.db._savepoint(conn):
-                inserted, projection = self.db._insert_events(conn, events, months)
+            with self.db.savepoint(conn):
+                inserted, projection = self.db.insert_events(conn, events, months)
                 self.projector.apply(conn, projection, months)
             return inserted, []
         except RecordRefused as exc:

@@ -65,7 +65,7 @@ class Store:
     def derived_digest(self) -> str | None:
         """The digest of the derived objects installed here (None if none are): on this
         store's connection, at the head revision (which has ``derived_objects``)."""
-        rows = self.recorder._read(DIGEST_SQL)
+        rows = self.recorder.read(DIGEST_SQL)
         return str(rows[0][0]) if rows else None
 
     @property

@@ -25,7 +25,7 @@ class DatasetRegistry:
 
         Raises :class:`DatasetConflict` if that version exists with different content.
         """
-        with self.db._write() as conn:
+        with self.db.write() as conn:
             return self.register_on(conn, dataset)
 
     def register_on(self, conn: Any, dataset: Dataset) -> bool:
@@ -35,7 +35,7 @@ class DatasetRegistry:
         if dupes:
             raise StoreError(f"dataset {dataset.name}: duplicate case ids {', '.join(dupes[:5])}")
         digest = dataset.content_hash()
-        existing = self.db._read_on(
+        existing = self.db.read_on(
             conn,
             "SELECT content_hash FROM datasets WHERE name = ? AND version = ?",
             (escape_text(dataset.name), escape_text(dataset.version)),
@@ -49,7 +49,7 @@ class DatasetRegistry:
                 f"different cases ({first_difference(stored, dataset)}); datasets are "
                 "immutable, register a new version"
             )
-        self.db._execute(
+        self.db.execute(
             conn,
             "INSERT INTO datasets (name, version, description, content_hash, "
             "n_cases) VALUES (?, ?, ?, ?, ?)",
@@ -78,18 +78,18 @@ class DatasetRegistry:
                 i,
                 None if c.question_type is None else escape_text(c.question_type),
                 None if c.group is None else escape_text(c.group),
-                self.db._to_db("data", escape(c.to_json())),
+                self.db.to_db("data", escape(c.to_json())),
             )
             for i, c in enumerate(dataset.cases)
         ]
-        self.db._merge(conn, "cases", columns, ("dataset", "dataset_version", "case_id"), rows, "")
+        self.db.merge(conn, "cases", columns, ("dataset", "dataset_version", "case_id"), rows, "")
         return True
 
     def datasets(self) -> list[dict[str, Any]]:
-        return list(self.db._dicts("SELECT * FROM datasets ORDER BY name, created_at, version"))
+        return list(self.db.dicts("SELECT * FROM datasets ORDER BY name, created_at, version"))
 
     def latest_version(self, name: str) -> str | None:
-        rows = self.db._read(
+        rows = self.db.read(
             "SELECT version FROM datasets WHERE name = ? "
             "ORDER BY created_at DESC, version DESC LIMIT 1",
             (name,),
@@ -97,12 +97,12 @@ class DatasetRegistry:
         return rows[0][0] if rows else None
 
     def dataset(self, name: str, version: str | None = None) -> Dataset:
-        return self._read_dataset(self.db._read, name, version or self.latest_version(name))
+        return self._read_dataset(self.db.read, name, version or self.latest_version(name))
 
     def _dataset_on(self, conn: Any, name: str, version: str | None) -> Dataset:
         """The stored version, read in ``conn``'s transaction (to say how a new one differs)."""
         return self._read_dataset(
-            lambda sql, params: self.db._read_on(conn, sql, params), name, version
+            lambda sql, params: self.db.read_on(conn, sql, params), name, version
         )
 
     def _read_dataset(
@@ -120,8 +120,8 @@ class DatasetRegistry:
             "SELECT data FROM cases WHERE dataset = ? AND dataset_version = ? ORDER BY ordinal",
             (name, version),
         )
-        cases = tuple(Case.from_json(self.db._from_db("data", r[0])) for r in rows)
-        return Dataset(name, str(version), cases, self.db._from_db("description", meta[0][0]))
+        cases = tuple(Case.from_json(self.db.from_db("data", r[0])) for r in rows)
+        return Dataset(name, str(version), cases, self.db.from_db("description", meta[0][0]))
 
     def cases_for(self, runs: list[dict[str, Any]]) -> dict[str, tuple[str, Case]]:
         """For each run naming a case: (dataset version, case), keyed by trace id.
@@ -146,12 +146,12 @@ class DatasetRegistry:
             for start in range(0, len(case_ids), 500):
                 chunk = case_ids[start : start + 500]
                 marks = ", ".join("?" for _ in chunk)
-                for case_id, data in self.db._read(
+                for case_id, data in self.db.read(
                     f"SELECT case_id, data FROM cases WHERE dataset = ? AND dataset_version = ?"
                     f" AND case_id IN ({marks})",
                     (dataset, version, *chunk),
                 ):
-                    found[case_id] = Case.from_json(self.db._from_db("data", data))
+                    found[case_id] = Case.from_json(self.db.from_db("data", data))
             for case_id, trace_id in pairs:
                 if case_id in found:
                     out[trace_id] = (version, found[case_id])

@@ -122,15 +122,15 @@ class DeadLetters:
         record); the same letter twice is kept once. Returns how many were given."""
         letters = list(letters)
         if letters:
-            with self.db._write() as conn:
+            with self.db.write() as conn:
                 self.keep_on(conn, letters)
         return len(letters)
 
     def keep_on(self, conn: Any, letters: Sequence[DeadLetter]) -> None:
         unique = {d.letter_id: d for d in letters}.values()
-        rows = self.db._rows(DEAD_LETTER_COLUMNS, unique)
+        rows = self.db.as_rows(DEAD_LETTER_COLUMNS, unique)
         conflict = "ON CONFLICT (letter_id) DO NOTHING"
-        self.db._merge(conn, "dead_letters", DEAD_LETTER_COLUMNS, ("letter_id",), rows, conflict)
+        self.db.merge(conn, "dead_letters", DEAD_LETTER_COLUMNS, ("letter_id",), rows, conflict)
 
     def letters(
         self, *, resolved: bool | None = False, limit: int | None = None
@@ -141,13 +141,13 @@ class DeadLetters:
         sql = f"SELECT * FROM dead_letters_state {where} ORDER BY received_at, letter_id"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [self._letter_row(r) for r in self.db._dicts(sql)]
+        return [self._letter_row(r) for r in self.db.dicts(sql)]
 
     def get(self, letter_id: str) -> dict[str, Any]:
         """One dead letter by its id or a unique prefix of it."""
         rows = [
             self._letter_row(r)
-            for r in self.db._dicts(
+            for r in self.db.dicts(
                 "SELECT * FROM dead_letters_state WHERE letter_id LIKE ? ORDER BY letter_id "
                 "LIMIT 2",
                 (letter_id.lower() + "%",),
@@ -161,7 +161,7 @@ class DeadLetters:
 
     def counts(self) -> dict[str, int]:
         """How many dead letters are kept, and how many of them are not resolved yet."""
-        rows = self.db._read(
+        rows = self.db.read(
             "SELECT count(*), coalesce(sum(CASE WHEN resolved THEN 0 ELSE 1 END), 0) "
             "FROM dead_letters_state"
         )

@@ -113,14 +113,14 @@ class Following:
         (their positions are passed over all the same)."""
         where, params = self._after(position, skip_kinds)
         order, tx = ("tx, position", "tx::text::int8") if self.postgres else ("position", "0")
-        rows = self.db._read(
+        rows = self.db.read(
             f"SELECT {tx}, position, trace_id, kind, received_at FROM events "
             f"WHERE {where} ORDER BY {order} LIMIT ?",
             [*params, limit],
         )
         return [
             Arrival(
-                Position(int(r[0]), int(r[1])), r[2], r[3], self.db._from_db("received_at", r[4])
+                Position(int(r[0]), int(r[1])), r[2], r[3], self.db.from_db("received_at", r[4])
             )
             for r in rows
         ]
@@ -135,17 +135,17 @@ class Following:
         """How many events (not of ``skip_kinds``; only of ``only_kinds`` if given) can be
         followed after ``position`` now."""
         where, params = self._after(position, skip_kinds, only_kinds)
-        return int(self.db._read(f"SELECT count(*) FROM events WHERE {where}", params)[0][0])
+        return int(self.db.read(f"SELECT count(*) FROM events WHERE {where}", params)[0][0])
 
     def head(self) -> Position:
         """The position of the last event that :meth:`after` could return now."""
         if self.postgres:
-            rows = self.db._read(
+            rows = self.db.read(
                 f"SELECT tx::text::int8, position FROM events WHERE tx < {HORIZON} "
                 "ORDER BY tx DESC, position DESC LIMIT 1"
             )
         else:
-            rows = self.db._read("SELECT 0, position FROM events ORDER BY position DESC LIMIT 1")
+            rows = self.db.read("SELECT 0, position FROM events ORDER BY position DESC LIMIT 1")
         return Position(int(rows[0][0]), int(rows[0][1])) if rows else Position()
 
     def finished(
@@ -155,7 +155,7 @@ class Following:
         when given (what a follower has read: an end committed since is read next round)."""
         if not trace_ids:
             return {}
-        where, params = self.db._any("trace_id", list(trace_ids))
+        where, params = self.db.any_of("trace_id", list(trace_ids))
         if upto is not None:
             arrived = (
                 "(f.tx, f.position) <= (?::text::xid8, ?)" if self.postgres else ("f.position <= ?")
@@ -165,14 +165,14 @@ class Following:
                 f"AND f.kind = 'run.finished' AND {arrived})"
             )
             params += [str(upto.tx), upto.seq] if self.postgres else [upto.seq]
-        rows = self.db._read(
+        rows = self.db.read(
             "SELECT trace_id, agent, agent_version, dataset, status, attributes FROM runs "
             f"WHERE {where} AND started_at IS NOT NULL AND ended_at IS NOT NULL",
             params,
         )
         return {
             r[0]: FinishedRun(
-                r[0], r[1], r[2], r[3], r[4], self.db._from_db("attributes", r[5]) or {}
+                r[0], r[1], r[2], r[3], r[4], self.db.from_db("attributes", r[5]) or {}
             )
             for r in rows
         }
@@ -181,7 +181,7 @@ class Following:
 
     def cursor(self, follower: str) -> Position:
         """Where ``follower`` resumes (the start of the log if it never saved a cursor)."""
-        rows = self.db._read(
+        rows = self.db.read(
             "SELECT tx, position FROM scoring_cursors WHERE follower = ?", [follower]
         )
         return Position(int(rows[0][0]), int(rows[0][1])) if rows else Position()
@@ -190,8 +190,8 @@ class Following:
         """Move ``follower``'s cursor to ``position``; never backwards (another follower of the
         same name may have saved a later one)."""
         now = datetime.now(UTC)
-        with self.db._write() as conn:
-            self.db._execute(
+        with self.db.write() as conn:
+            self.db.execute(
                 conn,
                 "INSERT INTO scoring_cursors (follower, tx, position, updated_at) "
                 "VALUES (?, ?, ?, ?) ON CONFLICT (follower) DO UPDATE SET "
@@ -199,33 +199,31 @@ class Following:
                 "updated_at = excluded.updated_at "
                 "WHERE (scoring_cursors.tx, scoring_cursors.position) "
                 "< (excluded.tx, excluded.position)",
-                [follower, position.tx, position.seq, self.db._to_db("updated_at", now)],
+                [follower, position.tx, position.seq, self.db.to_db("updated_at", now)],
             )
 
     def cursors(self) -> list[tuple[str, Position, datetime | None]]:
         """Every follower's cursor: (follower, position, when it last moved)."""
         return [
-            (r[0], Position(int(r[1]), int(r[2])), self.db._from_db("updated_at", r[3]))
-            for r in self.db._read(
+            (r[0], Position(int(r[1]), int(r[2])), self.db.from_db("updated_at", r[3]))
+            for r in self.db.read(
                 "SELECT follower, tx, position, updated_at FROM scoring_cursors ORDER BY follower"
             )
         ]
 
     def saved_at(self, follower: str) -> datetime | None:
         """When ``follower`` last moved its cursor (None: never)."""
-        rows = self.db._read(
-            "SELECT updated_at FROM scoring_cursors WHERE follower = ?", [follower]
-        )
-        return self.db._from_db("updated_at", rows[0][0]) if rows else None
+        rows = self.db.read("SELECT updated_at FROM scoring_cursors WHERE follower = ?", [follower])
+        return self.db.from_db("updated_at", rows[0][0]) if rows else None
 
     def datasets_since(self, since: datetime) -> list[tuple[str, str, datetime]]:
         """Dataset versions registered at or after ``since``: (name, version, registered)."""
-        rows = self.db._read(
+        rows = self.db.read(
             "SELECT name, version, created_at FROM datasets WHERE created_at >= ? "
             "ORDER BY created_at",
-            [self.db._to_db("created_at", since)],
+            [self.db.to_db("created_at", since)],
         )
-        return [(r[0], r[1], self.db._from_db("created_at", r[2]) or since) for r in rows]
+        return [(r[0], r[1], self.db.from_db("created_at", r[2]) or since) for r in rows]
 
     # --- claims -----------------------------------------------------------------------------
 
@@ -234,7 +232,7 @@ class Following:
         follower of the same name holds). Release them with :meth:`release`."""
         if not self.postgres or not trace_ids:
             return list(trace_ids)
-        rows = self.db._read(
+        rows = self.db.read(
             "SELECT t FROM unnest(?::text[]) AS t "
             "WHERE pg_try_advisory_lock(hashtext(?), hashtext(t))",
             [list(trace_ids), follower],
@@ -244,7 +242,7 @@ class Following:
     def release(self, follower: str, trace_ids: Sequence[str]) -> None:
         if not self.postgres or not trace_ids:
             return
-        self.db._read(
+        self.db.read(
             "SELECT pg_advisory_unlock(hashtext(?), hashtext(t)) FROM unnest(?::text[]) AS t",
             [follower, list(trace_ids)],
         )

@@ -64,10 +64,10 @@ def assign(db: Recorder, conn: Any, events: Sequence[Event]) -> dict[str, date]:
                 seen = earliest.get(trace)
                 if seen is None or e.ts < seen:
                     earliest[trace] = e.ts
-    months = db._stored_months(conn, list(earliest))
+    months = db.stored_months(conn, list(earliest))
     new = sorted(set(earliest) - set(months))
-    if new and db._lock_new_traces(conn, new):
-        months.update(db._stored_months(conn, new))  # stored meanwhile by who held the lock
+    if new and db.lock_new_traces(conn, new):
+        months.update(db.stored_months(conn, new))  # stored meanwhile by who held the lock
     for trace in new:
         months.setdefault(trace, month_of(earliest[trace]))
     return months

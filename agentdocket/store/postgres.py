@@ -109,16 +109,22 @@ class PostgresRecorder(Recorder):
         with mapped_errors():
             self._conn.execute("SET jit = off")
 
+    @property
+    def connection(self) -> Any:
+        """The psycopg connection itself, for what needs the backend as it is (a tool, a test
+        recording the store's statements); the store's own work goes through the methods."""
+        return self._conn
+
     def close(self) -> None:
         self._conn.close()
 
     @contextmanager
-    def _write(self) -> Iterator[psycopg.Connection[Any]]:
+    def write(self) -> Iterator[psycopg.Connection[Any]]:
         with mapped_errors(), self._conn.transaction():
             yield self._conn
 
     @contextmanager
-    def _savepoint(self, conn: Any) -> Iterator[None]:
+    def savepoint(self, conn: Any) -> Iterator[None]:
         try:
             with conn.transaction():
                 yield
@@ -131,8 +137,8 @@ class PostgresRecorder(Recorder):
         with mapped_errors():
             self._conn.execute("SELECT 1")
 
-    def _read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self._read_on(self._conn, query, params)
+    def read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.read_on(self._conn, query, params)
 
     # --- months -------------------------------------------------------------------------------
 
@@ -159,7 +165,7 @@ class PostgresRecorder(Recorder):
     def partition_ddl(self, work: Callable[[Any], T], *partitions: str) -> T:
         return with_ddl_lock(self._conn, work, *partitions)
 
-    def _stored_months(self, conn: Any, trace_ids: Sequence[str]) -> dict[str, date]:
+    def stored_months(self, conn: Any, trace_ids: Sequence[str]) -> dict[str, date]:
         # The primary key holds run_month: an index-only scan of each month's key. (Filtered on
         # trace_id alone, as Citus routes a query to the shards of its traces.)
         rows = conn.execute(
@@ -170,7 +176,7 @@ class PostgresRecorder(Recorder):
         ).fetchall()
         return {r[0]: r[1] for r in rows if r[1] is not None}
 
-    def _lock_new_traces(self, conn: Any, trace_ids: Sequence[str]) -> bool:
+    def lock_new_traces(self, conn: Any, trace_ids: Sequence[str]) -> bool:
         # In hash order, so two writers locking overlapping sets take them in the same order.
         conn.execute(
             "SELECT count(pg_advisory_xact_lock(%s, h)) FROM "
@@ -192,12 +198,12 @@ class PostgresRecorder(Recorder):
             # and never given `agentdocket migrate`): nothing reads rollups there.
             return refresh(self._conn, progress=progress) if installed else None
 
-    def _read_on(self, conn: Any, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def read_on(self, conn: Any, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with mapped_errors(), conn.cursor() as cur:
             cur.execute(query.replace("?", "%s"), list(params))
             return list(cur.fetchall())
 
-    def _read_with_names(
+    def read_with_names(
         self, query: str, params: Sequence[Any] = ()
     ) -> tuple[list[str], list[tuple[Any, ...]]]:
         with mapped_errors(), self._conn.cursor() as cur:
@@ -205,7 +211,7 @@ class PostgresRecorder(Recorder):
             names = [d.name for d in cur.description or []]
             return names, list(cur.fetchall())
 
-    def _stream_on(self, conn: Any, query: str, size: int) -> Iterator[list[tuple[Any, ...]]]:
+    def stream_on(self, conn: Any, query: str, size: int) -> Iterator[list[tuple[Any, ...]]]:
         with mapped_errors(), conn.cursor(name=f"agentdocket_{uuid.uuid4().hex[:12]}") as cur:
             cur.itersize = size
             cur.execute(query)
@@ -229,10 +235,10 @@ class PostgresRecorder(Recorder):
             ).fetchall()
         return {(r[0], r[1]) for r in rows}
 
-    def _any(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+    def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
         return f"{column} = ANY(?)", [list(values)]
 
-    def _scoring_events(
+    def scoring_events(
         self, ids: Sequence[str], kinds: Collection[str] | None, months: Sequence[date]
     ) -> list[Event]:
         params: list[Any] = [list(ids), list(months)]
@@ -258,23 +264,23 @@ class PostgresRecorder(Recorder):
                 for r in cur.fetchall()
             ]
 
-    def _execute(self, conn: Any, query: str, params: Sequence[Any] = ()) -> int:
+    def execute(self, conn: Any, query: str, params: Sequence[Any] = ()) -> int:
         return int(conn.execute(query.replace("?", "%s"), list(params)).rowcount)
 
-    def _lock_for_rebuild(self, conn: Any) -> None:
+    def lock_for_rebuild(self, conn: Any) -> None:
         # Appends wait while the projections are rebuilt; readers carry on.
         conn.execute("LOCK TABLE events IN SHARE MODE")
         conn.execute("LOCK TABLE runs, verdicts, judge_calls IN EXCLUSIVE MODE")
 
-    def _to_db(self, column: str, value: Any) -> Any:
+    def to_db(self, column: str, value: Any) -> Any:
         if column in JSON_COLUMNS and value is not None:
             return _dumps_jsonb(value)
         return value
 
-    def _converts(self, column: str) -> bool:
+    def converts(self, column: str) -> bool:
         return column in JSON_COLUMNS
 
-    def _from_db(self, column: str, value: Any) -> Any:
+    def from_db(self, column: str, value: Any) -> Any:
         if isinstance(value, str):
             return unescape_text(value) if ESC in value else value
         if isinstance(value, uuid.UUID):
@@ -335,7 +341,7 @@ class PostgresRecorder(Recorder):
         )
         return name
 
-    def _insert_events(
+    def insert_events(
         self, conn: Any, events: Sequence[Event], months: dict[str, date]
     ) -> tuple[int, Projection]:
         if not events:
@@ -389,7 +395,7 @@ class PostgresRecorder(Recorder):
         # not prepared: a generic plan made while the table was small stays bad (verdict_keys)
         return {tuple(r) for r in conn.execute(query, params, prepare=False).fetchall()}
 
-    def _merge(
+    def merge(
         self,
         conn: Any,
         table: str,

@@ -63,38 +63,38 @@ class Projector:
         months = dict(months)
         wanted = {v.trace_id for v in proj.verdicts} | proj.runs.keys()
         if missing := sorted(wanted - months.keys()):  # a verdict about a run stored before
-            months = {**months, **self.db._stored_months(conn, missing)}
+            months = {**months, **self.db.stored_months(conn, missing)}
         for v in proj.verdicts:  # about a run with no events: under the verdict's own month
             months.setdefault(v.trace_id, month_of(v.ts))
         month = self._month_column(months)
         if proj.runs:
-            rows = [(*r, month(r[0])) for r in self.db._rows(RUN_COLUMNS, proj.runs.values())]
+            rows = [(*r, month(r[0])) for r in self.db.as_rows(RUN_COLUMNS, proj.runs.values())]
             columns = (*RUN_COLUMNS, "run_month")
-            self.db._merge(conn, "runs", columns, ("trace_id",), rows, self.runs_upsert)
+            self.db.merge(conn, "runs", columns, ("trace_id",), rows, self.runs_upsert)
         # Rows keyed by their event (a verdict) or by a cache key whose first reply stays:
         # inserted once, never changed.
         if proj.verdicts:
-            rows = [(*r, month(r[1])) for r in self.db._rows(VERDICT_COLUMNS, proj.verdicts)]
+            rows = [(*r, month(r[1])) for r in self.db.as_rows(VERDICT_COLUMNS, proj.verdicts)]
             columns = (*VERDICT_COLUMNS, "run_month")
             key = ("trace_id", "verdict_id")
-            self.db._merge(conn, "verdicts", columns, key, rows, self.verdicts_conflict)
+            self.db.merge(conn, "verdicts", columns, key, rows, self.verdicts_conflict)
         if proj.judge_calls:
-            rows = self.db._rows(JUDGE_CALL_COLUMNS, proj.judge_calls)
+            rows = self.db.as_rows(JUDGE_CALL_COLUMNS, proj.judge_calls)
             conflict = "ON CONFLICT (cache_key) DO NOTHING"
-            self.db._merge(conn, "judge_calls", JUDGE_CALL_COLUMNS, ("cache_key",), rows, conflict)
+            self.db.merge(conn, "judge_calls", JUDGE_CALL_COLUMNS, ("cache_key",), rows, conflict)
 
     def _month_column(self, months: dict[str, date]) -> Any:
-        to_db = self.db._to_db
+        to_db = self.db.to_db
         converted = {t: to_db("run_month", m) for t, m in months.items()}
         return converted.__getitem__
 
     def rebuild(self, batch_size: int) -> int:
         """Drop the projections and replay the whole event log into them, in one transaction.
         Returns the number of events replayed."""
-        with self.db._write() as conn:
-            self.db._lock_for_rebuild(conn)
+        with self.db.write() as conn:
+            self.db.lock_for_rebuild(conn)
             for table in PROJECTION_TABLES:
-                self.db._execute(conn, f"DELETE FROM {table}")
+                self.db.execute(conn, f"DELETE FROM {table}")
             count = 0
             for chunk, months in self._stream_events(conn, batch_size):
                 self.apply(conn, project(chunk), months)
@@ -105,6 +105,6 @@ class Projector:
         columns = ", ".join(STORED_EVENT_COLUMNS)
         sql = f"SELECT {columns} FROM events ORDER BY trace_id, seq, event_id"
         width = len(EVENT_COLUMNS)
-        for rows in self.db._stream_on(conn, sql, size):
-            months = {r[1]: self.db._from_db("run_month", r[width]) for r in rows}
-            yield [self.db._event(r[:width]) for r in rows], months
+        for rows in self.db.stream_on(conn, sql, size):
+            months = {r[1]: self.db.from_db("run_month", r[width]) for r in rows}
+            yield [self.db.event_of(r[:width]) for r in rows], months

@@ -50,14 +50,14 @@ class Reader:
     def counts(self) -> dict[str, int]:
         out = {}
         for table in ("events", "runs", "steps", "verdicts", "judge_calls", "datasets", "cases"):
-            out[table] = int(self.db._read(f"SELECT count(*) FROM {table}")[0][0])
+            out[table] = int(self.db.read(f"SELECT count(*) FROM {table}")[0][0])
         return out
 
     def rows(self, table: str, order_by: str) -> list[dict[str, Any]]:
         """All rows of a projection or reference table, decoded, in a stable order."""
         if table not in TABLES:
             raise StoreError(f"unknown table {table!r}")
-        return [dict(r) for r in self.db._dicts(f"SELECT * FROM {table} ORDER BY {order_by}")]
+        return [dict(r) for r in self.db.dicts(f"SELECT * FROM {table} ORDER BY {order_by}")]
 
     def events(self, trace_id: str) -> list[Event]:
         """The stored events of one trace, as stored (not upcast), in trace order."""
@@ -65,7 +65,7 @@ class Reader:
             f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE trace_id = ? "
             "ORDER BY seq, ts, event_id"
         )
-        return [self.db._event(r) for r in self.db._read(sql, (trace_id,))]
+        return [self.db.event_of(r) for r in self.db.read(sql, (trace_id,))]
 
     def read_trace(self, trace_id: str) -> Trace | None:
         events = self.events(trace_id)
@@ -82,8 +82,8 @@ class Reader:
             f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE trace_id IN ({marks}) "
             "ORDER BY trace_id, seq, ts, event_id"
         )
-        for row in self.db._read(sql, ids):
-            event = self.db._event(row)
+        for row in self.db.read(sql, ids):
+            event = self.db.event_of(row)
             by_trace[event.trace_id].append(event)
         return by_trace
 
@@ -94,7 +94,7 @@ class Reader:
         marks = ", ".join("?" for _ in ids)
         runs = {
             r["trace_id"]: r
-            for r in self.db._dicts(f"SELECT * FROM runs WHERE trace_id IN ({marks})", ids)
+            for r in self.db.dicts(f"SELECT * FROM runs WHERE trace_id IN ({marks})", ids)
         }
         return runs, self.datasets.cases_for(list(runs.values()))
 
@@ -127,7 +127,7 @@ class Reader:
             dataset=dataset, agent=agent, since=since, runs_only=runs_only
         )
         sql = f"SELECT trace_id FROM runs {where} ORDER BY first_ts, trace_id"
-        return [r[0] for r in self.db._read(sql, params)]
+        return [r[0] for r in self.db.read(sql, params)]
 
     def _run_filter(
         self,
@@ -150,11 +150,11 @@ class Reader:
             params.append(agent)
         if since is not None:
             clauses.append("first_ts >= ?")
-            params.append(self.db._to_db("ts", since))
+            params.append(self.db.to_db("ts", since))
         return ("WHERE " + " AND ".join(clauses) if clauses else ""), params
 
     def run(self, trace_id: str) -> dict[str, Any] | None:
-        found = self.db._dicts("SELECT * FROM runs WHERE trace_id = ?", (trace_id,))
+        found = self.db.dicts("SELECT * FROM runs WHERE trace_id = ?", (trace_id,))
         return next((_public(r) for r in found), None)
 
     def list_runs(
@@ -180,12 +180,12 @@ class Reader:
         sql = f"SELECT * FROM runs {where} ORDER BY first_ts DESC, trace_id"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [_public(r) for r in self.db._dicts(sql, params)]
+        return [_public(r) for r in self.db.dicts(sql, params)]
 
     def find_runs(self, prefix: str) -> list[str]:
         """Trace ids of the runs whose id starts with ``prefix`` (abbreviated ids on the command
         line)."""
-        rows = self.db._read(
+        rows = self.db.read(
             "SELECT trace_id FROM runs WHERE trace_id LIKE ? ORDER BY trace_id LIMIT 10",
             (prefix.lower() + "%",),
         )

@@ -6,6 +6,16 @@ queries written with ``?`` placeholders, value conversion, the bulk insert of ev
 merge of projection rows, with every driver error mapped into the store's error tree
 (:mod:`agentdocket.store.errors`). The parts of the store that do not depend on the database
 (appending, projecting, datasets, dead letters, reading) are written against it.
+
+Its protocol is public, and the only way in (no other module calls an underscore member of a
+recorder; a test holds it): ``close``, ``ping``, ``connection``; transactions (``write``,
+``savepoint``, ``partition_ddl``); queries (``read``, ``read_on``, ``read_with_names``,
+``stream_on``, ``dicts``, ``execute``, ``any_of``); values (``to_db``, ``from_db``,
+``converts``, ``as_rows``, ``event_of``); the log and its projections (``insert_events``,
+``merge``, ``scoring_events``, ``verdict_keys``, ``lock_for_rebuild``); months
+(``ensure_partitions``, ``stored_months``, ``lock_new_traces``, ``unique_key``);
+``refresh_dashboards``. A new backend is a subclass, and passes the contract suite
+(``tests/contract/test_recorder_contract.py``) by subclassing its abstract test case.
 """
 
 from __future__ import annotations
@@ -86,6 +96,12 @@ class Recorder(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
+    @property
+    @abstractmethod
+    def connection(self) -> Any:
+        """The driver's connection itself, for what needs the backend as it is (a tool, a test
+        recording the store's statements)."""
+
     @abstractmethod
     def ping(self) -> None:
         """Raise :class:`StoreUnavailable` unless the database answers now."""
@@ -106,56 +122,54 @@ class Recorder(ABC):
         partitions needs (on PostgreSQL the one lock order of
         :mod:`agentdocket.store.postgres_locks`, ``partitions`` locked too; tried again while
         the tables are busy)."""
-        with self._write() as conn:
+        with self.write() as conn:
             return work(conn)
 
     @abstractmethod
-    def _stored_months(self, conn: Any, trace_ids: Sequence[str]) -> dict[str, date]:
+    def stored_months(self, conn: Any, trace_ids: Sequence[str]) -> dict[str, date]:
         """The month of each of these traces that has events stored."""
 
-    def _lock_new_traces(self, conn: Any, trace_ids: Sequence[str]) -> bool:
+    def lock_new_traces(self, conn: Any, trace_ids: Sequence[str]) -> bool:
         """Lock these traces, not yet stored, until the transaction ends; whether there are
         such locks (a database with one writer at a time needs none)."""
         return False
 
     @abstractmethod
-    def _write(self) -> AbstractContextManager[Any]:
+    def write(self) -> AbstractContextManager[Any]:
         """A write transaction on a connection (retrying is the caller's)."""
 
     @abstractmethod
-    def _savepoint(self, conn: Any) -> AbstractContextManager[None]:
+    def savepoint(self, conn: Any) -> AbstractContextManager[None]:
         """A savepoint on ``conn``: rolled back if its body raises, which it raises mapped into
         the store's error tree (a record's encoding error as :class:`RecordRefused`)."""
 
     @abstractmethod
-    def _lock_for_rebuild(self, conn: Any) -> None: ...
+    def lock_for_rebuild(self, conn: Any) -> None: ...
 
     # --- reading ------------------------------------------------------------------------------
 
     @abstractmethod
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run a read-only query written with ``?`` placeholders."""
 
     @abstractmethod
-    def _read_on(
-        self, conn: Any, sql: str, params: Sequence[Any] = ()
-    ) -> list[tuple[Any, ...]]: ...
+    def read_on(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
 
     @abstractmethod
-    def _read_with_names(
+    def read_with_names(
         self, sql: str, params: Sequence[Any] = ()
     ) -> tuple[list[str], list[tuple[Any, ...]]]: ...
 
     @abstractmethod
-    def _stream_on(self, conn: Any, sql: str, size: int) -> Iterator[list[tuple[Any, ...]]]:
+    def stream_on(self, conn: Any, sql: str, size: int) -> Iterator[list[tuple[Any, ...]]]:
         """Stream a query's rows on a given (write) connection."""
 
     @abstractmethod
-    def _any(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+    def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
         """A condition "``column`` is one of ``values``" and its parameters."""
 
     @abstractmethod
-    def _scoring_events(
+    def scoring_events(
         self, ids: Sequence[str], kinds: Collection[str] | None, months: Sequence[date]
     ) -> list[Event]:
         """The events of these traces (of these kinds; all kinds when None), in trace order;
@@ -165,8 +179,8 @@ class Recorder(ABC):
         """(trace id, input hash) of the verdicts this scorer version already gave these runs."""
         if not ids:
             return set()
-        where, params = self._any("trace_id", ids)
-        rows = self._read(
+        where, params = self.any_of("trace_id", ids)
+        rows = self.read(
             "SELECT trace_id, input_hash FROM verdicts WHERE scorer = ? AND scorer_version = ? "
             f"AND {where}",
             [scorer, version, *params],
@@ -179,13 +193,13 @@ class Recorder(ABC):
         """Bring the dashboards' hourly rollups up to date; None where there are none."""
         return None
 
-    def _dicts(self, sql: str, params: Sequence[Any] = ()) -> Iterator[dict[str, Any]]:
-        names, data = self._read_with_names(sql, params)
+    def dicts(self, sql: str, params: Sequence[Any] = ()) -> Iterator[dict[str, Any]]:
+        names, data = self.read_with_names(sql, params)
         for r in data:
-            yield {n: self._from_db(n, v) for n, v in zip(names, r, strict=True)}
+            yield {n: self.from_db(n, v) for n, v in zip(names, r, strict=True)}
 
-    def _event(self, row: Sequence[Any]) -> Event:
-        values = {c: self._from_db(c, v) for c, v in zip(EVENT_COLUMNS, row, strict=True)}
+    def event_of(self, row: Sequence[Any]) -> Event:
+        values = {c: self.from_db(c, v) for c, v in zip(EVENT_COLUMNS, row, strict=True)}
         return Event(
             event_id=uuid.UUID(str(values["event_id"])),
             trace_id=values["trace_id"],
@@ -201,11 +215,11 @@ class Recorder(ABC):
     # --- writing ------------------------------------------------------------------------------
 
     @abstractmethod
-    def _execute(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> int:
+    def execute(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> int:
         """Run a statement on ``conn``; how many rows it touched."""
 
     @abstractmethod
-    def _insert_events(
+    def insert_events(
         self, conn: Any, events: Sequence[Event], months: dict[str, date]
     ) -> tuple[int, Projection]:
         """Insert events under their traces' ``months``, skipping those already stored; return
@@ -213,7 +227,7 @@ class Recorder(ABC):
         database digests the rows)."""
 
     @abstractmethod
-    def _merge(
+    def merge(
         self,
         conn: Any,
         table: str,
@@ -228,23 +242,23 @@ class Recorder(ABC):
     # --- values -------------------------------------------------------------------------------
 
     @abstractmethod
-    def _to_db(self, column: str, value: Any) -> Any: ...
+    def to_db(self, column: str, value: Any) -> Any: ...
 
     @abstractmethod
-    def _from_db(self, column: str, value: Any) -> Any: ...
+    def from_db(self, column: str, value: Any) -> Any: ...
 
     @abstractmethod
-    def _converts(self, column: str) -> bool:
+    def converts(self, column: str) -> bool:
         """Whether values of this column need :meth:`_to_db`."""
 
-    def _rows(self, columns: Sequence[str], objects: Iterable[Any]) -> list[tuple[Any, ...]]:
+    def as_rows(self, columns: Sequence[str], objects: Iterable[Any]) -> list[tuple[Any, ...]]:
         """Objects as database rows (only the columns that need it are converted)."""
         get = attrgetter(*columns)
-        convert = [(i, c) for i, c in enumerate(columns) if self._converts(c)]
+        convert = [(i, c) for i, c in enumerate(columns) if self.converts(c)]
         out = []
         for obj in objects:
             row = list(get(obj))
             for i, c in convert:
-                row[i] = self._to_db(c, row[i])
+                row[i] = self.to_db(c, row[i])
             out.append(tuple(row))
         return out

@@ -115,7 +115,7 @@ class Retention:
         first_kept = month_of(window_start)  # the month the window starts in stays
         drop: list[Month] = []
         refused: list[Month] = []
-        with self.db._write() as conn:  # one snapshot: counts and checks agree
+        with self.db.write() as conn:  # one snapshot: counts and checks agree
             for month in self.months.stored(conn):
                 if month >= first_kept:
                     continue
@@ -143,7 +143,7 @@ class Retention:
             dropped.append(counted)
             if progress is not None:
                 progress(counted)
-        with self.db._write() as conn:
+        with self.db.write() as conn:
             samples = self._samples(conn, plan.window_start, delete=True)
         rollups = self._refresh() if dropped else "refreshed"
         return Applied(
@@ -155,7 +155,7 @@ class Retention:
         (then it is returned with ``newer_runs``, nothing dropped)."""
         # Counted before the lock, which then stays short (on PostgreSQL every query that
         # plans over the log waits for it); counted again only if events came meanwhile.
-        with self.db._write() as conn:
+        with self.db.write() as conn:
             newest = self.months.newest(conn, month)
             counted = self.months.count(conn, month, plan.window_start)
 
@@ -181,12 +181,12 @@ class Retention:
 
     def _samples(self, conn: Any, before: datetime, *, delete: bool) -> int:
         total = 0
-        at = self.db._to_db("at", before)
+        at = self.db.to_db("at", before)
         for table in ("pipeline_samples", "scoring_samples"):
             if delete:
-                total += self.db._execute(conn, f"DELETE FROM {table} WHERE at < ?", [at])
+                total += self.db.execute(conn, f"DELETE FROM {table} WHERE at < ?", [at])
             else:
-                [(n,)] = self.db._read_on(conn, f"SELECT count(*) FROM {table} WHERE at < ?", [at])
+                [(n,)] = self.db.read_on(conn, f"SELECT count(*) FROM {table} WHERE at < ?", [at])
                 total += int(n)
         return total
 
@@ -226,7 +226,7 @@ class _Months:
         raise NotImplementedError
 
     def _one(self, conn: Any, sql: str, *params: Any) -> int:
-        [(n,)] = self.db._read_on(conn, sql, list(params))
+        [(n,)] = self.db.read_on(conn, sql, list(params))
         return int(n or 0)
 
 
@@ -237,7 +237,7 @@ class _PostgresMonths(_Months):
         return f"{table}_{month:%Y_%m}"
 
     def stored(self, conn: Any) -> list[date]:
-        rows = self.db._read_on(
+        rows = self.db.read_on(
             conn,
             "SELECT pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i "
             "JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass",
@@ -255,7 +255,7 @@ class _PostgresMonths(_Months):
         return tuple(self._part(t, month) for t in ("events", "runs", "verdicts"))
 
     def newest(self, conn: Any, month: date) -> Any:
-        rows = self.db._read_on(
+        rows = self.db.read_on(
             conn,
             f"SELECT tx::text, position FROM {self._part('events', month)} "
             "ORDER BY tx DESC, position DESC LIMIT 1",
@@ -284,20 +284,20 @@ class _PostgresMonths(_Months):
     def drop(self, conn: Any, month: date) -> None:
         events, runs = self._part("events", month), self._part("runs", month)
         # The dashboards' hours of these runs are read live until the next refresh.
-        self.db._execute(
+        self.db.execute(
             conn,
             "INSERT INTO rollup_stale (hour, what) SELECT DISTINCT "
             "agentdocket_hour(coalesce(started_at, first_ts)), w "
             f"FROM {runs} CROSS JOIN (VALUES ('runs'), ('verdicts')) k(w) "
             "WHERE coalesce(started_at, first_ts) IS NOT NULL",
         )
-        self.db._execute(
+        self.db.execute(
             conn,
             "DELETE FROM judge_calls j WHERE EXISTS "
             f"(SELECT 1 FROM {events} e WHERE e.trace_id = j.trace_id)",
         )
         for table in ("verdicts", "runs", "events"):
-            self.db._execute(conn, f"DROP TABLE {self._part(table, month)}")
+            self.db.execute(conn, f"DROP TABLE {self._part(table, month)}")
 
 
 SQLITE_NO_DELETE = (
@@ -313,10 +313,10 @@ class _SqliteMonths(_Months):
         )
 
     def stored(self, conn: Any) -> list[date]:
-        rows = self.db._read_on(
+        rows = self.db.read_on(
             conn, "SELECT DISTINCT run_month FROM events WHERE run_month IS NOT NULL"
         )
-        return sorted(self.db._from_db("run_month", r[0]) for r in rows)
+        return sorted(self.db.from_db("run_month", r[0]) for r in rows)
 
     def count(self, conn: Any, month: date, window_start: datetime) -> Month:
         m = month.isoformat()
@@ -335,7 +335,7 @@ class _SqliteMonths(_Months):
             "SELECT count(*) FROM runs WHERE run_month = ? AND max(coalesce(last_ts, ''), "
             "coalesce(ended_at, '')) >= ?",
             m,
-            self.db._to_db("ts", window_start),
+            self.db.to_db("ts", window_start),
         )
         return Month(month, rows, newer)
 

@@ -51,10 +51,10 @@ class PipelineSamples:
 
     def record(self, sample: PipelineSample | ScoringSample) -> None:
         values = asdict(sample)
-        values["at"] = self.db._to_db("at", sample.at)
+        values["at"] = self.db.to_db("at", sample.at)
         table = "pipeline_samples" if isinstance(sample, PipelineSample) else "scoring_samples"
-        with self.db._write() as conn:
-            self.db._execute(
+        with self.db.write() as conn:
+            self.db.execute(
                 conn,
                 f"INSERT INTO {table} ({', '.join(values)}) "
                 f"VALUES ({', '.join('?' * len(values))})",
@@ -66,7 +66,7 @@ class PipelineSamples:
         if table not in ("pipeline_samples", "scoring_samples"):
             raise ValueError(f"no samples table {table!r}")
         return list(
-            self.db._dicts(
+            self.db.dicts(
                 f"SELECT s.* FROM {table} s WHERE NOT EXISTS (SELECT 1 FROM "
                 f"{table} n WHERE n.process = s.process AND n.at > s.at) ORDER BY process"
             )

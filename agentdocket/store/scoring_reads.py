@@ -94,10 +94,10 @@ class ScoringReader:
         if not ids:
             return []
         cache = {} if cache is None else cache
-        where, params = self.db._any("trace_id", ids)
+        where, params = self.db.any_of("trace_id", ids)
         runs = {
             r[0]: r
-            for r in self.db._read(
+            for r in self.db.read(
                 f"SELECT trace_id, dataset, dataset_version, case_id, run_month FROM runs "
                 f"WHERE {where}",
                 params,
@@ -106,8 +106,8 @@ class ScoringReader:
         self._fill_cases([r[:4] for r in runs.values()], cache)
         by_trace: dict[str, list[Event]] = defaultdict(list)
         # the runs' months: on PostgreSQL only their partitions are read
-        months = sorted({self.db._from_db("run_month", r[4]) for r in runs.values() if r[4]})
-        for event in self.db._scoring_events(list(runs), kinds, months):
+        months = sorted({self.db.from_db("run_month", r[4]) for r in runs.values() if r[4]})
+        for event in self.db.scoring_events(list(runs), kinds, months):
             by_trace[event.trace_id].append(event)
         out = []
         for tid in ids:
@@ -148,22 +148,22 @@ class ScoringReader:
     def _cases(self, dataset: str, version: str, case_ids: Sequence[str]) -> dict[str, Case]:
         found: dict[str, Case] = {}
         for start in range(0, len(case_ids), 500):
-            where, params = self.db._any("case_id", case_ids[start : start + 500])
-            rows = self.db._read(
+            where, params = self.db.any_of("case_id", case_ids[start : start + 500])
+            rows = self.db.read(
                 "SELECT case_id, data FROM cases WHERE dataset = ? AND dataset_version = ? "
                 f"AND {where}",
                 [dataset, version, *params],
             )
             for case_id, data in rows:
-                found[case_id] = Case.from_json(self.db._from_db("data", data))
+                found[case_id] = Case.from_json(self.db.from_db("data", data))
         return found
 
     def trace_groups(self, ids: Sequence[str]) -> dict[str, str]:
         """The semantic group of each run's case (runs whose case has a group)."""
         out: dict[str, str] = {}
         for start in range(0, len(ids), 2000):
-            where, params = self.db._any("r.trace_id", ids[start : start + 2000])
-            rows = self.db._read(
+            where, params = self.db.any_of("r.trace_id", ids[start : start + 2000])
+            rows = self.db.read(
                 "SELECT r.trace_id, c.group_id FROM runs r JOIN cases c ON c.dataset = r.dataset "
                 "AND c.dataset_version = r.dataset_version AND c.case_id = r.case_id "
                 f"WHERE {where} AND c.group_id IS NOT NULL",
@@ -186,7 +186,7 @@ class ScoringReader:
             sql += " JOIN runs r ON r.trace_id = v.trace_id WHERE r.dataset = ?"
             params.append(dataset)
         out: dict[str, list[str]] = defaultdict(list)
-        for scorer, version in self.db._read(sql, params):
+        for scorer, version in self.db.read(sql, params):
             out[scorer].append(version)
         return dict(out)
 
@@ -208,15 +208,15 @@ class ScoringReader:
                 r["strategy"],
                 r["models"] or {},
             )
-            for r in self.db._dicts(sql, params)
+            for r in self.db.dicts(sql, params)
         ]
 
     def traces_with_failure(self, failure_type: str, ids: Sequence[str]) -> set[str]:
         """Those of ``ids`` whose latest run-level verdict of some scorer has ``failure_type``."""
         found: set[str] = set()
         for start in range(0, len(ids), 500):
-            where, params = self.db._any("v.trace_id", ids[start : start + 500])
-            rows = self.db._read(
+            where, params = self.db.any_of("v.trace_id", ids[start : start + 500])
+            rows = self.db.read(
                 "SELECT DISTINCT v.trace_id FROM verdicts_latest v WHERE v.failure_type = ? "
                 f"AND v.subject_span_id IS NULL AND {where}",
                 [failure_type, *params],
@@ -231,7 +231,7 @@ class ScoringReader:
             "SELECT trace_id, case_id, agent, agent_version, status, attributes FROM runs "
             "WHERE started_at IS NOT NULL AND dataset = ? ORDER BY started_at, trace_id"
         )
-        return list(self.db._dicts(sql, [dataset]))
+        return list(self.db.dicts(sql, [dataset]))
 
     def report_verdicts(
         self, versions: dict[str, str], dataset: str | None = None
@@ -261,7 +261,7 @@ class ScoringReader:
                     r["details"],
                     r["label"],
                 )
-                for r in self.db._dicts(sql, params)
+                for r in self.db.dicts(sql, params)
             )
         return out
 
@@ -279,15 +279,15 @@ class ScoringReader:
             params.append(scorer)
         sql = VERDICT_EXPORT_SQL + (" WHERE " + " AND ".join(clauses) if clauses else "")
         order = " ORDER BY v.scorer, v.scorer_version, v.trace_id, v.ts"
-        yield from self.db._dicts(sql + order, params)
+        yield from self.db.dicts(sql + order, params)
 
     def judge_replies(self, keys: Sequence[str]) -> dict[str, tuple[str, str]]:
         """Cached judge replies by cache key: (reply, trace id of the recorded call)."""
         out: dict[str, tuple[str, str]] = {}
         unique = sorted(set(keys))
         for start in range(0, len(unique), 500):
-            where, params = self.db._any("cache_key", unique[start : start + 500])
-            for key, reply, trace_id in self.db._read(
+            where, params = self.db.any_of("cache_key", unique[start : start + 500])
+            for key, reply, trace_id in self.db.read(
                 f"SELECT cache_key, reply, trace_id FROM judge_calls WHERE {where}", params
             ):
                 out[key] = (reply, trace_id)

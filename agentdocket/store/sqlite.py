@@ -30,6 +30,7 @@ BOOL_COLUMNS = frozenset({"passed"})
 DATE_COLUMNS = frozenset({"run_month"})  # ISO dates as text
 # sqlite3 has no error codes worth mapping by number in Python 3.11; its messages tell.
 TRANSIENT_MESSAGES = ("locked", "busy", "disk i/o", "unable to open", "disk is full")
+CLOSED = "closed database"
 
 
 def classify(exc: sqlite3.Error) -> StoreError:
@@ -42,6 +43,8 @@ def classify(exc: sqlite3.Error) -> StoreError:
         m in message.lower() for m in TRANSIENT_MESSAGES
     ):
         return StoreUnavailable(message, code=code)
+    if isinstance(exc, sqlite3.ProgrammingError) and CLOSED in message.lower():
+        return StoreUnavailable(message, code=code)  # as a closed connection is on PostgreSQL
     return StoreError(message, code=code)
 
 
@@ -85,11 +88,17 @@ class SqliteRecorder(Recorder):
             self._conn.execute("PRAGMA busy_timeout=60000")
         self._savepoints = 0
 
+    @property
+    def connection(self) -> Any:
+        """The sqlite3 connection itself, for what needs the backend as it is (a tool, a test
+        recording the store's statements); the store's own work goes through the methods."""
+        return self._conn
+
     def close(self) -> None:
         self._conn.close()
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def write(self) -> Iterator[sqlite3.Connection]:
         # BEGIN IMMEDIATE takes the write lock up front, so the read-then-insert of a batch
         # cannot interleave with another writer's.
         with mapped_errors():
@@ -110,7 +119,7 @@ class SqliteRecorder(Recorder):
                 self._conn.execute("COMMIT")
 
     @contextmanager
-    def _savepoint(self, conn: Any) -> Iterator[None]:
+    def savepoint(self, conn: Any) -> Iterator[None]:
         self._savepoints += 1
         name = f"agentdocket_{self._savepoints}"
         conn.execute(f"SAVEPOINT {name}")
@@ -131,7 +140,7 @@ class SqliteRecorder(Recorder):
         with mapped_errors():
             self._conn.execute("SELECT 1")
 
-    def _stored_months(self, conn: Any, trace_ids: Sequence[str]) -> dict[str, date]:
+    def stored_months(self, conn: Any, trace_ids: Sequence[str]) -> dict[str, date]:
         months: dict[str, date] = {}
         for start in range(0, len(trace_ids), CHUNK):
             chunk = trace_ids[start : start + CHUNK]
@@ -141,19 +150,19 @@ class SqliteRecorder(Recorder):
                 f"WHERE e.trace_id = t.column1 LIMIT 1) FROM (VALUES {values}) AS t",
                 chunk,
             )
-            months.update((r[0], self._from_db("run_month", r[1])) for r in rows if r[1])
+            months.update((r[0], self.from_db("run_month", r[1])) for r in rows if r[1])
         return months
 
-    def _read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with mapped_errors():
             return self._conn.execute(query, list(params)).fetchall()
 
-    def _read_on(self, conn: Any, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def read_on(self, conn: Any, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with mapped_errors():
             rows: list[tuple[Any, ...]] = conn.execute(query, list(params)).fetchall()
         return rows
 
-    def _read_with_names(
+    def read_with_names(
         self, query: str, params: Sequence[Any] = ()
     ) -> tuple[list[str], list[tuple[Any, ...]]]:
         with mapped_errors():
@@ -161,24 +170,24 @@ class SqliteRecorder(Recorder):
             names = [d[0] for d in cur.description or []]
             return names, cur.fetchall()
 
-    def _stream_on(self, conn: Any, query: str, size: int) -> Iterator[list[tuple[Any, ...]]]:
+    def stream_on(self, conn: Any, query: str, size: int) -> Iterator[list[tuple[Any, ...]]]:
         # Materialised first: the same connection then writes the projections.
         with mapped_errors():
             rows = conn.execute(query).fetchall()
         for start in range(0, len(rows), size):
             yield rows[start : start + size]
 
-    def _any(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+    def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
         # SQLite binds up to 32766 parameters; batches stay well below that
         return f"{column} IN ({', '.join('?' * len(values))})", list(values)
 
-    def _scoring_events(
+    def scoring_events(
         self, ids: Sequence[str], kinds: Collection[str] | None, months: Sequence[date]
     ) -> list[Event]:
         # one table: the months narrow nothing here
-        where, params = self._any("trace_id", ids)
+        where, params = self.any_of("trace_id", ids)
         if kinds is not None:
-            kinds_where, kinds_params = self._any("kind", sorted(kinds))
+            kinds_where, kinds_params = self.any_of("kind", sorted(kinds))
             where += f" AND {kinds_where}"
             params += kinds_params
         with mapped_errors():
@@ -193,13 +202,13 @@ class SqliteRecorder(Recorder):
             for r in rows
         ]
 
-    def _execute(self, conn: Any, query: str, params: Sequence[Any] = ()) -> int:
+    def execute(self, conn: Any, query: str, params: Sequence[Any] = ()) -> int:
         return int(conn.execute(query, list(params)).rowcount)
 
-    def _lock_for_rebuild(self, conn: Any) -> None:
+    def lock_for_rebuild(self, conn: Any) -> None:
         pass  # BEGIN IMMEDIATE already excludes other writers
 
-    def _to_db(self, column: str, value: Any) -> Any:
+    def to_db(self, column: str, value: Any) -> Any:
         if value is None:
             return None
         if column in JSON_COLUMNS:
@@ -212,7 +221,7 @@ class SqliteRecorder(Recorder):
             return value.isoformat()
         return value
 
-    def _converts(self, column: str) -> bool:
+    def converts(self, column: str) -> bool:
         return (
             column in JSON_COLUMNS
             or column in TIME_COLUMNS
@@ -220,7 +229,7 @@ class SqliteRecorder(Recorder):
             or column in DATE_COLUMNS
         )
 
-    def _from_db(self, column: str, value: Any) -> Any:
+    def from_db(self, column: str, value: Any) -> Any:
         if value is None:
             return None
         if column in JSON_COLUMNS:
@@ -235,7 +244,7 @@ class SqliteRecorder(Recorder):
             return date.fromisoformat(value)
         return value
 
-    def _insert_events(
+    def insert_events(
         self, conn: Any, events: Sequence[Event], months: dict[str, date]
     ) -> tuple[int, Projection]:
         ids = [str(e.event_id) for e in events]
@@ -273,7 +282,7 @@ class SqliteRecorder(Recorder):
         )
         return len(new), project(new)
 
-    def _merge(
+    def merge(
         self,
         conn: Any,
         table: str,

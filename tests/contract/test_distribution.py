@@ -214,7 +214,7 @@ def test_the_stores_queries_join_trace_tables_on_trace_id(
     run_demo(url, spool_dir=tmp_path / "spool")
     keyed = trace_views(_views(conn))
     with open_store(url, migrate=False) as store:
-        store.recorder._conn.cursor_factory = _Recording
+        store.recorder.connection.cursor_factory = _Recording
         _Recording.seen = []
         _work(store)
     statements = [s for s in _Recording.seen if re.match(r"\s*(SELECT|INSERT|WITH)", s, re.I)]

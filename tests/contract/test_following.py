@@ -26,7 +26,7 @@ SCORER = "interaction.metrics"  # judges any run with a plan or an answer; no ca
 
 
 def _verdicts(store: Store, scorer: str = SCORER) -> Counter[tuple[str, str]]:
-    rows = store.recorder._read(
+    rows = store.recorder.read(
         "SELECT trace_id, input_hash FROM verdicts WHERE scorer = ?", [scorer]
     )
     return Counter((r[0], r[1]) for r in rows)
@@ -96,8 +96,8 @@ def test_an_open_transaction_holds_back_everything_after_it(pg_url: str) -> None
     with open_store(pg_url) as a, open_store(pg_url) as b:
         a.append(run_events(rng))
         before = a.following.after(Position(), 1000)
-        with b.recorder._write() as conn:
-            b.recorder._insert_events(conn, slow, {slow[0].trace_id: month_of(slow[0].ts)})
+        with b.recorder.write() as conn:
+            b.recorder.insert_events(conn, slow, {slow[0].trace_id: month_of(slow[0].ts)})
             a.append(fast)
             assert a.following.after(before[-1].position, 1000) == []
         arrived = a.following.after(before[-1].position, 1000)

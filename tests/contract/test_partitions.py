@@ -109,7 +109,7 @@ def test_two_writers_of_a_new_trace_agree_on_its_month(pg_url: str) -> None:
             second.append(february)
             done.set()
 
-        with first.recorder._write() as conn:
+        with first.recorder.write() as conn:
             assert first.appender.append_on(conn, january) == (1, [])
             writer = threading.Thread(target=write_second)
             writer.start()

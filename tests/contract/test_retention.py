@@ -139,7 +139,7 @@ def test_postgres_drops_the_months_partitions_and_their_rollups(pg_url: str) -> 
     from agentdocket.store import open_store
 
     def hours(store: Store) -> dict[str, int]:
-        rows = store.recorder._read(
+        rows = store.recorder.read(
             "SELECT to_char(hour, 'YYYY-MM'), sum(runs) FROM rollup_runs GROUP BY 1"
         )
         return {str(m): int(n) for m, n in rows}
@@ -152,9 +152,9 @@ def test_postgres_drops_the_months_partitions_and_their_rollups(pg_url: str) -> 
         store.retention.apply(store.retention.plan("90d", now=NOW))
         # the dropped months' hours are gone from the rollups, the others as they were
         assert hours(store) == {m: n for m, n in before.items() if m >= "2026-03"}
-        [(stale,)] = store.recorder._read("SELECT count(*) FROM rollup_stale")
+        [(stale,)] = store.recorder.read("SELECT count(*) FROM rollup_stale")
         assert stale == 0
-        [(names,)] = store.recorder._read(
+        [(names,)] = store.recorder.read(
             "SELECT array_agg(c.relname::text ORDER BY c.relname) FROM pg_inherits i "
             "JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass "
             "AND c.relname < 'events_2026_05'"

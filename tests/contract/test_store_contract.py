@@ -111,7 +111,7 @@ def test_rebuild_equals_incremental_projections(store: Store) -> None:
 
 def test_event_log_refuses_update_and_delete(store: Store) -> None:
     store.append(run_events(random.Random(4)))
-    conn: Any = store.recorder._conn  # type: ignore[attr-defined]
+    conn: Any = store.recorder.connection
     refused = (psycopg.Error, sqlite3.DatabaseError)
     for statement in ("UPDATE events SET seq = seq + 1", "DELETE FROM events"):
         with pytest.raises(refused, match="append-only"):
@@ -163,7 +163,7 @@ def test_datasets_are_immutable_per_version(store: Store) -> None:
     assert store.latest_version("ds") == "2"
     with pytest.raises(StoreError, match="duplicate case ids c1"):
         store.register_dataset(Dataset("dup", "1", (cases[0], cases[0])))
-    conn: Any = store.recorder._conn  # type: ignore[attr-defined]
+    conn: Any = store.recorder.connection
     with pytest.raises((psycopg.Error, sqlite3.DatabaseError), match="refused"):
         conn.execute("UPDATE cases SET question_type = 'conclusive'")
 

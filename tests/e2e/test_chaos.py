@@ -116,7 +116,7 @@ def test_every_acknowledged_trace_is_stored_once_across_a_database_restart(
         server.stop()
     with open_store(url) as store:
         counts = dict(
-            store.recorder._read("SELECT trace_id, count(*) FROM events GROUP BY trace_id")  # type: ignore[arg-type]
+            store.recorder.read("SELECT trace_id, count(*) FROM events GROUP BY trace_id")  # type: ignore[arg-type]
         )
         stored = {r["trace_id"] for r in store.list_runs(limit=None)}
         assert store.dead_letter_counts()["total"] == 0

@@ -184,7 +184,7 @@ def test_our_langchain_handler_inside_an_experiment_joins_its_runs(
         [run] = store.case_runs("cities")
         assert run["attributes"]["experiment"] == "weather_agent@1"
         trace = store.read_trace(run["trace_id"])
-        [(stored,)] = store.recorder._read("SELECT count(DISTINCT trace_id) FROM events")
+        [(stored,)] = store.recorder.read("SELECT count(DISTINCT trace_id) FROM events")
     assert trace is not None and stored == 1  # the handler's steps are in the run's trace
     [call] = trace.tool_calls()
     assert (call.tool, call.arguments, call.result) == (

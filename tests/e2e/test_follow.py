@@ -42,7 +42,7 @@ name = "{SCORER}"
 
 def _verdicts(url: str) -> Counter[tuple[str, str]]:
     with open_store(url) as store:
-        rows = store.recorder._read(
+        rows = store.recorder.read(
             "SELECT trace_id, input_hash FROM verdicts WHERE scorer = ?", [SCORER]
         )
     return Counter((r[0], r[1]) for r in rows)
@@ -50,7 +50,7 @@ def _verdicts(url: str) -> Counter[tuple[str, str]]:
 
 def _finished(url: str) -> set[str]:
     with open_store(url) as store:
-        rows = store.recorder._read("SELECT trace_id FROM runs WHERE ended_at IS NOT NULL")
+        rows = store.recorder.read("SELECT trace_id FROM runs WHERE ended_at IS NOT NULL")
     return {r[0] for r in rows}
 
 
@@ -222,7 +222,7 @@ def test_follower_metrics_match_the_database(
     # the panels' hourly view has the follower's verdicts at once (their hours are read live
     # until serve's next refresh, a minute after its first)
     with open_store(pg_url) as store:
-        [(counted,)] = store.recorder._read(
+        [(counted,)] = store.recorder.read(
             "SELECT sum(verdicts) FROM dashboard_verdict_stats WHERE scorer = ?", [SCORER]
         )
     assert counted == 12
@@ -270,7 +270,7 @@ def test_a_judge_budget_defers_runs_and_drops_none(url: str, tmp_path: Path) -> 
 
 
 def _judged(store: Store) -> Counter[tuple[str, str]]:
-    rows = store.recorder._read(
+    rows = store.recorder.read(
         "SELECT trace_id, input_hash FROM verdicts WHERE scorer = 'answer.reference'"
     )
     return Counter((r[0], r[1]) for r in rows)

@@ -56,7 +56,7 @@ def _provider(endpoint: str, batch: bool = False, **exporter: Any) -> TracerProv
 
 def _events(url: str) -> list[tuple[str, str, dict[str, Any]]]:
     with open_store(url) as store:
-        rows = store.recorder._read("SELECT trace_id, kind, payload FROM events ORDER BY ts, seq")
+        rows = store.recorder.read("SELECT trace_id, kind, payload FROM events ORDER BY ts, seq")
     return [(r[0], r[1], r[2] if isinstance(r[2], dict) else orjson.loads(r[2])) for r in rows]
 
 
@@ -225,7 +225,7 @@ def test_spans_arrive_exactly_once_across_a_restart(
     with open_store(url) as store:
         counts = store.counts()
         kinds = dict(
-            store.recorder._read("SELECT kind, count(*) FROM events GROUP BY kind")  # type: ignore[arg-type]
+            store.recorder.read("SELECT kind, count(*) FROM events GROUP BY kind")  # type: ignore[arg-type]
         )
     # The client met the dead receiver and retried.
     assert any("retrying" in r.getMessage() for r in caplog.records)

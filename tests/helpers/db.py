@@ -161,7 +161,7 @@ def projections(store: Store) -> dict[str, list[dict[str, Any]]]:
         "runs": store.rows("runs", "trace_id"),
         "verdicts": store.rows("verdicts", "verdict_id"),
         "steps": [
-            dict(r) for r in store.recorder._dicts("SELECT * FROM steps ORDER BY trace_id, seq")
+            dict(r) for r in store.recorder.dicts("SELECT * FROM steps ORDER BY trace_id, seq")
         ],
     }
 

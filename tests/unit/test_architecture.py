@@ -145,3 +145,37 @@ def test_no_test_module_imports_another() -> None:
                 if name.startswith("test_") or name == "conftest":
                     wrong.append(f"{path.relative_to(tests)} imports {node.module}")
     assert wrong == []
+
+
+BACKENDS = {"postgres.py", "postgres_errors.py", "postgres_locks.py", "sqlite.py"}
+RECORDER_NAMES = {"recorder", "db"}
+
+
+def _reaches_into_a_recorder(path: Path) -> list[str]:
+    """``recorder._x`` / ``db._x`` / ``….recorder._x`` in a module: an underscore member of a
+    recorder reached from outside its class."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_"):
+            continue
+        if node.attr.startswith("__"):
+            continue
+        owner = node.value
+        name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", None)
+        if name in RECORDER_NAMES:
+            found.append(f"{path.name}:{node.lineno} .{name}.{node.attr}")
+    return found
+
+
+def test_no_module_reaches_an_underscore_member_of_a_recorder() -> None:
+    """The recorder's protocol is public (store/recorder.py); only the backends' own modules
+    touch their private parts. Tests neither."""
+    tests = PACKAGE.parent / "tests"
+    paths = [*PACKAGE.rglob("*.py"), *(p for p in tests.rglob("*.py") if "fixtures" not in p.parts)]
+    reaching = [
+        hit
+        for p in paths
+        if not (p.parent.name == "store" and p.name in BACKENDS)
+        for hit in _reaches_into_a_recorder(p)
+    ]
+    assert reaching == []
