@@ -9,7 +9,8 @@ from rich.table import Table
 
 from agentdocket.commands.common import FORMAT, console, echo_json, open_from
 from agentdocket.events import format_ts
-from agentdocket.store.retention import Month, parse_keep
+from agentdocket.store.month_ops import Month
+from agentdocket.store.retention import parse_keep
 
 COUNTED = ("runs", "events", "verdicts", "judge_calls")
 

@@ -60,43 +60,16 @@ class FinishedRun:
     attributes: dict[str, Any]
 
 
-# The horizon of arrivals a follower may read (PostgreSQL): the oldest transaction still in
-# progress in this database, as the current snapshot sees it. The snapshot's xmin would do,
-# but it counts every database of the cluster, so that one long transaction elsewhere (an
-# analyst's query) would hold every follower back. Of the snapshot's in-progress
-# transactions, those that ``pg_stat_activity`` shows running in another database are left
-# out; one it does not show (it ended meanwhile, or the role may not read other sessions: give
-# it ``pg_read_all_stats``) still counts, so the horizon is never later than is safe.
-HORIZON = """(
-    SELECT coalesce(
-        (
-            SELECT min(x) FROM pg_snapshot_xip(snap.s) AS x
-            WHERE mod(x::text::int8, 4294967296) NOT IN (
-                SELECT backend_xid::text::int8 FROM pg_stat_activity
-                WHERE backend_xid IS NOT NULL AND datname IS DISTINCT FROM current_database()
-            )
-        ),
-        pg_snapshot_xmax(snap.s)
-    )
-    FROM (SELECT pg_current_snapshot() AS s) snap
-)"""
-
-
 class Following:
     """Arrivals, finished runs, follower cursors and claims, on a recorder."""
 
     def __init__(self, db: Recorder) -> None:
         self.db = db
-        self.postgres = db.dialect == "postgresql"
 
     def _after(
         self, position: Position, skip_kinds: Sequence[str], only_kinds: Sequence[str] = ()
     ) -> tuple[str, list[Any]]:
-        if self.postgres:
-            where = f"(tx, position) > (?::text::xid8, ?) AND tx < {HORIZON}"
-            params: list[Any] = [str(position.tx), position.seq]
-        else:
-            where, params = "position > ?", [position.seq]
+        where, params = self.db.arrived_after(position.tx, position.seq)
         if skip_kinds:
             where += f" AND kind NOT IN ({', '.join('?' * len(skip_kinds))})"
             params += list(skip_kinds)
@@ -112,10 +85,10 @@ class Following:
         can be followed by an event committed earlier. Kinds in ``skip_kinds`` are left out
         (their positions are passed over all the same)."""
         where, params = self._after(position, skip_kinds)
-        order, tx = ("tx, position", "tx::text::int8") if self.postgres else ("position", "0")
+        tx, order = self.db.arrival_order()
         rows = self.db.read(
             f"SELECT {tx}, position, trace_id, kind, received_at FROM events "
-            f"WHERE {where} ORDER BY {order} LIMIT ?",
+            f"WHERE {where} ORDER BY {', '.join(order)} LIMIT ?",
             [*params, limit],
         )
         return [
@@ -139,13 +112,11 @@ class Following:
 
     def head(self) -> Position:
         """The position of the last event that :meth:`after` could return now."""
-        if self.postgres:
-            rows = self.db.read(
-                f"SELECT tx::text::int8, position FROM events WHERE tx < {HORIZON} "
-                "ORDER BY tx DESC, position DESC LIMIT 1"
-            )
-        else:
-            rows = self.db.read("SELECT 0, position FROM events ORDER BY position DESC LIMIT 1")
+        tx, order = self.db.arrival_order()
+        rows = self.db.read(
+            f"SELECT {tx}, position FROM events WHERE {self.db.readable()} "
+            f"ORDER BY {', '.join(c + ' DESC' for c in order)} LIMIT 1"
+        )
         return Position(int(rows[0][0]), int(rows[0][1])) if rows else Position()
 
     def finished(
@@ -157,14 +128,12 @@ class Following:
             return {}
         where, params = self.db.any_of("trace_id", list(trace_ids))
         if upto is not None:
-            arrived = (
-                "(f.tx, f.position) <= (?::text::xid8, ?)" if self.postgres else ("f.position <= ?")
-            )
+            arrived, more = self.db.arrived_by(upto.tx, upto.seq, "f")
             where += (
                 " AND EXISTS (SELECT 1 FROM events f WHERE f.trace_id = runs.trace_id "
                 f"AND f.kind = 'run.finished' AND {arrived})"
             )
-            params += [str(upto.tx), upto.seq] if self.postgres else [upto.seq]
+            params += more
         rows = self.db.read(
             "SELECT trace_id, agent, agent_version, dataset, status, attributes FROM runs "
             f"WHERE {where} AND started_at IS NOT NULL AND ended_at IS NOT NULL",
@@ -230,19 +199,8 @@ class Following:
     def claim(self, follower: str, trace_ids: Sequence[str]) -> list[str]:
         """The runs of ``trace_ids`` this follower now holds (PostgreSQL: those no other
         follower of the same name holds). Release them with :meth:`release`."""
-        if not self.postgres or not trace_ids:
-            return list(trace_ids)
-        rows = self.db.read(
-            "SELECT t FROM unnest(?::text[]) AS t "
-            "WHERE pg_try_advisory_lock(hashtext(?), hashtext(t))",
-            [list(trace_ids), follower],
-        )
-        return [r[0] for r in rows]
+        return self.db.claim_runs(follower, trace_ids) if trace_ids else []
 
     def release(self, follower: str, trace_ids: Sequence[str]) -> None:
-        if not self.postgres or not trace_ids:
-            return
-        self.db.read(
-            "SELECT pg_advisory_unlock(hashtext(?), hashtext(t)) FROM unnest(?::text[]) AS t",
-            [follower, list(trace_ids)],
-        )
+        if trace_ids:
+            self.db.release_runs(follower, trace_ids)

@@ -18,6 +18,7 @@ from agentdocket.store.config import display_url, parse_url, psycopg_conninfo
 from agentdocket.store.errors import RecordRefused
 from agentdocket.store.escaping import ESC, unescape_text
 from agentdocket.store.escaping import loads as stored_loads
+from agentdocket.store.month_ops import MonthOps
 from agentdocket.store.postgres_errors import classify, mapped_errors
 from agentdocket.store.postgres_locks import with_ddl_lock
 from agentdocket.store.projections import Projection, project
@@ -79,6 +80,28 @@ SCORING_EVENTS = (
     "FROM events WHERE trace_id = ANY(%s) AND run_month = ANY(%s){kinds} "
     "ORDER BY trace_id, seq, ts, event_id"
 )
+
+
+# The horizon of arrivals a follower may read (PostgreSQL): the oldest transaction still in
+# progress in this database, as the current snapshot sees it. The snapshot's xmin would do,
+# but it counts every database of the cluster, so that one long transaction elsewhere (an
+# analyst's query) would hold every follower back. Of the snapshot's in-progress
+# transactions, those that ``pg_stat_activity`` shows running in another database are left
+# out; one it does not show (it ended meanwhile, or the role may not read other sessions: give
+# it ``pg_read_all_stats``) still counts, so the horizon is never later than is safe.
+HORIZON = """(
+    SELECT coalesce(
+        (
+            SELECT min(x) FROM pg_snapshot_xip(snap.s) AS x
+            WHERE mod(x::text::int8, 4294967296) NOT IN (
+                SELECT backend_xid::text::int8 FROM pg_stat_activity
+                WHERE backend_xid IS NOT NULL AND datname IS DISTINCT FROM current_database()
+            )
+        ),
+        pg_snapshot_xmax(snap.s)
+    )
+    FROM (SELECT pg_current_snapshot() AS s) snap
+)"""
 
 
 def _dumps_jsonb(value: Any) -> Jsonb:
@@ -162,6 +185,11 @@ class PostgresRecorder(Recorder):
 
         return with_ddl_lock(self._conn, make)
 
+    def month_ops(self) -> MonthOps:
+        from agentdocket.store.postgres_months import PostgresMonthOps
+
+        return PostgresMonthOps(self)
+
     def partition_ddl(self, work: Callable[[Any], T], *partitions: str) -> T:
         return with_ddl_lock(self._conn, work, *partitions)
 
@@ -185,6 +213,41 @@ class PostgresRecorder(Recorder):
             prepare=False,
         )
         return True
+
+    # --- arrival order ------------------------------------------------------------------------
+
+    def arrival_order(self) -> tuple[str, tuple[str, ...]]:
+        return "tx::text::int8", ("tx", "position")
+
+    def arrived_after(self, tx: int, seq: int) -> tuple[str, list[Any]]:
+        # Only transactions older than every one still running: nothing can later be
+        # committed before a position a follower has passed.
+        return f"(tx, position) > (?::text::xid8, ?) AND tx < {HORIZON}", [str(tx), seq]
+
+    def arrived_by(self, tx: int, seq: int, alias: str) -> tuple[str, list[Any]]:
+        return f"({alias}.tx, {alias}.position) <= (?::text::xid8, ?)", [str(tx), seq]
+
+    def readable(self) -> str:
+        return f"tx < {HORIZON}"
+
+    def claim_runs(self, key: str, trace_ids: Sequence[str]) -> list[str]:
+        # A session advisory lock per (key, run): a killed follower's connection ends, and
+        # with it its claims.
+        rows = self.read(
+            "SELECT t FROM unnest(?::text[]) AS t "
+            "WHERE pg_try_advisory_lock(hashtext(?), hashtext(t))",
+            [list(trace_ids), key],
+        )
+        return [r[0] for r in rows]
+
+    def release_runs(self, key: str, trace_ids: Sequence[str]) -> None:
+        self.read(
+            "SELECT pg_advisory_unlock(hashtext(?), hashtext(t)) FROM unnest(?::text[]) AS t",
+            [key, list(trace_ids)],
+        )
+
+    def json_text(self, column: str, key: str) -> str:
+        return f"{column}->>'{key}'"
 
     def refresh_dashboards(
         self, progress: Callable[[int, int], None] | None = None

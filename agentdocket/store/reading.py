@@ -170,12 +170,7 @@ class Reader:
         OpenInference's ``session.id`` gave)."""
         where, params = self._run_filter(dataset=dataset, agent=agent, since=None)
         if conversation is not None:
-            attribute = (
-                "attributes->>'conversation_id'"
-                if self.db.dialect == "postgresql"
-                else "json_extract(attributes, '$.conversation_id')"
-            )
-            where += f" AND {attribute} = ?"
+            where += f" AND {self.db.json_text('attributes', 'conversation_id')} = ?"
             params.append(conversation)
         sql = f"SELECT * FROM runs {where} ORDER BY first_ts DESC, trace_id"
         if limit is not None:

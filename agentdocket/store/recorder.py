@@ -13,8 +13,9 @@ recorder; a test holds it): ``close``, ``ping``, ``connection``; transactions (`
 ``stream_on``, ``dicts``, ``execute``, ``any_of``); values (``to_db``, ``from_db``,
 ``converts``, ``as_rows``, ``event_of``); the log and its projections (``insert_events``,
 ``merge``, ``scoring_events``, ``verdict_keys``, ``lock_for_rebuild``); months
-(``ensure_partitions``, ``stored_months``, ``lock_new_traces``, ``unique_key``);
-``refresh_dashboards``. A new backend is a subclass, and passes the contract suite
+(``ensure_partitions``, ``stored_months``, ``lock_new_traces``, ``unique_key``,
+``month_ops``); arrival order and claims (``arrival_order``, ``arrived_after``, ``arrived_by``,
+``readable``, ``claim_runs``, ``release_runs``); ``json_text``; ``refresh_dashboards``. A new backend is a subclass, and passes the contract suite
 (``tests/contract/test_recorder_contract.py``) by subclassing its abstract test case.
 """
 
@@ -31,6 +32,7 @@ from typing import Any, TypeVar
 import orjson
 
 from agentdocket.events import Event
+from agentdocket.store.month_ops import MonthOps
 from agentdocket.store.projections import Projection
 from agentdocket.store.rollups import Refreshed
 
@@ -117,6 +119,10 @@ class Recorder(ABC):
         (none where the database has no partitions). Outside any transaction."""
         return 0
 
+    @abstractmethod
+    def month_ops(self) -> MonthOps:
+        """Retention's operations on this database's months."""
+
     def partition_ddl(self, work: Callable[[Any], T], *partitions: str) -> T:
         """``work(conn)`` in a write transaction of its own, holding what making or dropping
         partitions needs (on PostgreSQL the one lock order of
@@ -145,6 +151,40 @@ class Recorder(ABC):
 
     @abstractmethod
     def lock_for_rebuild(self, conn: Any) -> None: ...
+
+    # --- arrival order (agentdocket.store.following) --------------------------------------------
+
+    @abstractmethod
+    def arrival_order(self) -> tuple[str, tuple[str, ...]]:
+        """SQL of an event's transaction (an integer; ``0`` where the position alone is the
+        commit order), and the columns that order ``events`` by arrival."""
+
+    @abstractmethod
+    def arrived_after(self, tx: int, seq: int) -> tuple[str, list[Any]]:
+        """A condition on ``events``: stored after (``tx``, ``seq``), and readable now (no event
+        committed later can come before it)."""
+
+    @abstractmethod
+    def arrived_by(self, tx: int, seq: int, alias: str) -> tuple[str, list[Any]]:
+        """A condition on ``events`` aliased ``alias``: stored at or before (``tx``, ``seq``)."""
+
+    @abstractmethod
+    def readable(self) -> str:
+        """A condition on ``events``: readable now (no event committed later can come before
+        it)."""
+
+    @abstractmethod
+    def claim_runs(self, key: str, trace_ids: Sequence[str]) -> list[str]:
+        """The runs of ``trace_ids`` this session now holds for ``key`` (none that another
+        session holds for it); where one process writes at a time, all of them."""
+
+    @abstractmethod
+    def release_runs(self, key: str, trace_ids: Sequence[str]) -> None:
+        """Let go of runs :meth:`claim_runs` gave."""
+
+    @abstractmethod
+    def json_text(self, column: str, key: str) -> str:
+        """SQL of a JSON column's top-level member ``key`` as text."""
 
     # --- reading ------------------------------------------------------------------------------
 

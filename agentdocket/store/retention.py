@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import getpass
 import os
-import re
 import socket
 import uuid
 from collections.abc import Callable
@@ -39,6 +38,7 @@ from agentdocket.events import Event, RetentionApplied, format_ts
 from agentdocket.store.appending import Appender
 from agentdocket.store.errors import StoreError
 from agentdocket.store.limits import parse_duration
+from agentdocket.store.month_ops import Month, MonthOps
 from agentdocket.store.months import month_of
 from agentdocket.store.recorder import Recorder
 
@@ -56,23 +56,6 @@ def parse_keep(text: str) -> timedelta:
     if keep < timedelta(days=1):
         raise ValueError(f"--keep {text!r}: keep at least one day")
     return keep
-
-
-@dataclass(frozen=True)
-class Month:
-    """A month past the window: the rows it holds, by table, and its runs newer than the
-    window (a month with any is kept)."""
-
-    month: date
-    rows: dict[str, int]
-    newer_runs: int = 0
-
-    @property
-    def label(self) -> str:
-        return self.month.strftime("%Y-%m")
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"month": self.label, **self.rows, "newer_runs": self.newer_runs}
 
 
 @dataclass(frozen=True)
@@ -105,9 +88,7 @@ class Retention:
     def __init__(self, db: Recorder, appender: Appender) -> None:
         self.db = db
         self.appender = appender
-        self.months: _Months = (
-            _PostgresMonths(db) if db.dialect == "postgresql" else _SqliteMonths(db)
-        )
+        self.months: MonthOps = db.month_ops()
 
     def plan(self, keep: str, now: datetime | None = None) -> Plan:
         """The months past the window ``keep`` (``90d``) before ``now``; changes nothing."""
@@ -200,155 +181,3 @@ def _record(plan: Plan, months: list[Month], trace_id: str, seq: int) -> Event:
         process={"host": socket.gethostname(), "pid": os.getpid(), "user": getpass.getuser()},
     )
     return Event.create(trace_id=trace_id, span_id=uuid.uuid4().hex[:16], seq=seq, payload=payload)
-
-
-class _Months:
-    """One database's months: which hold runs, what each holds, and dropping one."""
-
-    def __init__(self, db: Recorder) -> None:
-        self.db = db
-
-    def stored(self, conn: Any) -> list[date]:
-        raise NotImplementedError
-
-    def partitions(self, month: date) -> tuple[str, ...]:
-        """The tables holding ``month`` alone, locked with the parents while it is dropped."""
-        return ()
-
-    def count(self, conn: Any, month: date, window_start: datetime) -> Month:
-        raise NotImplementedError
-
-    def newest(self, conn: Any, month: date) -> Any:
-        """The month's last arrival (an event stored since changes it)."""
-        raise NotImplementedError
-
-    def drop(self, conn: Any, month: date) -> None:
-        raise NotImplementedError
-
-    def _one(self, conn: Any, sql: str, *params: Any) -> int:
-        [(n,)] = self.db.read_on(conn, sql, list(params))
-        return int(n or 0)
-
-
-class _PostgresMonths(_Months):
-    BOUND = re.compile(r"FROM \('(\d{4}-\d{2}-\d{2})'\)")
-
-    def _part(self, table: str, month: date) -> str:
-        return f"{table}_{month:%Y_%m}"
-
-    def stored(self, conn: Any) -> list[date]:
-        rows = self.db.read_on(
-            conn,
-            "SELECT pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i "
-            "JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass",
-        )
-        months = []
-        for (bound,) in rows:
-            match = self.BOUND.search(bound or "")
-            if match is None:
-                raise StoreError(f"events has a partition agentdocket did not make: {bound}")
-            months.append(date.fromisoformat(match.group(1)))
-        return sorted(months)
-
-    def partitions(self, month: date) -> tuple[str, ...]:
-        # Writers of this month wait (and find no partition afterwards).
-        return tuple(self._part(t, month) for t in ("events", "runs", "verdicts"))
-
-    def newest(self, conn: Any, month: date) -> Any:
-        rows = self.db.read_on(
-            conn,
-            f"SELECT tx::text, position FROM {self._part('events', month)} "
-            "ORDER BY tx DESC, position DESC LIMIT 1",
-        )
-        return tuple(rows[0]) if rows else None
-
-    def count(self, conn: Any, month: date, window_start: datetime) -> Month:
-        events, runs, verdicts = (self._part(t, month) for t in ("events", "runs", "verdicts"))
-        rows = {
-            "events": self._one(conn, f"SELECT count(*) FROM {events}"),
-            "runs": self._one(conn, f"SELECT count(*) FROM {runs}"),
-            "verdicts": self._one(conn, f"SELECT count(*) FROM {verdicts}"),
-            "judge_calls": self._one(
-                conn,
-                "SELECT count(*) FROM judge_calls j WHERE EXISTS "
-                f"(SELECT 1 FROM {events} e WHERE e.trace_id = j.trace_id)",
-            ),
-        }
-        newer = self._one(
-            conn,
-            f"SELECT count(*) FROM {runs} WHERE greatest(last_ts, ended_at) >= ?",
-            window_start,
-        )
-        return Month(month, rows, newer)
-
-    def drop(self, conn: Any, month: date) -> None:
-        events, runs = self._part("events", month), self._part("runs", month)
-        # The dashboards' hours of these runs are read live until the next refresh.
-        self.db.execute(
-            conn,
-            "INSERT INTO rollup_stale (hour, what) SELECT DISTINCT "
-            "agentdocket_hour(coalesce(started_at, first_ts)), w "
-            f"FROM {runs} CROSS JOIN (VALUES ('runs'), ('verdicts')) k(w) "
-            "WHERE coalesce(started_at, first_ts) IS NOT NULL",
-        )
-        self.db.execute(
-            conn,
-            "DELETE FROM judge_calls j WHERE EXISTS "
-            f"(SELECT 1 FROM {events} e WHERE e.trace_id = j.trace_id)",
-        )
-        for table in ("verdicts", "runs", "events"):
-            self.db.execute(conn, f"DROP TABLE {self._part(table, month)}")
-
-
-SQLITE_NO_DELETE = (
-    "CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, "
-    "'agentdocket: DELETE on table events refused: it is append-only'); END"
-)
-
-
-class _SqliteMonths(_Months):
-    def newest(self, conn: Any, month: date) -> Any:
-        return self._one(
-            conn, "SELECT max(position) FROM events WHERE run_month = ?", month.isoformat()
-        )
-
-    def stored(self, conn: Any) -> list[date]:
-        rows = self.db.read_on(
-            conn, "SELECT DISTINCT run_month FROM events WHERE run_month IS NOT NULL"
-        )
-        return sorted(self.db.from_db("run_month", r[0]) for r in rows)
-
-    def count(self, conn: Any, month: date, window_start: datetime) -> Month:
-        m = month.isoformat()
-        rows = {
-            table: self._one(conn, f"SELECT count(*) FROM {table} WHERE run_month = ?", m)
-            for table in ("events", "runs", "verdicts")
-        }
-        rows["judge_calls"] = self._one(
-            conn,
-            "SELECT count(*) FROM judge_calls WHERE trace_id IN "
-            "(SELECT trace_id FROM events WHERE run_month = ?)",
-            m,
-        )
-        newer = self._one(
-            conn,
-            "SELECT count(*) FROM runs WHERE run_month = ? AND max(coalesce(last_ts, ''), "
-            "coalesce(ended_at, '')) >= ?",
-            m,
-            self.db.to_db("ts", window_start),
-        )
-        return Month(month, rows, newer)
-
-    def drop(self, conn: Any, month: date) -> None:
-        m = [month.isoformat()]
-        conn.execute(
-            "DELETE FROM judge_calls WHERE trace_id IN "
-            "(SELECT trace_id FROM events WHERE run_month = ?)",
-            m,
-        )
-        conn.execute("DELETE FROM verdicts WHERE run_month = ?", m)
-        conn.execute("DELETE FROM runs WHERE run_month = ?", m)
-        # The one DELETE on the log: its trigger set aside in this transaction only.
-        conn.execute("DROP TRIGGER events_no_delete")
-        conn.execute("DELETE FROM events WHERE run_month = ?", m)
-        conn.execute(SQLITE_NO_DELETE)

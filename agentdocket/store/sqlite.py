@@ -15,6 +15,7 @@ from agentdocket.store.config import parse_url, sqlite_path
 from agentdocket.store.errors import RecordRefused, StoreError, StoreUnavailable
 from agentdocket.store.escaping import ESC, unescape_text
 from agentdocket.store.escaping import loads as stored_loads
+from agentdocket.store.month_ops import Month, MonthOps
 from agentdocket.store.projections import Projection, project
 from agentdocket.store.recorder import (
     DATA_ERRORS,
@@ -152,6 +153,30 @@ class SqliteRecorder(Recorder):
             )
             months.update((r[0], self.from_db("run_month", r[1])) for r in rows if r[1])
         return months
+
+    def month_ops(self) -> MonthOps:
+        return SqliteMonthOps(self)
+
+    def arrival_order(self) -> tuple[str, tuple[str, ...]]:
+        return "0", ("position",)  # one writer at a time: the position is the commit order
+
+    def arrived_after(self, tx: int, seq: int) -> tuple[str, list[Any]]:
+        return "position > ?", [seq]
+
+    def arrived_by(self, tx: int, seq: int, alias: str) -> tuple[str, list[Any]]:
+        return f"{alias}.position <= ?", [seq]
+
+    def readable(self) -> str:
+        return "1 = 1"  # what is committed is in order
+
+    def claim_runs(self, key: str, trace_ids: Sequence[str]) -> list[str]:
+        return list(trace_ids)  # one process writes at a time; a verdict twice is stored once
+
+    def release_runs(self, key: str, trace_ids: Sequence[str]) -> None:
+        pass
+
+    def json_text(self, column: str, key: str) -> str:
+        return f"json_extract({column}, '$.{key}')"
 
     def read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with mapped_errors():
@@ -298,3 +323,59 @@ class SqliteRecorder(Recorder):
             f"{conflict}",
             rows,
         )
+
+
+SQLITE_NO_DELETE = (
+    "CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, "
+    "'agentdocket: DELETE on table events refused: it is append-only'); END"
+)
+
+
+class SqliteMonthOps(MonthOps):
+    """Retention's months on SQLite: a month's rows, deleted (the one DELETE on the log)."""
+
+    def newest(self, conn: Any, month: date) -> Any:
+        return self._one(
+            conn, "SELECT max(position) FROM events WHERE run_month = ?", month.isoformat()
+        )
+
+    def stored(self, conn: Any) -> list[date]:
+        rows = self.db.read_on(
+            conn, "SELECT DISTINCT run_month FROM events WHERE run_month IS NOT NULL"
+        )
+        return sorted(self.db.from_db("run_month", r[0]) for r in rows)
+
+    def count(self, conn: Any, month: date, window_start: datetime) -> Month:
+        m = month.isoformat()
+        rows = {
+            table: self._one(conn, f"SELECT count(*) FROM {table} WHERE run_month = ?", m)
+            for table in ("events", "runs", "verdicts")
+        }
+        rows["judge_calls"] = self._one(
+            conn,
+            "SELECT count(*) FROM judge_calls WHERE trace_id IN "
+            "(SELECT trace_id FROM events WHERE run_month = ?)",
+            m,
+        )
+        newer = self._one(
+            conn,
+            "SELECT count(*) FROM runs WHERE run_month = ? AND max(coalesce(last_ts, ''), "
+            "coalesce(ended_at, '')) >= ?",
+            m,
+            self.db.to_db("ts", window_start),
+        )
+        return Month(month, rows, newer)
+
+    def drop(self, conn: Any, month: date) -> None:
+        m = [month.isoformat()]
+        conn.execute(
+            "DELETE FROM judge_calls WHERE trace_id IN "
+            "(SELECT trace_id FROM events WHERE run_month = ?)",
+            m,
+        )
+        conn.execute("DELETE FROM verdicts WHERE run_month = ?", m)
+        conn.execute("DELETE FROM runs WHERE run_month = ?", m)
+        # The one DELETE on the log: its trigger set aside in this transaction only.
+        conn.execute("DROP TRIGGER events_no_delete")
+        conn.execute("DELETE FROM events WHERE run_month = ?", m)
+        conn.execute(SQLITE_NO_DELETE)

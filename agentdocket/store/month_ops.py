@@ -1,0 +1,56 @@
+"""Retention's months, as each backend keeps them: which months hold runs, what a month holds,
+and dropping one (:mod:`agentdocket.store.retention` decides which; the backends know how:
+``PostgresMonthOps`` in :mod:`agentdocket.store.postgres_months`, ``SqliteMonthOps`` in
+:mod:`agentdocket.store.sqlite`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Month:
+    """A month past the window: the rows it holds, by table, and its runs newer than the
+    window (a month with any is kept)."""
+
+    month: date
+    rows: dict[str, int]
+    newer_runs: int = 0
+
+    @property
+    def label(self) -> str:
+        return self.month.strftime("%Y-%m")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"month": self.label, **self.rows, "newer_runs": self.newer_runs}
+
+
+class MonthOps:
+    """One database's months: which hold runs, what each holds, and dropping one (each
+    recorder gives its own: :meth:`agentdocket.store.recorder.Recorder.month_ops`)."""
+
+    def __init__(self, db: Any) -> None:  # the recorder whose months these are
+        self.db = db
+
+    def stored(self, conn: Any) -> list[date]:
+        raise NotImplementedError  # pragma: no cover
+
+    def partitions(self, month: date) -> tuple[str, ...]:
+        """The tables holding ``month`` alone, locked with the parents while it is dropped."""
+        return ()
+
+    def count(self, conn: Any, month: date, window_start: datetime) -> Month:
+        raise NotImplementedError  # pragma: no cover
+
+    def newest(self, conn: Any, month: date) -> Any:
+        """The month's last arrival (an event stored since changes it)."""
+        raise NotImplementedError  # pragma: no cover
+
+    def drop(self, conn: Any, month: date) -> None:
+        raise NotImplementedError  # pragma: no cover
+
+    def _one(self, conn: Any, sql: str, *params: Any) -> int:
+        [(n,)] = self.db.read_on(conn, sql, list(params))
+        return int(n or 0)

@@ -1,0 +1,81 @@
+"""Retention's months on PostgreSQL: a month is a partition of ``events``, ``runs`` and
+``verdicts``, dropped whole (migration 0010)."""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+from typing import Any
+
+from agentdocket.store.errors import StoreError
+from agentdocket.store.month_ops import Month, MonthOps
+
+
+class PostgresMonthOps(MonthOps):
+    BOUND = re.compile(r"FROM \('(\d{4}-\d{2}-\d{2})'\)")
+
+    def _part(self, table: str, month: date) -> str:
+        return f"{table}_{month:%Y_%m}"
+
+    def stored(self, conn: Any) -> list[date]:
+        rows = self.db.read_on(
+            conn,
+            "SELECT pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i "
+            "JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass",
+        )
+        months = []
+        for (bound,) in rows:
+            match = self.BOUND.search(bound or "")
+            if match is None:
+                raise StoreError(f"events has a partition agentdocket did not make: {bound}")
+            months.append(date.fromisoformat(match.group(1)))
+        return sorted(months)
+
+    def partitions(self, month: date) -> tuple[str, ...]:
+        # Writers of this month wait (and find no partition afterwards).
+        return tuple(self._part(t, month) for t in ("events", "runs", "verdicts"))
+
+    def newest(self, conn: Any, month: date) -> Any:
+        rows = self.db.read_on(
+            conn,
+            f"SELECT tx::text, position FROM {self._part('events', month)} "
+            "ORDER BY tx DESC, position DESC LIMIT 1",
+        )
+        return tuple(rows[0]) if rows else None
+
+    def count(self, conn: Any, month: date, window_start: datetime) -> Month:
+        events, runs, verdicts = (self._part(t, month) for t in ("events", "runs", "verdicts"))
+        rows = {
+            "events": self._one(conn, f"SELECT count(*) FROM {events}"),
+            "runs": self._one(conn, f"SELECT count(*) FROM {runs}"),
+            "verdicts": self._one(conn, f"SELECT count(*) FROM {verdicts}"),
+            "judge_calls": self._one(
+                conn,
+                "SELECT count(*) FROM judge_calls j WHERE EXISTS "
+                f"(SELECT 1 FROM {events} e WHERE e.trace_id = j.trace_id)",
+            ),
+        }
+        newer = self._one(
+            conn,
+            f"SELECT count(*) FROM {runs} WHERE greatest(last_ts, ended_at) >= ?",
+            window_start,
+        )
+        return Month(month, rows, newer)
+
+    def drop(self, conn: Any, month: date) -> None:
+        events, runs = self._part("events", month), self._part("runs", month)
+        # The dashboards' hours of these runs are read live until the next refresh.
+        self.db.execute(
+            conn,
+            "INSERT INTO rollup_stale (hour, what) SELECT DISTINCT "
+            "agentdocket_hour(coalesce(started_at, first_ts)), w "
+            f"FROM {runs} CROSS JOIN (VALUES ('runs'), ('verdicts')) k(w) "
+            "WHERE coalesce(started_at, first_ts) IS NOT NULL",
+        )
+        self.db.execute(
+            conn,
+            "DELETE FROM judge_calls j WHERE EXISTS "
+            f"(SELECT 1 FROM {events} e WHERE e.trace_id = j.trace_id)",
+        )
+        for table in ("verdicts", "runs", "events"):
+            self.db.execute(conn, f"DROP TABLE {self._part(table, month)}")
