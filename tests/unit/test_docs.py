@@ -22,6 +22,20 @@ def test_the_cli_reference_is_current() -> None:
     )
 
 
+def test_the_schema_page_is_the_migrations_schema() -> None:
+    """docs/schema.md is generated from a database the migrations built, as simonw/llm's
+    schema page is: a migration that changes the schema changes the page, or this fails."""
+    spec = importlib.util.spec_from_file_location("schema_page", ROOT / "scripts/schema_page.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = module.page()
+    assert "## `events`" in text and "| `run_month` |" in text
+    assert (ROOT / "docs/schema.md").read_text() == text, (
+        "docs/schema.md is not current: run .venv/bin/python scripts/schema_page.py"
+    )
+
+
 def test_the_readme_is_a_short_first_page() -> None:
     text = (ROOT / "README.md").read_text()
     assert len(text) < 8000
