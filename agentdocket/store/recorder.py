@@ -15,8 +15,9 @@ recorder; a test holds it): ``close``, ``ping``, ``connection``; transactions (`
 ``merge``, ``scoring_events``, ``verdict_keys``, ``lock_for_rebuild``); months
 (``ensure_partitions``, ``stored_months``, ``lock_new_traces``, ``unique_key``,
 ``month_ops``); arrival order and claims (``arrival_order``, ``arrived_after``, ``arrived_by``,
-``readable``, ``claim_runs``, ``release_runs``); ``json_text``; ``refresh_dashboards``. A new backend is a subclass, and passes the contract suite
-(``tests/contract/test_recorder_contract.py``) by subclassing its abstract test case.
+``readable``, ``claim_runs``, ``release_runs``); ``json_text``; ``refresh_dashboards``. A new
+backend is a subclass, and passes the contract suite (``tests/contract/
+test_recorder_contract.py``) by subclassing its abstract test case.
 """
 
 from __future__ import annotations
