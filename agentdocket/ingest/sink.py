@@ -39,7 +39,7 @@ from agentdocket.ingest.spool import DEFAULT_MAX_BYTES, Spool
 from agentdocket.store import AppendResult, Store, StoreError, database_url, display_url, open_store
 from agentdocket.store.config import parse_url
 from agentdocket.store.dead_letters import DeadLetter
-from agentdocket.store.limits import LIVE, Limits, bound
+from agentdocket.store.limits import LIVE, Limits, bound_json
 from agentdocket.store.redaction import Redactor
 
 log = logging.getLogger("agentdocket.ingest")
@@ -238,7 +238,7 @@ class Sink:
         """``events`` within the limits (the same list when all were)."""
         out = events
         for i, event in enumerate(events):
-            payload = bound(event.payload, self.limits)
+            payload, _ = bound_json(event.payload, self.limits)  # a walk only past a limit
             if payload is not event.payload:
                 if out is events:
                     out = list(events)
