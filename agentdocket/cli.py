@@ -23,18 +23,20 @@ from agentdocket.commands import runs as runs_commands
 from agentdocket.commands import score as scoring
 from agentdocket.commands.common import console, err, open_from
 from agentdocket.commands.serve import serve
+from agentdocket.errors import AgentdocketError
 from agentdocket.events import PAYLOAD_TYPES, json_schema
 from agentdocket.store import ConfigError, StoreError, database_url, display_url
 
 
 class _Group(click.Group):
-    """The command group: a store error that a command did not handle itself is printed as
-    one line naming the problem (never a driver's traceback), and the exit status is 1."""
+    """The command group, and the one place user errors become messages: any
+    :class:`~agentdocket.errors.AgentdocketError` a command did not turn into a message of its
+    own is printed as the one line naming the problem (never a traceback), exit status 1."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (ConfigError, StoreError) as exc:
+        except AgentdocketError as exc:
             raise click.ClickException(str(exc)) from None
 
 

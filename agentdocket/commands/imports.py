@@ -19,11 +19,11 @@ def import_() -> None:
 
 
 def _import_traces(store: Store, path: Path) -> tuple[int, int, int]:
-    from agentdocket.importers.interchange import ImportError_, read_file
+    from agentdocket.importers.interchange import InterchangeError, read_file
 
     try:
         parsed = read_file(path)
-    except ImportError_ as exc:
+    except InterchangeError as exc:
         raise click.ClickException(f"{exc}; nothing was imported") from None
     try:
         result = store.import_all(parsed.datasets, parsed.events)

@@ -17,12 +17,14 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
+from agentdocket.errors import AgentdocketError
+
 T = TypeVar("T")
 
 JSON_SCALARS = (str, int, float, bool, type(None))
 
 
-class PayloadError(ValueError):
+class PayloadError(AgentdocketError, ValueError):
     """A JSON value that does not fit its declared shape. ``path`` names the offending place."""
 
     def __init__(self, path: str, problem: str) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentdocket.errors import AgentdocketError
 from agentdocket.events import Case, Dataset
 from agentdocket.experiments.compare import selected
 from agentdocket.tracer.api import Tracer
@@ -25,7 +26,7 @@ from agentdocket.tracer.api import Tracer
 AgentFn = Callable[[Case], Any]
 
 
-class AgentSpecError(ValueError):
+class AgentSpecError(AgentdocketError, ValueError):
     """``MODULE:ATTR`` that does not name a callable."""
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentdocket.errors import AgentdocketError
 from agentdocket.store.following import FinishedRun
 
 FOLLOW_KEYS = {"name", "poll_seconds", "batch"}
@@ -54,7 +55,7 @@ SCORER_KEYS = {
 LIST_KEYS = ("agents", "agent_versions", "datasets", "statuses")
 
 
-class ConfigFileError(ValueError):
+class ConfigFileError(AgentdocketError, ValueError):
     """A scoring config that cannot be used; the message names the file and the place."""
 
 

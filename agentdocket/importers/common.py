@@ -10,10 +10,11 @@ from typing import Any
 import orjson
 import yaml  # type: ignore[import-untyped]
 
+from agentdocket.errors import AgentdocketError
 from agentdocket.events import Event, ToolCalled, ToolReturned
 
 
-class SourceFormatError(ValueError):
+class SourceFormatError(AgentdocketError, ValueError):
     """A source file is not in its format; the message names the file and the place. Each
     importer raises its own subclass."""
 

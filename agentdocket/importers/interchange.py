@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from agentdocket.errors import AgentdocketError
 from agentdocket.events import (
     PAYLOAD_TYPES,
     Case,
@@ -62,7 +63,7 @@ LINE_NAMESPACE = uuid.UUID("a4f0b3c2-6d7e-5f81-9a2b-3c4d5e6f7a8b")
 DEFAULT_DATASET_VERSION = "1"
 
 
-class ImportError_(ValueError):
+class InterchangeError(AgentdocketError, ValueError):
     """A file that cannot be imported; the message names the line and the place."""
 
 
@@ -289,7 +290,7 @@ def iter_lines(path: Path) -> Iterator[tuple[int, Any]]:
             try:
                 yield lineno, orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
-                raise ImportError_(f"{path}: line {lineno}: not valid JSON ({exc})") from None
+                raise InterchangeError(f"{path}: line {lineno}: not valid JSON ({exc})") from None
 
 
 def parse_records(records: Iterable[tuple[int, Any]], source: str) -> Parsed:
@@ -302,7 +303,7 @@ def parse_records(records: Iterable[tuple[int, Any]], source: str) -> Parsed:
         try:
             line_events, case = parse_line(obj, lineno)
         except (PayloadError, ValueError) as exc:
-            raise ImportError_(f"{source}: {exc}") from None
+            raise InterchangeError(f"{source}: {exc}") from None
         events.extend(line_events)
         for event in line_events:
             lines[event.event_id] = lineno
@@ -311,7 +312,7 @@ def parse_records(records: Iterable[tuple[int, Any]], source: str) -> Parsed:
             dataset, version, c = case
             known = cases.setdefault((dataset, version), {})
             if c.case_id in known and known[c.case_id][0] != c:
-                raise ImportError_(
+                raise InterchangeError(
                     f"{source}: line {lineno}: case {c.case_id!r} of dataset {dataset!r} differs "
                     f"from the one given on line {known[c.case_id][1]}"
                 )
@@ -326,7 +327,7 @@ def parse_records(records: Iterable[tuple[int, Any]], source: str) -> Parsed:
 def read_file(path: Path) -> Parsed:
     """Parse a JSONL or Parquet export file."""
     if not path.exists():
-        raise ImportError_(f"{path}: no such file")
+        raise InterchangeError(f"{path}: no such file")
     if path.suffix == ".parquet":
         return parse_records(_parquet_records(path), str(path))
     return parse_records(iter_lines(path), str(path))

@@ -13,13 +13,14 @@ from typing import Any
 
 import orjson
 
+from agentdocket.errors import AgentdocketError
 from agentdocket.store.limits import LIVE as LIMITS
 from agentdocket.store.limits import bound_attributes
 
 MAX_DEPTH = LIMITS.max_depth  # nesting of array / key-value list attribute values
 
 
-class OtlpDecodeError(ValueError):
+class OtlpDecodeError(AgentdocketError, ValueError):
     """The request is not a valid OTLP export; the message names the place."""
 
 

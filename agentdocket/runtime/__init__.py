@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from agentdocket.errors import AgentdocketError
+
 Say = Callable[[str], None]
 
 
-class StartError(Exception):
+class StartError(AgentdocketError):
     """A service could not start (a port held, a package missing, a store that cannot be
     opened); the message says which and why, for the operator."""
 

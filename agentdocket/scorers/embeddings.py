@@ -14,6 +14,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from agentdocket.errors import AgentdocketError
+
 _lock = threading.Lock()
 _model: Any = None
 _cache: dict[bytes, Any] = {}
@@ -22,7 +24,7 @@ CACHE_LIMIT = 200_000
 counts = {"encoded": 0, "cached": 0}
 
 
-class EmbeddingsUnavailable(RuntimeError):
+class EmbeddingsUnavailable(AgentdocketError, RuntimeError):
     """The embedding model cannot be loaded (the ``embeddings`` extra is not installed)."""
 
 

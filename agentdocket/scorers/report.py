@@ -22,13 +22,14 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from agentdocket.errors import AgentdocketError
 from agentdocket.scorers.base import Metric, get, version_key
 from agentdocket.store.scoring_reads import ReportRun, ReportVerdict
 
 GROUPINGS = ("agent", "version", "strategy", "model")
 
 
-class ReportError(ValueError):
+class ReportError(AgentdocketError, ValueError):
     """A report cannot be made as asked (unknown version, nothing scored)."""
 
 

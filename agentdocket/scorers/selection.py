@@ -18,12 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agentdocket.errors import AgentdocketError
 from agentdocket.scorers.base import Scorer, get, latest, matching, with_options
 
 Part = Literal["scorer", "config", "judge"]
 
 
-class SelectionError(ValueError):
+class SelectionError(AgentdocketError, ValueError):
     """A selection that names no scorer, an unknown one, or an option it does not take;
     ``part`` says which part of the selection (``scorer``, ``config``, ``judge``)."""
 

@@ -7,11 +7,13 @@ from pathlib import Path
 
 from sqlalchemy.engine import URL, make_url
 
+from agentdocket.errors import AgentdocketError
+
 ENV_VAR = "AGENTDOCKET_DATABASE_URL"
 DEFAULT_FILE = "agentdocket.db"
 
 
-class ConfigError(ValueError):
+class ConfigError(AgentdocketError, ValueError):
     """A database URL agentdocket cannot use."""
 
 

@@ -19,8 +19,10 @@ exception leaves the store. What a caller does depends only on the branch:
 
 from __future__ import annotations
 
+from agentdocket.errors import AgentdocketError
 
-class StoreError(RuntimeError):
+
+class StoreError(AgentdocketError, RuntimeError):
     """A store operation that cannot be done, with the reason. ``code`` is the database's own
     error code where there is one (a PostgreSQL SQLSTATE, or the sqlite3 exception's name)."""
 

@@ -37,6 +37,7 @@ from typing import Any
 
 import orjson
 
+from agentdocket.errors import AgentdocketError
 from agentdocket.events import Case, Dataset, Event
 
 ENV_VAR = "AGENTDOCKET_REDACT"
@@ -100,7 +101,7 @@ BUILTIN_LITERALS: dict[str, tuple[str, ...]] = {
 _BUILTIN_TEXT = {name: p for patterns in BUILTIN_PATTERNS.values() for name, p in patterns.items()}
 
 
-class RedactionConfigError(ValueError):
+class RedactionConfigError(AgentdocketError, ValueError):
     """The redaction settings are wrong; the message names the file and the setting."""
 
 

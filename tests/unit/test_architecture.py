@@ -5,6 +5,7 @@ the rest <- commands <- cli."""
 from __future__ import annotations
 
 import ast
+import importlib
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -20,7 +21,9 @@ LAYERS = [
     {"commands"},
     {"cli"},
 ]
-TOP = {"__init__"}  # agentdocket/__init__.py: the version, imported by anyone
+# agentdocket/__init__.py (the version) and agentdocket/errors.py (the root exception, standard
+# library only): imported by anyone, importing nothing of agentdocket
+TOP = {"__init__", "errors"}
 
 
 def _name(path: Path) -> str:
@@ -104,6 +107,43 @@ def test_no_import_cycle_between_packages() -> None:
             if _package(module) != _package(target):
                 packages[_package(module)].add(_package(target))
     assert _cycles(packages) == []
+
+
+def test_the_top_modules_import_nothing_of_agentdocket() -> None:
+    graph = _imports(_modules())
+    assert graph.get("agentdocket.errors", set()) == set()
+
+
+def test_every_error_raised_on_purpose_has_the_one_root() -> None:
+    """Every exception class agentdocket defines derives from AgentdocketError, so that a
+    program catches them all with one clause and the command line maps them in one place."""
+    roots = []
+    for path in PACKAGE.rglob("*.py"):
+        if "migrations" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            bases = {
+                b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases
+            }
+            exceptionish = {b for b in bases if b.endswith(("Error", "Exception", "Unavailable"))}
+            if exceptionish and node.name != "AgentdocketError":
+                roots.append((path.name, node.name, sorted(bases)))
+    from agentdocket.errors import AgentdocketError
+
+    classes = {name for _, name, _ in roots}
+    for module in _modules():  # every module imported: every error class defined
+        if ".migrations." not in module:
+            importlib.import_module(module)
+
+    def subclasses(cls: type) -> set[str]:
+        return {c.__name__ for c in cls.__subclasses__()} | {
+            n for c in cls.__subclasses__() for n in subclasses(c)
+        }
+
+    missing = classes - subclasses(AgentdocketError) - {"Rejected"}
+    assert missing == set(), sorted(missing)
 
 
 def test_dependencies_point_one_way() -> None:

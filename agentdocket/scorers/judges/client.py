@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from agentdocket.errors import AgentdocketError
 from agentdocket.events import ChatMessage, Event, LlmCalled
 from agentdocket.events.model import now
 from agentdocket.scorers.base import option
@@ -37,7 +38,7 @@ from agentdocket.store.projections import JUDGE_CACHE_KEY as CACHE_KEY
 Lookup = Callable[[Sequence[str]], Mapping[str, tuple[str, str]]]
 
 
-class JudgeUnavailable(RuntimeError):
+class JudgeUnavailable(AgentdocketError, RuntimeError):
     """No judge model is configured, or the one named cannot be loaded."""
 
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import re
 
+from agentdocket.errors import AgentdocketError
 
-class Unparseable(ValueError):
+
+class Unparseable(AgentdocketError, ValueError):
     """The reply does not state its verdict in the asked format."""
 
     def __init__(self, expected: str, reply: str) -> None:
