@@ -25,7 +25,7 @@ from agentdocket.commands.common import console, err, open_from
 from agentdocket.commands.serve import serve
 from agentdocket.errors import AgentdocketError
 from agentdocket.events import PAYLOAD_TYPES, json_schema
-from agentdocket.store import ConfigError, StoreError, database_url, display_url
+from agentdocket.store import database_url, display_url
 
 
 class _Group(click.Group):
@@ -91,14 +91,11 @@ def migrate(ctx: click.Context, revision: str, down: bool) -> None:
     from agentdocket.store import migrate as migrations
 
     url = database_url(ctx.obj.get("url"))
-    try:
-        if down:
-            migrations.downgrade(url, revision)
-        else:
-            migrations.upgrade(url, revision, derived=dashboards.objects())
-        current = migrations.current_revision(url)
-    except (ConfigError, StoreError) as exc:
-        raise click.ClickException(str(exc)) from None
+    if down:
+        migrations.downgrade(url, revision)
+    else:
+        migrations.upgrade(url, revision, derived=dashboards.objects())
+    current = migrations.current_revision(url)
     console.print(f"{display_url(url)}: schema at revision {current or 'base'}")
 
 
@@ -182,10 +179,7 @@ def demo(ctx: click.Context, concerts_db: Path | None) -> None:
         def advance(case_id: str, strategy: str, answer: str) -> None:
             progress.update(task, advance=1, description=f"{strategy} {case_id}")
 
-        try:
-            result = run_demo(url, concerts_db=concerts_db, progress=advance)
-        except (ConfigError, StoreError) as exc:
-            raise click.ClickException(str(exc)) from None
+        result = run_demo(url, concerts_db=concerts_db, progress=advance)
     stats = result.stats
     console.print(
         f"recorded {len(result.trace_ids)} runs ({len(QUESTIONS)} questions x "
@@ -265,8 +259,5 @@ def grafana_role(ctx: click.Context, name: str, password: str) -> None:
     """
     from agentdocket.store.grafana import grant_dashboard_role
 
-    try:
-        views = grant_dashboard_role(database_url(ctx.obj.get("url")), name, password)
-    except (ConfigError, StoreError) as exc:
-        raise click.ClickException(str(exc)) from None
+    views = grant_dashboard_role(database_url(ctx.obj.get("url")), name, password)
     console.print(f"role {name}: SELECT on {len(views)} views ({', '.join(views)})")

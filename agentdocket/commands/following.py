@@ -30,7 +30,7 @@ def follow_config(
     """The config file, or one made of the options (default: the newest version of every
     scorer that judges runs one by one, LLM judges only with --judge)."""
     from agentdocket import scorers
-    from agentdocket.follow.config import ConfigFileError, from_options, load
+    from agentdocket.follow.config import from_options, load
 
     if config_file is not None:
         if names or agents or datasets or judge or options:
@@ -38,10 +38,7 @@ def follow_config(
                 "--config FILE gives the scorers, their options and filters: drop --scorer, "
                 "--config KEY=VALUE, --agent, --dataset and --judge, or put them in the file"
             )
-        try:
-            return load(config_file)
-        except ConfigFileError as exc:
-            raise click.ClickException(str(exc)) from None
+        return load(config_file)  # a ConfigFileError: the command line says it
     if not names:
         names = [s.name for s in scorers.latest(judges=judge is not None) if s.scope != "group"]
     return from_options(names, agents=agents, datasets=datasets, judge=judge, options=options)
@@ -52,7 +49,6 @@ def follow_until_stopped(
 ) -> None:
     """`score --follow`: follow in this process until SIGTERM or SIGINT
     (:func:`agentdocket.runtime.follower.follow`)."""
-    from agentdocket.runtime import StartError
     from agentdocket.runtime.follower import follow
 
     stop = threading.Event()
@@ -61,8 +57,6 @@ def follow_until_stopped(
     try:
         with open_from(ctx) as store:
             follower = follow(store, config, stop, err.print, metrics=metrics)
-    except StartError as exc:
-        raise click.ClickException(str(exc)) from None
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from agentdocket.commands.common import err, existing_database
-from agentdocket.store import ConfigError, RedactionConfigError, Redactor, database_url
+from agentdocket.store import Redactor, database_url
 from agentdocket.store.limits import Limits, parse_duration
 
 TOKEN_ENV = "AGENTDOCKET_SERVE_TOKEN"
@@ -124,14 +124,10 @@ def serve(
       agentdocket serve --host 0.0.0.0 --token "$TOKEN" --grpc-port 0
       agentdocket serve --score --config scoring.toml
     """
-    from agentdocket.runtime import StartError
     from agentdocket.runtime.receiver import ReceiverSettings, run_receiver
 
-    try:
-        url = existing_database(database_url(ctx.obj.get("url")))
-        redactor = Redactor.from_env()
-    except (ConfigError, RedactionConfigError) as exc:
-        raise click.ClickException(str(exc)) from None
+    url = existing_database(database_url(ctx.obj.get("url")))
+    redactor = Redactor.from_env()  # errors in either: the command line says them
     scoring = None
     if score or config_file is not None:
         from agentdocket.commands.following import follow_config
@@ -151,7 +147,4 @@ def serve(
         refresh_every=refresh_every,
         scoring=scoring,
     )
-    try:
-        run_receiver(settings, say=err.print)
-    except StartError as exc:
-        raise click.ClickException(str(exc)) from None
+    run_receiver(settings, say=err.print)  # a StartError: the command line says it
