@@ -96,8 +96,9 @@ class Appender:
         raise AssertionError("unreachable")
 
     def _append_batch_once(self, events: list[Event], source: str) -> tuple[int, int]:
-        with self._write_for(events) as conn:
-            inserted, refusals = self.append_on(conn, events)
+        with self._write_for(events) as (conn, timely, late):
+            inserted, refusals = self.append_on(conn, timely)
+            refusals = late + refusals
             if refusals:
                 letters = [DeadLetter.of_event(e, exc, source) for e, exc in refusals]
                 self.dead_letters.keep_on(conn, letters)
@@ -115,10 +116,10 @@ class Appender:
     def append_strict(self, events: list[Event]) -> int:
         """Append, raising :class:`RecordRefused` (naming the event) instead of keeping a dead
         letter; nothing is written then."""
-        with self._write_for(events) as conn:
-            inserted, refusals = self.append_on(conn, events)
-            if refusals:
-                event, exc = refusals[0]
+        with self._write_for(events) as (conn, timely, late):
+            inserted, refusals = self.append_on(conn, timely)
+            if late or refusals:
+                event, exc = (late + refusals)[0]
                 raise exc.about(str(event.event_id))
             return inserted
 
@@ -126,12 +127,15 @@ class Appender:
         self, datasets: Sequence[Dataset], events: Sequence[Event], batch_size: int = BATCH
     ) -> AppendResult:
         """See :meth:`agentdocket.store.Store.import_all`."""
-        with self._write_for(events) as conn:
+        with self._write_for(events) as (conn, timely, late):
+            if late:
+                event, exc = late[0]
+                raise exc.about(str(event.event_id))
             for dataset in datasets:
                 self.datasets.register_on(conn, dataset)
             inserted = 0
-            for start in range(0, len(events), batch_size):
-                n, refusals = self.append_on(conn, list(events[start : start + batch_size]))
+            for start in range(0, len(timely), batch_size):
+                n, refusals = self.append_on(conn, timely[start : start + batch_size])
                 if refusals:
                     event, exc = refusals[0]
                     raise exc.about(str(event.event_id))
@@ -139,14 +143,30 @@ class Appender:
         return AppendResult(inserted, len(events) - inserted)
 
     @contextmanager
-    def _write_for(self, events: Sequence[Event]) -> Iterator[Any]:
-        """A write transaction for ``events``, their months' partitions made first (DDL never
-        runs inside a batch's transaction); none for events outside the time window."""
-        now = datetime.now(UTC)
-        timely = [e for e in events if self.limits.untimely(e.ts, now) is None]
+    def _write_for(self, events: Sequence[Event]) -> Iterator[tuple[Any, list[Event], Refusals]]:
+        """A write transaction for ``events``: the connection, the events inside the time
+        window, and those outside it refused. The timely events' months get their partitions
+        first (DDL never runs inside a batch's transaction); the others' never do."""
+        timely, late = self._in_time(events)
         self.db.ensure_partitions(run_months.needed(timely))
         with self.db.write() as conn:
-            yield conn
+            yield conn, timely, late
+
+    def _in_time(self, events: Sequence[Event]) -> tuple[list[Event], Refusals]:
+        """``events`` inside the limits' time window, and those outside it refused with why
+        (all of them inside where the limits bound no time)."""
+        if self.limits.max_age is None and self.limits.max_ahead is None:
+            return list(events), []
+        now = datetime.now(UTC)
+        timely: list[Event] = []
+        late: Refusals = []
+        for event in events:
+            why = self.limits.untimely(event.ts, now)
+            if why is None:
+                timely.append(event)
+            else:
+                late.append((event, RecordRefused(why, code="time_window")))
+        return timely, late
 
     def append_on(self, conn: Any, events: list[Event]) -> tuple[int, Refusals]:
         """Insert and project ``events`` on ``conn``: how many were new, and the events the
@@ -158,20 +178,6 @@ class Appender:
         return inserted, refusals + refused
 
     def _prepare(self, events: list[Event]) -> tuple[list[Event], Refusals]:
-        if self.limits.max_age is None and self.limits.max_ahead is None:
-            return self._prepare_all(events)
-        now = datetime.now(UTC)
-        timely, late = [], []
-        for event in events:
-            why = self.limits.untimely(event.ts, now)
-            if why is None:
-                timely.append(event)
-            else:
-                late.append((event, RecordRefused(why, code="time_window")))
-        prepared, refused = self._prepare_all(timely)
-        return prepared, late + refused
-
-    def _prepare_all(self, events: list[Event]) -> tuple[list[Event], Refusals]:
         """Events as they are written: within the limits (:mod:`agentdocket.store.limits`),
         escaped (:mod:`agentdocket.store.escaping`), then redacted. An event that cannot be
         prepared (an error of its data's making, never the database's) is refused."""
