@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 from agentdocket.follow.config import ConfigFileError, FollowConfig
@@ -115,7 +114,6 @@ def follow(
     say: Say,
     *,
     metrics: tuple[str, int] | None = None,
-    on_start: Callable[[Follower], None] | None = None,
 ) -> Follower:
     """Follow in this thread until ``stop`` is set (``score --follow``), with metrics on
     ``metrics`` (host, port) if given and the rollups refreshed every minute (PostgreSQL)."""
@@ -130,8 +128,6 @@ def follow(
             f"agentdocket: following {describe(follower)} from {follower.position}"
             + (f"; metrics on http://{metrics[0]}:{metrics[1]}/metrics" if metrics else "")
         )
-        if on_start is not None:
-            on_start(follower)
         follower.run(stop, Status(say))
     finally:
         services.stop()

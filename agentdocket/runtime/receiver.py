@@ -44,14 +44,18 @@ class ReceiverSettings:
     scoring: FollowConfig | None = None
 
 
+def _missing(exc: ImportError) -> StartError:
+    return StartError(
+        f"`serve` needs the receiver's packages ({exc.name} is missing): "
+        "pip install 'agentdocket[serve]'"
+    )
+
+
 def _uvicorn_server(app: Any, host: str, port: int) -> Any:
     try:
         import uvicorn
     except ImportError as exc:
-        raise StartError(
-            f"`serve` needs the receiver's packages ({exc.name} is missing): "
-            "pip install 'agentdocket[serve]'"
-        ) from None
+        raise _missing(exc) from None
 
     class Server(uvicorn.Server):
         """uvicorn's server, stopping on SIGTERM or SIGINT without raising the signal again
@@ -143,10 +147,7 @@ def run_receiver(settings: ReceiverSettings, say: Say) -> None:
     try:
         from agentdocket.ingest.receiver import Receiver
     except ImportError as exc:
-        raise StartError(
-            f"`serve` needs the receiver's packages ({exc.name} is missing): "
-            "pip install 'agentdocket[serve]'"
-        ) from None
+        raise _missing(exc) from None
     from agentdocket.ingest.samples import Sampler
     from agentdocket.ingest.sink import Sink
 
@@ -159,8 +160,8 @@ def run_receiver(settings: ReceiverSettings, say: Say) -> None:
     receiver = Receiver(sink, token=token, max_body=s.max_body, max_pending=s.max_pending)
     services = Services()
     services.start(_Closing(sink))  # stopped last
-    server = _uvicorn_server(receiver.app, s.host, s.port)
     try:
+        server = _uvicorn_server(receiver.app, s.host, s.port)
         grpc = _Grpc(receiver, s.host, s.grpc_port) if s.grpc_port else None
         if grpc is not None:
             services.start(grpc)
