@@ -134,7 +134,8 @@ def load(
             cases.setdefault(case.case_id, case)
             events.extend(run)
             n += 1
-    notes = _duplicates(path, repeated, len({r.split(" ", 1)[0] for r in repeated}), duplicates)
+    ids = sum(1 for n in seen.values() if n > 1)
+    notes = _duplicates(path, repeated, ids, duplicates)
     # in case order, not the file's service order (which differs between models' files)
     ordered = tuple(sorted(cases.values(), key=lambda c: c.case_id))
     return Dataset(dataset, VERSION, ordered, DESCRIPTION), events, notes
