@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,16 +31,13 @@ from agentdocket.ingest.sink import Sink
 from agentdocket.store import open_store
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from agentdocket.store.limits import Limits
-from tests.helpers.otlp_server import Server
+from tests.helpers.otlp_server import START_NS, Server
 
 JSON = {"content-type": "application/json"}
 # Live ingestion's limits with smaller strings and arrays, so that a request far past them
 # still fits the receiver's 16 MiB body (serve's own defaults are 8 Mi characters, 100,000).
 STRING, ITEMS = 1 << 20, 10_000
 LIMITS = Limits(max_string=STRING, max_items=ITEMS)
-
-# A minute ago: live ingestion refuses spans dated outside its time window.
-START_NS = time.time_ns() - 60 * 10**9
 
 
 @pytest.fixture

@@ -27,15 +27,12 @@ from agentdocket.store import open_store
 from agentdocket.tracer import CountingBatchSpanProcessor, StoreSpanExporter, Tracer
 from tests.helpers.db import accept_events_again, cli, refuse_events_containing
 from tests.helpers.factory import awkward_run_events, run_events
-from tests.helpers.otlp_server import Server
+from tests.helpers.otlp_server import START_NS, Server
 
 NUL_QUESTION = "what is\x00this?"
 NUL_RESULT = "row\x00one"
 NUL_MESSAGE = "hi\x00there"
 NUL_ATTRIBUTE = "attr\x00value"
-
-# A minute ago: live ingestion refuses spans dated outside its time window.
-START_NS = time.time_ns() - 60 * 10**9
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ request."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,9 +17,9 @@ from starlette.testclient import TestClient
 from agentdocket.ingest.receiver import Receiver
 from agentdocket.ingest.sink import Sink
 from agentdocket.store import open_store
+from tests.helpers.otlp_server import START_NS
 
 JSON = {"content-type": "application/json"}
-START_NS = time.time_ns() - 60 * 10**9  # a minute ago: inside live ingestion's time window
 
 
 @pytest.fixture

@@ -26,12 +26,9 @@ from agentdocket.ingest.receiver import Receiver
 from agentdocket.ingest.sink import Sink
 from agentdocket.store import open_store
 from tests.helpers.db import assert_absent, cli
-from tests.helpers.otlp_server import Server, free_port, start_cli
+from tests.helpers.otlp_server import START_NS, Server, free_port, start_cli
 
 OPENAI_KEY = "sk-proj-Zq8T3xLw0aVbN4mR7yCe2uKd"
-
-# A minute ago: live ingestion refuses spans dated outside its time window.
-START_NS = time.time_ns() - 60 * 10**9
 
 
 @pytest.fixture

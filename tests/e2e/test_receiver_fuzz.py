@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from starlette.testclient import TestClient
 from agentdocket.ingest.receiver import Receiver
 from agentdocket.ingest.sink import Sink
 from agentdocket.store import open_store
+from tests.helpers.otlp_server import START_NS
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
 JSON = {"content-type": "application/json"}
@@ -32,10 +32,6 @@ FUZZ = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-
-
-# A minute ago: live ingestion refuses spans dated outside its time window.
-START_NS = time.time_ns() - 60 * 10**9
 
 
 class Harness:
