@@ -110,8 +110,9 @@ def rebuild(ctx: click.Context) -> None:
       agentdocket --database sqlite:///runs.db rebuild
     """
     with open_from(ctx) as store:
-        counts = store.rebuild()
-        refreshed = store.refresh_dashboards()
+        replayed = store.projections.rebuild()
+        counts = {"events": replayed, **store.reader.counts()}
+        refreshed = store.projections.refresh_dashboards()
     console.print(
         f"replayed {counts['events']} events: {counts['runs']} runs, {counts['verdicts']} verdicts"
     )
@@ -257,7 +258,7 @@ def grafana_role(ctx: click.Context, name: str, password: str) -> None:
       agentdocket grafana-role --password s3cret
       agentdocket grafana-role --name grafana_ro --password s3cret
     """
-    from agentdocket.store.grafana import grant_dashboard_role
+    from agentdocket.store.dashboard_role import grant_dashboard_role
 
     views = grant_dashboard_role(database_url(ctx.obj.get("url")), name, password)
     console.print(f"role {name}: SELECT on {len(views)} views ({', '.join(views)})")

@@ -42,7 +42,7 @@ from agentdocket.dashboards import panels, run  # noqa: E402
 from agentdocket.dashboards.macros import expand  # noqa: E402
 from agentdocket.store import open_store  # noqa: E402
 from agentdocket.store.config import parse_url, psycopg_conninfo  # noqa: E402
-from agentdocket.store.grafana import grant_dashboard_role  # noqa: E402
+from agentdocket.store.dashboard_role import grant_dashboard_role  # noqa: E402
 from agentdocket.store.months import month_of  # noqa: E402
 from bench.common import fresh_database, postgres_url  # noqa: E402
 
@@ -232,7 +232,7 @@ def synthesise(url: str, runs: int, days: int, end: datetime) -> dict[str, int]:
 
 def refreshed(url: str) -> str:
     with open_store(url, migrate=False) as store:
-        done = store.refresh_dashboards()
+        done = store.projections.refresh_dashboards()
     return str(done)
 
 

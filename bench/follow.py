@@ -160,7 +160,7 @@ def one_rate(
 ) -> dict[str, Any]:
     with fresh_database(url) as db:
         with open_store(db) as store:
-            store.register_dataset(_dataset())
+            store.datasets.register(_dataset())
         config = workdir / f"follow-{rate}.toml"
         config.write_text(CONFIG.format(batch=BATCH))
         port, metrics = free_port(), free_port()

@@ -51,8 +51,8 @@ from agentdocket.dashboards.macros import expand  # noqa: E402
 from agentdocket.scorers.runner import score_runs  # noqa: E402
 from agentdocket.store import open_store  # noqa: E402
 from agentdocket.store.config import parse_url, psycopg_conninfo  # noqa: E402
+from agentdocket.store.dashboard_role import grant_dashboard_role  # noqa: E402
 from agentdocket.store.derived import drop_installed, install  # noqa: E402
-from agentdocket.store.grafana import grant_dashboard_role  # noqa: E402
 from bench.common import fresh_database, postgres_url  # noqa: E402
 from bench.dashboards import ROLE, synthesise, timed  # noqa: E402
 from bench.scoring import fresh_version  # noqa: E402
@@ -127,7 +127,7 @@ def read_runs(url: str, rounds: int, end: datetime, months: int) -> dict[str, fl
                 rng = random.Random(7)
 
                 def read(ids: list[str] = ids, rng: random.Random = rng) -> None:
-                    assert store.read_trace(rng.choice(ids)) is not None
+                    assert store.reader.read_trace(rng.choice(ids)) is not None
 
                 out[label] = median_ms(read, max(rounds, 5))
     return out
@@ -212,7 +212,7 @@ def drop_oldest(url: str, layout: str, oldest: date) -> tuple[float, int]:
             conn.execute("DELETE FROM verdicts WHERE run_month = %s", [oldest])
             conn.execute("DELETE FROM runs WHERE run_month = %s", [oldest])
         with open_store(url, migrate=False) as store:
-            store.refresh_dashboards()
+            store.projections.refresh_dashboards()
         return (time.perf_counter() - start) * 1000, gone
 
 
@@ -239,7 +239,7 @@ def measure(server: str, layout: str, args: argparse.Namespace, end: datetime) -
                 "DELETE FROM rollup_stale WHERE hour < %s", [end - timedelta(days=RECENT_DAYS)]
             )
         with open_store(url, migrate=False) as store:
-            refreshed = store.refresh_dashboards()
+            refreshed = store.projections.refresh_dashboards()
         with psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True) as conn:
             conn.execute("ANALYZE")  # what autovacuum would soon do, after the refresh
             [(size,)] = conn.execute("SELECT pg_database_size(current_database())").fetchall()

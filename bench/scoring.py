@@ -198,9 +198,9 @@ def similarity(store: Store, n: int) -> None:
     print(f"\n2. response.similarity over {n:,} traces (target: within 1.2x of bare encode)")
     model = embeddings.model()  # loading the model is not timed, nor its first call
     model.encode(["warm up the model", "and its thread pool"], batch_size=64)
-    ids = store.trace_ids(dataset="bench")[:n]
+    ids = store.reader.trace_ids(dataset="bench")[:n]
     texts: dict[str, None] = {}
-    for batch in store.scoring_batches(kinds={"response"}, trace_ids=ids):
+    for batch in store.scoring.batches(kinds={"response"}, trace_ids=ids):
         for trace in batch:
             texts[trace.response or ""] = None
             assert trace.case is not None
@@ -272,7 +272,7 @@ def main() -> None:
     with fresh_database(url) as bench_url, open_store(bench_url) as store:
         known = cases(300)
         started = time.perf_counter()
-        store.register_dataset(Dataset("bench", "1", tuple(known)))
+        store.datasets.register(Dataset("bench", "1", tuple(known)))
         store.append(traces(args.traces, known))
         maintenance(bench_url, "VACUUM ANALYZE")
         print(

@@ -180,7 +180,7 @@ def into_postgres(url: str, steps: int, rounds: int, spool: Path) -> None:
 
     def counted(bench_url: str) -> None:
         with open_store(bench_url) as store:
-            stored = store.counts()["events"]
+            stored = store.reader.counts()["events"]
         assert stored == len(events), (stored, len(events))
 
     for _ in range(rounds):

@@ -51,9 +51,14 @@ def metrics(store: Store, root: Path, folder: str, form: str, closed: bool) -> d
     if not closed:
         scorer = scorers.with_options(scorer, {"closed_domain": "false"})
     score_runs(store, [scorer], dataset=dataset, refresh_dashboards=False)
-    chosen = choose_versions(store.scorer_versions(dataset), [f"grammar.groups={scorer.version}"])
+    chosen = choose_versions(
+        store.scoring.scorer_versions(dataset), [f"grammar.groups={scorer.version}"]
+    )
     report = build_report(
-        dataset, store.report_runs(dataset), store.report_verdicts(chosen, dataset), None
+        dataset,
+        store.scoring.report_runs(dataset),
+        store.scoring.report_verdicts(chosen, dataset),
+        None,
     )
     found: dict[str, Any] = report["scorers"]["grammar.groups"]["metrics"]
     return found

@@ -30,14 +30,14 @@ def run_comparison(
     from agentdocket.experiments.compare import Judged, Side, compare, group_runs, selected
     from agentdocket.scorers.base import version_key
 
-    runs = store.case_runs(dataset)
+    runs = store.scoring.case_runs(dataset)
     sides = []
     for label, selection in (("baseline", baseline), ("candidate", candidate)):
         chosen = [(r["trace_id"], r["case_id"]) for r in selected(runs, selection)]
         if not chosen:
             agents = sorted(
                 {
-                    r["agent"] + (f"@{r['agent_version']}" if r["agent_version"] else "")
+                    (r["agent"] or "-") + (f"@{r['agent_version']}" if r["agent_version"] else "")
                     for r in runs
                 }
             )
@@ -47,7 +47,7 @@ def run_comparison(
             )
         sides.append(Side(selection, group_runs(chosen)))
     ids = {t for side in sides for traces in side.runs.values() for t in traces}
-    stored = store.scorer_versions(dataset)
+    stored = store.scoring.scorer_versions(dataset)
     pins = pins or {}
     names = list(scorers) or sorted(pins) or sorted(stored)
     names += [n for n in sorted(pins) if n not in names]
@@ -68,7 +68,7 @@ def run_comparison(
         for version in candidates:
             judged = {
                 v.trace_id: Judged(v.passed, v.score, v.failure_type)
-                for v in store.report_verdicts({n: version}, dataset)
+                for v in store.scoring.report_verdicts({n: version}, dataset)
                 if v.trace_id in ids
             }
             if (judged.keys() & base_ids and judged.keys() & cand_ids) or n in pins:
@@ -82,7 +82,7 @@ def run_comparison(
 
     @functools.cache  # a run that changed under several scorers is read once
     def calls(trace_id: str) -> list[tuple[str, Any]]:
-        trace = store.read_trace(trace_id)
+        trace = store.reader.read_trace(trace_id)
         return [(c.tool, c.arguments) for c in trace.tool_calls()] if trace else []
 
     unknown = sorted(set(primary) - set(names))

@@ -90,7 +90,7 @@ def add(
                 name, version or draft.content_hash()[:12], draft.cases, draft.description
             )
         try:
-            added = store.register_dataset(dataset)
+            added = store.datasets.register(dataset)
         except StoreError as exc:
             raise click.ClickException(f"{exc}; nothing was stored") from None
     state = "added" if added else "already stored (same content)"
@@ -107,13 +107,13 @@ def _cases_from_runs(
 ) -> list[Any]:
     from agentdocket.events import Case
 
-    ids = store.trace_ids(dataset=source, agent=agent, since=since)
+    ids = store.reader.trace_ids(dataset=source, agent=agent, since=since)
     if failure_type is not None:
-        failing = store.traces_with_failure(failure_type, ids)
+        failing = store.scoring.traces_with_failure(failure_type, ids)
         ids = [t for t in ids if t in failing]
     cases = []
     for trace_id in ids[:limit]:
-        trace = store.read_trace(trace_id)
+        trace = store.reader.read_trace(trace_id)
         if trace is None or trace.question is None:
             continue
         started = trace.started
@@ -144,7 +144,7 @@ def list_(ctx: click.Context, fmt: str = "table") -> None:
       agentdocket datasets list --format json
     """
     with open_from(ctx) as store:
-        rows = store.datasets()
+        rows = store.datasets.versions()
     if fmt == "json":
         echo_json(rows)
         return
@@ -176,7 +176,7 @@ def show(ctx: click.Context, selection: str, fmt: str = "table") -> None:
     """
     name, version = _split(selection)
     with open_from(ctx) as store:
-        dataset = store.dataset(name, version)
+        dataset = store.datasets.get(name, version)
     if fmt == "json":
         echo_json(
             {
@@ -223,7 +223,7 @@ def export(ctx: click.Context, selection: str, fmt: str, output: Path | None) ->
 
     name, version = _split(selection)
     with open_from(ctx) as store:
-        text = dump(store.dataset(name, version), fmt)
+        text = dump(store.datasets.get(name, version), fmt)
     if output is None:
         click.echo(text, nl=False)
     else:

@@ -42,8 +42,10 @@ def list_(ctx: click.Context, everything: bool, limit: int, fmt: str) -> None:
       agentdocket dead-letters list --all --format json
     """
     with open_from(ctx) as store:
-        rows = store.dead_letters(resolved=None if everything else False, limit=limit or None)
-        counts = store.dead_letter_counts()
+        rows = store.dead_letters.letters(
+            resolved=None if everything else False, limit=limit or None
+        )
+        counts = store.dead_letters.counts()
     if fmt == "json":
         echo_json({"counts": counts, "dead_letters": rows})
         return
@@ -76,12 +78,20 @@ def show(ctx: click.Context, letter_id: str, fmt: str) -> None:
       agentdocket dead-letters show 12 --format json
     """
     with open_from(ctx) as store:
-        row = store.dead_letter(letter_id)
+        row = store.dead_letters.get(letter_id)
     if fmt == "json":
         echo_json(row)
         return
-    for key in ("letter_id", "received_at", "source", "event_id", "trace_id", "code", "error"):
-        value = format_ts(row[key]) if key == "received_at" else row[key]
+    shown = {
+        "letter_id": row["letter_id"],
+        "received_at": format_ts(row["received_at"]),
+        "source": row["source"],
+        "event_id": row["event_id"],
+        "trace_id": row["trace_id"],
+        "code": row["code"],
+        "error": row["error"],
+    }
+    for key, value in shown.items():
         console.print(f"[bold]{key}[/]: {value if value is not None else '-'}", highlight=False)
     console.print(f"[bold]resolved[/]: {'yes' if row['resolved'] else 'no'}")
     console.print("[bold]raw[/]:")
@@ -108,7 +118,7 @@ def retry(ctx: click.Context, letter_ids: tuple[str, ...], everything: bool, fmt
     if not letter_ids and not everything:
         raise click.UsageError("name dead letters to retry, or give --all")
     with open_from(ctx) as store:
-        results = store.retry_dead_letters(None if everything else list(letter_ids))
+        results = store.dead_letters.retry(None if everything else list(letter_ids))
     if fmt == "json":
         echo_json([r.__dict__ for r in results])
     else:
@@ -140,7 +150,7 @@ def export(ctx: click.Context, everything: bool, output: Path | None) -> None:
       agentdocket dead-letters export --all -o all.jsonl
     """
     with open_from(ctx) as store:
-        rows = store.dead_letters(resolved=None if everything else False)
+        rows = store.dead_letters.letters(resolved=None if everything else False)
     lines = []
     for row in rows:
         record = dict(row, received_at=format_ts(row["received_at"]))

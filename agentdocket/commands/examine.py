@@ -74,7 +74,7 @@ def examine(
     if unknown:
         raise click.BadParameter(f"no case {', '.join(unknown)} in {folder}", param_hint="--case")
     with open_from(ctx) as store:
-        store.register_dataset(data)
+        store.datasets.register(data)
     configured = configure(database_url(ctx.obj.get("url")), set_global=False)
     done = []
     try:
@@ -105,7 +105,7 @@ def examine(
             result = score_runs(store, [scorer], trace_ids=ids)
         except JudgeUnavailable as exc:
             raise click.ClickException(str(exc)) from None
-        latest = store.report_verdicts({scorer.name: scorer.version}, dataset)
+        latest = store.scoring.report_verdicts({scorer.name: scorer.version}, dataset)
         scores = {v.trace_id: v.score for v in latest if v.trace_id in ids}
     if fmt == "json":
         echo_json(

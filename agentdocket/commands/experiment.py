@@ -91,8 +91,8 @@ def run(
     except KeyError as exc:
         raise click.BadParameter(str(exc.args[0]), param_hint="--scorer") from None
     with open_from(ctx) as store:
-        data = store.dataset(dataset_name, version or None)
-        done = finished(store.case_runs(dataset_name), name)
+        data = store.datasets.get(dataset_name, version or None)
+        done = finished(store.scoring.case_runs(dataset_name), name)
         url = store.url
     plan = Experiment(name, data, agent_name, agent_version, repeat, concurrency, timeout)
     try:
@@ -113,7 +113,10 @@ def run(
     finally:
         tracer.shutdown()
     with open_from(ctx) as store:
-        ids = [r["trace_id"] for r in selected(store.case_runs(dataset_name), f"experiment:{name}")]
+        ids = [
+            r["trace_id"]
+            for r in selected(store.scoring.case_runs(dataset_name), f"experiment:{name}")
+        ]
         with progress_bar("scoring") as advance:
             scored = score_runs(store, chosen, trace_ids=ids, progress=advance)
     summary: dict[str, Any] = {

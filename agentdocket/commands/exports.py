@@ -74,5 +74,5 @@ def export_verdicts(
     from agentdocket.importers.interchange_export import write_verdicts
 
     with open_from(ctx) as store:
-        n = write_verdicts(store.verdict_export_rows(dataset, scorer), output, fmt)
+        n = write_verdicts(store.scoring.verdict_export_rows(dataset, scorer), output, fmt)
     err.print(f"exported {n} verdicts to {output}")

@@ -23,7 +23,7 @@ def followers(ctx: click.Context, fmt: str) -> None:
     """
     rows = []
     with open_from(ctx) as store:
-        following = store.following
+        following = store.arrivals
         for name, position, moved in following.cursors():
             rows.append(
                 {

@@ -63,7 +63,7 @@ def generate(
         raise click.ClickException(f"{exc}; nothing was stored") from None
     with open_from(ctx) as store:
         try:
-            store.register_dataset(made.dataset)
+            store.datasets.register(made.dataset)
         except StoreError as exc:
             raise click.ClickException(f"{exc}; nothing was stored") from None
     dropped = ", ".join(f"{n} {reason}" for reason, n in sorted(made.dropped.items())) or "none"
@@ -109,7 +109,7 @@ def compare(
     sides = []
     with open_from(ctx) as store:
         for dataset in (dataset_a, dataset_b):
-            stored = store.scorer_versions(dataset)
+            stored = store.scoring.scorer_versions(dataset)
             if "grammar.groups" not in stored:
                 raise click.ClickException(
                     f"dataset {dataset!r} has no grammar.groups verdicts: run "
@@ -120,7 +120,7 @@ def compare(
                 chosen = choose_versions({"grammar.groups": stored["grammar.groups"]}, asked)
             except ReportError as exc:
                 raise click.ClickException(str(exc)) from None
-            sides.append([v.details for v in store.report_verdicts(chosen, dataset)])
+            sides.append([v.details for v in store.scoring.report_verdicts(chosen, dataset)])
     try:
         result = compare_conditions(sides[0], sides[1], samples=samples, seed=seed)
     except ValueError as exc:
@@ -218,9 +218,9 @@ def _groups_metrics(store: Any, dataset: str, version: str | None) -> dict[str, 
     from agentdocket.commands.reports import make_report
     from agentdocket.scorers.report import ReportError
 
-    if not any(d["name"] == dataset for d in store.datasets()):
+    if not any(d["name"] == dataset for d in store.datasets.versions()):
         raise ReportError(f"no dataset {dataset!r} in the store")
-    if "grammar.groups" not in store.scorer_versions(dataset):
+    if "grammar.groups" not in store.scoring.scorer_versions(dataset):
         raise ReportError(
             f"dataset {dataset!r} has no grammar.groups verdicts: run "
             f"`agentdocket score --dataset {dataset} --scorer grammar.groups`"

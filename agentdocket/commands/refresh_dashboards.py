@@ -35,7 +35,7 @@ def refresh_dashboards(ctx: click.Context, every: float | None) -> None:
         )
     if every is None:
         with open_from(ctx) as store, progress_bar("refreshing stale hours") as advance:
-            console.print(str(store.refresh_dashboards(advance)))
+            console.print(str(store.projections.refresh_dashboards(advance)))
     else:
         from agentdocket.runtime.refresher import Refresher
 

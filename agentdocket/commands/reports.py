@@ -18,9 +18,12 @@ def make_report(
 ) -> dict[str, Any]:
     from agentdocket.scorers.report import build_report, choose_versions
 
-    chosen = choose_versions(store.scorer_versions(dataset), versions)
+    chosen = choose_versions(store.scoring.scorer_versions(dataset), versions)
     return build_report(
-        dataset, store.report_runs(dataset), store.report_verdicts(chosen, dataset), by
+        dataset,
+        store.scoring.report_runs(dataset),
+        store.scoring.report_verdicts(chosen, dataset),
+        by,
     )
 
 
@@ -95,7 +98,7 @@ def report(
     from agentdocket.scorers.report import ReportError, to_csv
 
     with open_from(ctx) as store:
-        if dataset is not None and not any(d["name"] == dataset for d in store.datasets()):
+        if dataset is not None and not any(d["name"] == dataset for d in store.datasets.versions()):
             raise click.ClickException(f"no dataset {dataset!r} in the store")
         try:
             result = make_report(store, dataset, by, versions)
@@ -141,8 +144,8 @@ def calibrate_command(
 
     sides: list[dict[str, bool]] = []
     with open_from(ctx) as store:
-        stored = store.scorer_versions(dataset)
-        errored = {r.trace_id for r in store.report_runs(dataset) if r.status == "error"}
+        stored = store.scoring.scorer_versions(dataset)
+        errored = {r.trace_id for r in store.scoring.report_runs(dataset) if r.status == "error"}
         for given, option in ((judge_name, "--judge"), (truth, "--truth")):
             name, _, version = given.partition("=")
             if name not in stored:
@@ -152,7 +155,7 @@ def calibrate_command(
             except ReportError as exc:
                 raise click.BadParameter(str(exc), param_hint=option) from None
             found: dict[str, bool] = {}
-            for v in store.report_verdicts(chosen, dataset):
+            for v in store.scoring.report_verdicts(chosen, dataset):
                 d = decision(v.passed, v.label)
                 if d is not None and v.trace_id not in errored:
                     found[v.trace_id] = d

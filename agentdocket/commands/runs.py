@@ -12,6 +12,7 @@ from rich.table import Table
 
 from agentdocket.commands.common import FORMAT, console, echo_json, open_from
 from agentdocket.events import Event, event_to_json, format_ts
+from agentdocket.store import Run
 
 
 @click.group()
@@ -23,7 +24,7 @@ def _when(value: Any) -> str:
     return format_ts(value)[:19].replace("T", " ") if value else "-"
 
 
-def _duration(run: dict[str, Any]) -> str:
+def _duration(run: Run) -> str:
     if run["started_at"] and run["ended_at"]:
         seconds = (run["ended_at"] - run["started_at"]).total_seconds()
         return f"{seconds:.2f}s" if seconds >= 1 else f"{seconds * 1000:.1f}ms"
@@ -56,10 +57,10 @@ def runs_list(
       agentdocket runs list --conversation c-42 --format json
     """
     with open_from(ctx) as store:
-        rows = store.list_runs(
+        rows = store.reader.list_runs(
             dataset=dataset, agent=agent, conversation=conversation, limit=limit or None
         )
-        total = store.counts()["runs"]
+        total = store.reader.counts()["runs"]
     if fmt == "json":
         echo_json({"total": total, "runs": rows})
         return
@@ -166,7 +167,7 @@ def runs_show(ctx: click.Context, trace_id: str, width: int, max_steps: int, fmt
       agentdocket runs show 4bf92f3577b34da6a3ce929d0e0e4736 --format json
     """
     with open_from(ctx) as store:
-        matches = store.find_runs(trace_id)
+        matches = store.reader.trace_ids_with_prefix(trace_id)
         if not matches:
             raise click.ClickException(f"no run with a trace id starting {trace_id!r}")
         if len(matches) > 1:
@@ -174,8 +175,8 @@ def runs_show(ctx: click.Context, trace_id: str, width: int, max_steps: int, fmt
                 f"{trace_id!r} matches several runs: {', '.join(matches)}; give more characters"
             )
         tid = matches[0]
-        run = store.run(tid)
-        trace = store.read_trace(tid)
+        run = store.reader.run(tid)
+        trace = store.reader.read_trace(tid)
     assert run is not None and trace is not None
     events = list(trace.events)
     if fmt == "json":

@@ -120,7 +120,7 @@ def score(
             raise click.UsageError("--config KEY=VALUE needs the scorers it is for: --scorer NAME")
         if since is not None or workers != 1:
             raise click.UsageError("--since and --workers are for batch scoring, not --follow")
-        from agentdocket.commands.following import follow_config, follow_until_stopped
+        from agentdocket.commands.follower_options import follow_config, follow_until_stopped
 
         config = follow_config(
             config_file,
@@ -142,7 +142,7 @@ def score(
     if workers < 1 or batch_size < 1:
         raise click.BadParameter("--workers and --batch-size must be at least 1")
     with open_from(ctx) as store:
-        if dataset is not None and not any(d["name"] == dataset for d in store.datasets()):
+        if dataset is not None and not any(d["name"] == dataset for d in store.datasets.versions()):
             raise click.ClickException(f"no dataset {dataset!r} in the store")
         with progress_bar("scoring runs") as advance:
             try:

@@ -130,7 +130,7 @@ def serve(
     redactor = Redactor.from_env()  # errors in either: the command line says them
     scoring = None
     if score or config_file is not None:
-        from agentdocket.commands.following import follow_config
+        from agentdocket.commands.follower_options import follow_config
 
         scoring = follow_config(config_file, ())
     settings = ReceiverSettings(

@@ -43,7 +43,7 @@ def run_demo(
         with sqlite3.connect(db) as conn:
             cases = dataset(conn)
         with open_store(url) as store:
-            store.register_dataset(cases)
+            store.datasets.register(cases)
         configured = configure(url, spool_dir=spool_dir, set_global=False)
         result = DemoResult(database=concerts_db, spool_dir=configured.exporter.spool.directory)
         agent = ConcertsAgent(db, configured.tracer)

@@ -21,6 +21,7 @@ from typing import Any
 from agentdocket.errors import AgentdocketError
 from agentdocket.events import Case, Dataset
 from agentdocket.experiments.compare import selected
+from agentdocket.store import CaseRun
 from agentdocket.tracer.api import Tracer
 
 AgentFn = Callable[[Case], Any]
@@ -65,7 +66,7 @@ class Experiment:
         return [(case, r) for case in self.dataset.cases for r in range(self.repeat)]
 
 
-def finished(runs: Iterable[dict[str, Any]], experiment: str) -> set[tuple[str, int]]:
+def finished(runs: Iterable[CaseRun], experiment: str) -> set[tuple[str, int]]:
     """(case id, repeat) of the experiment's stored runs that finished (ok or errored)."""
     return {
         (str(r["case_id"]), int((r["attributes"] or {}).get("repeat", 0)))

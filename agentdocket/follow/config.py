@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from agentdocket.errors import AgentdocketError
-from agentdocket.store.following import FinishedRun
+from agentdocket.store.arrivals import FinishedRun
 
 FOLLOW_KEYS = {"name", "poll_seconds", "batch"}
 SCORER_KEYS = {

@@ -1,7 +1,7 @@
 """The follower: scores runs as they finish, exactly once, resuming where it stopped.
 
 Each round reads the events stored after the follower's position (in arrival order, see
-:mod:`agentdocket.store.following`), takes the finished runs they touched, and judges them with
+:mod:`agentdocket.store.arrivals`), takes the finished runs they touched, and judges them with
 every scorer whose rule admits them, through the batch runner's :func:`score_batch` (so a run
 whose inputs did not change adds nothing, and one whose inputs changed, by a late event or a
 newly registered case, is judged again under its new input hash).
@@ -37,8 +37,8 @@ from agentdocket.scorers.embeddings import EmbeddingsUnavailable
 from agentdocket.scorers.judges.client import JudgeUnavailable
 from agentdocket.scorers.runner import input_kinds, score_batch
 from agentdocket.store import Store, StoreError, StoreUnavailable
-from agentdocket.store.following import Arrival, Position
-from agentdocket.store.samples import ScoringSample
+from agentdocket.store.arrivals import Arrival, Position
+from agentdocket.store.pipeline import ScoringSample
 
 log = logging.getLogger("agentdocket.follow")
 PROCESS = f"{socket.gethostname()}:{os.getpid()}"
@@ -74,14 +74,14 @@ class Follower:
         self.kinds = input_kinds([f.scorer for f in self.chosen])
         self.clock = clock
         self.stats = Stats()
-        self.position = store.following.cursor(self.key)
+        self.position = store.arrivals.cursor(self.key)
         self.saved = self.position
         # runs put off: the position to resume before, and when their latest event arrived
         self.deferred: dict[str, tuple[Position, datetime | None]] = {}
         self._counted_at = float("-inf")
         self.stats.position = str(self.position)
         # newly registered dataset versions: their runs are looked at again (new cases)
-        saved_at = store.following.saved_at(self.key)
+        saved_at = store.arrivals.saved_at(self.key)
         self._datasets_after = (saved_at or datetime.now(UTC)) - DATASET_MARGIN
         self._datasets_seen: set[tuple[str, str]] = set()
 
@@ -90,7 +90,7 @@ class Follower:
     def round(self) -> bool:
         """Read what arrived, judge the finished runs it touched, save the cursor. True when
         the round was full (more is waiting)."""
-        following = self.store.following
+        following = self.store.arrivals
         limit = self.config.batch * EVENTS_PER_RUN
         arrivals = following.after(self.position, limit, skip_kinds=("verdict",))
         first: dict[str, Position] = {}
@@ -122,7 +122,7 @@ class Follower:
                 if tid not in held:
                     put_off.setdefault(tid, set()).add("claimed")
             traces = (
-                {t.trace_id: t for t in self.store.traces_for_scoring(mine, self.kinds, {})}
+                {t.trace_id: t for t in self.store.scoring.traces(mine, self.kinds, {})}
                 if mine
                 else {}
             )
@@ -139,12 +139,12 @@ class Follower:
     def _new_cases(self) -> list[str]:
         """The runs of dataset versions registered since the last round."""
         ids: list[str] = []
-        for name, version, at in self.store.following.datasets_since(self._datasets_after):
+        for name, version, at in self.store.arrivals.datasets_since(self._datasets_after):
             if (name, version) in self._datasets_seen:
                 continue
             self._datasets_seen.add((name, version))
             self._datasets_after = max(self._datasets_after, at - DATASET_MARGIN)
-            ids += self.store.trace_ids(dataset=name)
+            ids += self.store.reader.trace_ids(dataset=name)
         return ids
 
     def _judge(
@@ -203,7 +203,7 @@ class Follower:
             self.position = arrivals[-1].position
         safe = min([self.position, *(p for p, _ in self.deferred.values())])
         if safe > self.saved:
-            self.store.following.save_cursor(self.key, safe)
+            self.store.arrivals.save_cursor(self.key, safe)
             self.saved = safe
         self.stats.position = str(self.saved)
 
@@ -212,7 +212,7 @@ class Follower:
         if now - self._counted_at < BACKLOG_EVERY_S:
             return
         self._counted_at = now
-        following = self.store.following
+        following = self.store.arrivals
         self.stats.behind_events = following.count_after(self.position, skip_kinds=("verdict",))
         self.stats.behind_runs = following.count_after(self.position, only_kinds=("run.finished",))
 
@@ -273,7 +273,7 @@ class Follower:
     def record_sample(self) -> None:
         """Store a sample (the pipeline dashboard reads them); a failure is only logged."""
         try:
-            self.store.samples.record(self.sample())
+            self.store.pipeline.record(self.sample())
         except StoreError as exc:
             log.info("follower %s: sample not written: %s", self.key, exc)
 

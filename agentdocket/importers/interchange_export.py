@@ -12,7 +12,7 @@ import orjson
 from agentdocket.events import Case, Event, RunFinished, RunStarted, event_to_json, format_ts
 from agentdocket.events.readings import Candidate, answer_candidate, best, question_candidate
 from agentdocket.importers.interchange import ENVELOPE
-from agentdocket.store import Store
+from agentdocket.store import Store, VerdictRow
 
 
 def _envelope(event: Event) -> dict[str, Any]:
@@ -25,7 +25,7 @@ def export_records(
     store: Store, *, dataset: str | None = None, batch_size: int = 1000
 ) -> Iterator[dict[str, Any]]:
     """The interchange records of the stored runs (of ``dataset``), events as stored."""
-    for run in store.stored_runs(dataset=dataset, batch_size=batch_size):
+    for run in store.reader.stored_runs(dataset=dataset, batch_size=batch_size):
         yield to_record(run.trace_id, run.events, run.case, run.dataset, run.dataset_version)
 
 
@@ -146,7 +146,7 @@ def write_parquet(records: Iterable[dict[str, Any]], path: Path) -> int:
     return len(rows)
 
 
-def write_verdicts(rows: Iterable[dict[str, Any]], path: Path, fmt: str) -> int:
+def write_verdicts(rows: Iterable[VerdictRow], path: Path, fmt: str) -> int:
     """Verdicts as a flat table (Parquet or CSV): one row per verdict, ``details`` as JSON
     text, and each numeric or boolean detail also as a column ``detail_<name>``."""
     import polars as pl

@@ -2,7 +2,7 @@
 (:mod:`agentdocket.runtime.receiver`), the follower judging runs as they finish
 (:mod:`agentdocket.runtime.follower`), the rollup refresher
 (:mod:`agentdocket.runtime.refresher`), the pipeline sampler and partition keeper
-(:mod:`agentdocket.ingest.samples`).
+(:mod:`agentdocket.ingest.sampler`).
 
 Each service starts and stops; :class:`Services` starts a group in order and stops it in the
 reverse order, also when one of them fails to start (those started are stopped again). The

@@ -148,7 +148,7 @@ def run_receiver(settings: ReceiverSettings, say: Say) -> None:
         from agentdocket.ingest.receiver import Receiver
     except ImportError as exc:
         raise _missing(exc) from None
-    from agentdocket.ingest.samples import Sampler
+    from agentdocket.ingest.sampler import Sampler
     from agentdocket.ingest.sink import Sink
 
     s = settings

@@ -7,7 +7,7 @@ import threading
 
 from agentdocket.runtime import Say
 from agentdocket.store import open_store
-from agentdocket.store.rollups import Refreshed
+from agentdocket.store.rollup_refresh import Refreshed
 
 log = logging.getLogger("agentdocket.dashboards")
 
@@ -29,7 +29,7 @@ class Refresher(threading.Thread):
         while True:
             try:
                 with open_store(self.url, migrate=False) as store:
-                    self.last = store.refresh_dashboards()
+                    self.last = store.projections.refresh_dashboards()
                 if self.say is not None:
                     self.say(str(self.last))
             except Exception as exc:  # whoever runs this (the receiver) must keep running

@@ -34,7 +34,7 @@ from agentdocket.scorers.embeddings import EmbeddingsUnavailable
 from agentdocket.scorers.groups import group_batches, group_digests, group_of
 from agentdocket.scorers.judges.client import JudgeSession, JudgeUnavailable, judging
 from agentdocket.store import Store, open_store
-from agentdocket.store.rollups import Refreshed
+from agentdocket.store.rollup_refresh import Refreshed
 from agentdocket.store.scoring_reads import CaseCache
 
 # Verdict events sit after every step of their run in trace order (seq, then time).
@@ -152,13 +152,13 @@ def score_batch(
     events: list[Event] = []
     ids = [t.trace_id for t in traces]
     ts = now()
-    session = JudgeSession(store.judge_replies, concurrency_cap=judge_concurrency)
+    session = JudgeSession(store.scoring.judge_replies, concurrency_cap=judge_concurrency)
     with shared_outcomes(), judging(session):
         for scorer in chosen:
             tally = result.tallies.setdefault(
                 (scorer.name, scorer.version), Tally(scorer.name, scorer.version)
             )
-            stored = store.verdict_keys(scorer.name, scorer.version, ids)
+            stored = store.scoring.verdict_keys(scorer.name, scorer.version, ids)
             digests = {t.trace_id: scorer.input_hash(t) for t in traces}
             if scorer.scope == "group":
                 digests = group_digests(traces, digests)
@@ -272,13 +272,15 @@ def score_runs(
     if not chosen:
         raise ValueError("no scorers chosen")
     ids = (
-        list(trace_ids) if trace_ids is not None else store.trace_ids(dataset=dataset, since=since)
+        list(trace_ids)
+        if trace_ids is not None
+        else store.reader.trace_ids(dataset=dataset, since=since)
     )
     result = Result()
     for scorer in chosen:
         result.tallies[(scorer.name, scorer.version)] = Tally(scorer.name, scorer.version)
     if any(s.scope == "group" for s in chosen):
-        batches = group_batches(store.trace_groups(ids), ids, batch_size)
+        batches = group_batches(store.scoring.trace_groups(ids), ids, batch_size)
         ids = [tid for batch in batches for tid in batch]
     else:
         batches = [ids[i : i + batch_size] for i in range(0, len(ids), batch_size)]
@@ -305,7 +307,7 @@ def score_runs(
         _in_workers(store.url, chosen, batches, workers, result, progress, len(ids))
     # The new verdicts' hours are stale in the dashboards' rollups: read live until refreshed.
     if refresh_dashboards:
-        result.dashboards = store.refresh_dashboards()
+        result.dashboards = store.projections.refresh_dashboards()
     result.seconds = time.perf_counter() - started
     return result
 
@@ -317,7 +319,7 @@ def _prefetched(
     scored and written (the database works on one while Python works on the other)."""
     if len(batches) <= 1:
         for batch in batches:
-            yield store.traces_for_scoring(batch, kinds)
+            yield store.scoring.traces(batch, kinds)
         return
     handoff: queue.Queue[list[Trace] | BaseException | None] = queue.Queue(maxsize=1)
     stop = threading.Event()
@@ -336,7 +338,7 @@ def _prefetched(
             with open_store(store.url) as reader:
                 cases: CaseCache = {}
                 for batch in batches:
-                    if not put(reader.traces_for_scoring(batch, kinds, cases)):
+                    if not put(reader.scoring.traces(batch, kinds, cases)):
                         return
         except BaseException as exc:
             put(exc)
@@ -369,7 +371,7 @@ def _start_worker(url: str, chosen: list[Scorer]) -> None:
 
 def _work(ids: list[str]) -> Result:
     store: Store = _worker["store"]
-    traces = store.traces_for_scoring(ids, _worker["kinds"], _worker["cases"])
+    traces = store.scoring.traces(ids, _worker["kinds"], _worker["cases"])
     return score_batch(store, _worker["scorers"], traces)
 
 

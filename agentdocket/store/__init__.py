@@ -16,22 +16,28 @@ from agentdocket.store.errors import DatasetConflict, RecordRefused, StoreError,
 from agentdocket.store.limits import STORE as STORE_LIMITS
 from agentdocket.store.limits import Limits
 from agentdocket.store.redaction import RedactionConfigError, Redactor
+from agentdocket.store.rows import CaseRun, DatasetVersion, DeadLetterRow, Run, VerdictRow
 
 __all__ = [
     "ENV_VAR",
     "AppendResult",
+    "CaseRun",
     "ConfigError",
     "DatasetConflict",
+    "DatasetVersion",
     "DeadLetter",
+    "DeadLetterRow",
     "Derived",
     "Limits",
     "RecordRefused",
     "RedactionConfigError",
     "Redactor",
     "Retried",
+    "Run",
     "Store",
     "StoreError",
     "StoreUnavailable",
+    "VerdictRow",
     "database_url",
     "display_url",
     "open_store",

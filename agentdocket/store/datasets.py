@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from agentdocket.events import Case, Dataset
@@ -11,16 +11,17 @@ from agentdocket.store.errors import DatasetConflict, StoreError
 from agentdocket.store.escaping import escape, escape_text
 from agentdocket.store.recorder import Recorder
 from agentdocket.store.redaction import Redactor
+from agentdocket.store.rows import DatasetVersion, Run, typed
 
 
-class DatasetRegistry:
+class Datasets:
     """Registering datasets and reading their cases."""
 
     def __init__(self, db: Recorder, redactor: Redactor) -> None:
         self.db = db
         self.redactor = redactor
 
-    def register_dataset(self, dataset: Dataset) -> bool:
+    def register(self, dataset: Dataset) -> bool:
         """Store a dataset version. True if new; False if the identical version was there.
 
         Raises :class:`DatasetConflict` if that version exists with different content.
@@ -85,8 +86,10 @@ class DatasetRegistry:
         self.db.merge(conn, "cases", columns, ("dataset", "dataset_version", "case_id"), rows, "")
         return True
 
-    def datasets(self) -> list[dict[str, Any]]:
-        return list(self.db.dicts("SELECT * FROM datasets ORDER BY name, created_at, version"))
+    def versions(self) -> list[DatasetVersion]:
+        """Every stored version of every dataset, by name, oldest version first."""
+        sql = "SELECT * FROM datasets ORDER BY name, created_at, version"
+        return [typed(DatasetVersion, r) for r in self.db.dicts(sql)]
 
     def latest_version(self, name: str) -> str | None:
         rows = self.db.read(
@@ -96,7 +99,8 @@ class DatasetRegistry:
         )
         return rows[0][0] if rows else None
 
-    def dataset(self, name: str, version: str | None = None) -> Dataset:
+    def get(self, name: str, version: str | None = None) -> Dataset:
+        """A dataset version with its cases (default: the latest version)."""
         return self._read_dataset(self.db.read, name, version or self.latest_version(name))
 
     def _dataset_on(self, conn: Any, name: str, version: str | None) -> Dataset:
@@ -123,7 +127,7 @@ class DatasetRegistry:
         cases = tuple(Case.from_json(self.db.from_db("data", r[0])) for r in rows)
         return Dataset(name, str(version), cases, self.db.from_db("description", meta[0][0]))
 
-    def cases_for(self, runs: list[dict[str, Any]]) -> dict[str, tuple[str, Case]]:
+    def cases_for(self, runs: Iterable[Run]) -> dict[str, tuple[str, Case]]:
         """For each run naming a case: (dataset version, case), keyed by trace id.
 
         A run that names no dataset version gets the case from the latest version.

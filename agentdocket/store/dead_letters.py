@@ -19,6 +19,7 @@ from agentdocket.events import Event, PayloadError, event_from_json, event_to_js
 from agentdocket.store.errors import RecordRefused, StoreError
 from agentdocket.store.limits import bound
 from agentdocket.store.recorder import Recorder
+from agentdocket.store.rows import DeadLetterRow, typed
 
 DEAD_LETTER_COLUMNS = (
     "letter_id",
@@ -114,8 +115,10 @@ class Retried:
 class DeadLetters:
     """Keeping, listing and retrying dead letters."""
 
-    def __init__(self, db: Recorder) -> None:
+    def __init__(self, db: Recorder, append_strict: Callable[[list[Event]], int]) -> None:
         self.db = db
+        # appends events or raises RecordRefused instead of keeping a dead letter (retry's way)
+        self.append_strict = append_strict
 
     def keep(self, letters: Iterable[DeadLetter]) -> int:
         """Store dead letters (a spool record that does not decode, a fault of ours on one
@@ -134,7 +137,7 @@ class DeadLetters:
 
     def letters(
         self, *, resolved: bool | None = False, limit: int | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[DeadLetterRow]:
         """Dead letters, oldest first, each with ``resolved``; by default the unresolved ones
         (``resolved=None``: all of them)."""
         where = "" if resolved is None else f"WHERE resolved = {'TRUE' if resolved else 'FALSE'}"
@@ -143,7 +146,7 @@ class DeadLetters:
             sql += f" LIMIT {int(limit)}"
         return [self._letter_row(r) for r in self.db.dicts(sql)]
 
-    def get(self, letter_id: str) -> dict[str, Any]:
+    def get(self, letter_id: str) -> DeadLetterRow:
         """One dead letter by its id or a unique prefix of it."""
         rows = [
             self._letter_row(r)
@@ -167,19 +170,16 @@ class DeadLetters:
         )
         return {"total": int(rows[0][0]), "unresolved": int(rows[0][1])}
 
-    def retry(
-        self, append_strict: Callable[[list[Event]], int], letter_ids: Sequence[str] | None = None
-    ) -> list[Retried]:
-        """Append the events of these dead letters (default: every unresolved one) again with
-        ``append_strict``, which raises :class:`RecordRefused` instead of keeping a dead letter.
-        Each is tried alone: one still refused does not hold the others."""
+    def retry(self, letter_ids: Sequence[str] | None = None) -> list[Retried]:
+        """Append the events of these dead letters (default: every unresolved one) again, each
+        alone: one still refused does not hold the others (nor becomes a second letter)."""
         if letter_ids is None:
             rows = self.letters(resolved=False)
         else:
             rows = [self.get(i) for i in letter_ids]
         out = []
         for row in rows:
-            letter = DeadLetter(**{c: row[c] for c in DEAD_LETTER_COLUMNS})
+            letter = DeadLetter(**{c: row[c] for c in DEAD_LETTER_COLUMNS})  # type: ignore[literal-required]
             if row["resolved"]:
                 out.append(Retried(letter.letter_id, "resolved"))
                 continue
@@ -189,13 +189,13 @@ class DeadLetters:
                 out.append(Retried(letter.letter_id, "undecodable", str(exc)))
                 continue
             try:
-                append_strict([event])
+                self.append_strict([event])
             except RecordRefused as exc:
                 out.append(Retried(letter.letter_id, "refused", exc.reason))
                 continue
             out.append(Retried(letter.letter_id, "stored"))
         return out
 
-    def _letter_row(self, row: dict[str, Any]) -> dict[str, Any]:
+    def _letter_row(self, row: dict[str, Any]) -> DeadLetterRow:
         row["resolved"] = bool(row["resolved"])  # SQLite gives 0 / 1
-        return row
+        return typed(DeadLetterRow, row)

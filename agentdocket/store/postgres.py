@@ -29,7 +29,7 @@ from agentdocket.store.recorder import (
     TIME_COLUMNS,
     Recorder,
 )
-from agentdocket.store.rollups import Refreshed, refresh
+from agentdocket.store.rollup_refresh import Refreshed, refresh
 
 EVENT_TYPES = [
     *("uuid", "text", "text", "text", "int8", "timestamptz", "text", "int2", "jsonb", "date")

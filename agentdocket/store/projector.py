@@ -8,12 +8,12 @@ of batches, so that a rebuild gives the same rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import date
 from typing import Any
 
 from agentdocket.events import Event
-from agentdocket.store.months import month_of
+from agentdocket.store.months import assign
 from agentdocket.store.projections import (
     JUDGE_CALL_COLUMNS,
     RUN_COLUMNS,
@@ -25,7 +25,10 @@ from agentdocket.store.projections import (
     project,
 )
 from agentdocket.store.recorder import EVENT_COLUMNS, STORED_EVENT_COLUMNS, Recorder
+from agentdocket.store.rollup_refresh import Refreshed
 
+# events a rebuild reads and projects at a time
+BATCH = 10_000
 PROJECTION_TABLES = ("verdicts", "runs", "judge_calls")
 
 
@@ -59,13 +62,8 @@ class Projector:
 
     def apply(self, conn: Any, proj: Projection, months: dict[str, date]) -> None:
         """Upsert what ``proj`` changes, on ``conn`` (inside the caller's transaction), under
-        the runs' ``months`` (:mod:`agentdocket.store.months`)."""
-        months = dict(months)
-        wanted = {v.trace_id for v in proj.verdicts} | proj.runs.keys()
-        if missing := sorted(wanted - months.keys()):  # a verdict about a run stored before
-            months = {**months, **self.db.stored_months(conn, missing)}
-        for v in proj.verdicts:  # about a run with no events: under the verdict's own month
-            months.setdefault(v.trace_id, month_of(v.ts))
+        the runs' ``months``: :func:`agentdocket.store.months.assign` of the same events, the
+        one place a run's month is decided (it covers the runs their verdicts judge)."""
         month = self._month_column(months)
         if proj.runs:
             rows = [(*r, month(r[0])) for r in self.db.as_rows(RUN_COLUMNS, proj.runs.values())]
@@ -88,7 +86,15 @@ class Projector:
         converted = {t: to_db("run_month", m) for t, m in months.items()}
         return converted.__getitem__
 
-    def rebuild(self, batch_size: int) -> int:
+    def refresh_dashboards(
+        self, progress: Callable[[int, int], None] | None = None
+    ) -> Refreshed | None:
+        """Bring the dashboards' hourly rollups up to date (see
+        :mod:`agentdocket.store.rollup_refresh`); None where there are none (SQLite).
+        ``progress(done, total)`` counts stale hours."""
+        return self.db.refresh_dashboards(progress)
+
+    def rebuild(self, batch_size: int = BATCH) -> int:
         """Drop the projections and replay the whole event log into them, in one transaction.
         Returns the number of events replayed."""
         with self.db.write() as conn:
@@ -106,5 +112,5 @@ class Projector:
         sql = f"SELECT {columns} FROM events ORDER BY trace_id, seq, event_id"
         width = len(EVENT_COLUMNS)
         for rows in self.db.stream_on(conn, sql, size):
-            months = {r[1]: self.db.from_db("run_month", r[width]) for r in rows}
-            yield [self.db.event_of(r[:width]) for r in rows], months
+            events = [self.db.event_of(r[:width]) for r in rows]
+            yield events, assign(self.db, conn, events)

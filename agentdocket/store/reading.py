@@ -9,9 +9,10 @@ from datetime import datetime
 from typing import Any
 
 from agentdocket.events import Case, Event, Trace
-from agentdocket.store.datasets import DatasetRegistry
+from agentdocket.store.datasets import Datasets
 from agentdocket.store.errors import StoreError
 from agentdocket.store.recorder import EVENT_COLUMNS, Recorder
+from agentdocket.store.rows import Run, typed
 
 
 @dataclass(frozen=True)
@@ -30,20 +31,11 @@ TABLES = frozenset(
 )
 
 
-# the runs projection's own bookkeeping, not part of what a run is
-INTERNAL_RUN_COLUMNS = ("question_key", "answer_key")
-
-
-def _public(run: dict[str, Any]) -> dict[str, Any]:
-    for column in INTERNAL_RUN_COLUMNS:
-        run.pop(column, None)
-    return run
-
-
 class Reader:
-    """Events, traces and runs."""
+    """Events, traces and runs (a run's row leaves out the projection's own bookkeeping,
+    such as the keys its question and answer were chosen by)."""
 
-    def __init__(self, db: Recorder, datasets: DatasetRegistry) -> None:
+    def __init__(self, db: Recorder, datasets: Datasets) -> None:
         self.db = db
         self.datasets = datasets
 
@@ -89,11 +81,11 @@ class Reader:
 
     def _runs_and_cases(
         self, ids: Sequence[str]
-    ) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[str, Case]]]:
+    ) -> tuple[dict[str, Run], dict[str, tuple[str, Case]]]:
         """Run rows of the traces, and for each run with a case: (dataset version, case)."""
         marks = ", ".join("?" for _ in ids)
         runs = {
-            r["trace_id"]: r
+            r["trace_id"]: typed(Run, r)
             for r in self.db.dicts(f"SELECT * FROM runs WHERE trace_id IN ({marks})", ids)
         }
         return runs, self.datasets.cases_for(list(runs.values()))
@@ -110,9 +102,9 @@ class Reader:
             events = self._events_of(chunk)
             runs, cases = self._runs_and_cases(chunk)
             for tid in chunk:
-                run = runs.get(tid, {})
                 version, case = cases.get(tid, (None, None))
-                yield StoredRun(tid, events[tid], case, run.get("dataset"), version)
+                dataset = runs[tid]["dataset"] if tid in runs else None
+                yield StoredRun(tid, events[tid], case, dataset, version)
 
     def trace_ids(
         self,
@@ -153,9 +145,10 @@ class Reader:
             params.append(self.db.to_db("ts", since))
         return ("WHERE " + " AND ".join(clauses) if clauses else ""), params
 
-    def run(self, trace_id: str) -> dict[str, Any] | None:
+    def run(self, trace_id: str) -> Run | None:
+        """The run of this trace id, if it is stored (a trace that is no run has a row too)."""
         found = self.db.dicts("SELECT * FROM runs WHERE trace_id = ?", (trace_id,))
-        return next((_public(r) for r in found), None)
+        return next((typed(Run, r) for r in found), None)
 
     def list_runs(
         self,
@@ -164,7 +157,7 @@ class Reader:
         agent: str | None = None,
         conversation: str | None = None,
         limit: int | None = 50,
-    ) -> list[dict[str, Any]]:
+    ) -> list[Run]:
         """Runs, newest first; ``conversation``: only the runs of that conversation (the
         ``conversation_id`` attribute the GenAI conventions' ``gen_ai.conversation.id`` or
         OpenInference's ``session.id`` gave)."""
@@ -175,11 +168,11 @@ class Reader:
         sql = f"SELECT * FROM runs {where} ORDER BY first_ts DESC, trace_id"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [_public(r) for r in self.db.dicts(sql, params)]
+        return [typed(Run, r) for r in self.db.dicts(sql, params)]
 
-    def find_runs(self, prefix: str) -> list[str]:
-        """Trace ids of the runs whose id starts with ``prefix`` (abbreviated ids on the command
-        line)."""
+    def trace_ids_with_prefix(self, prefix: str) -> list[str]:
+        """The first ten trace ids of runs starting with ``prefix`` (abbreviated ids on the
+        command line)."""
         rows = self.db.read(
             "SELECT trace_id FROM runs WHERE trace_id LIKE ? ORDER BY trace_id LIMIT 10",
             (prefix.lower() + "%",),

@@ -35,7 +35,7 @@ import orjson
 from agentdocket.events import Event
 from agentdocket.store.month_ops import MonthOps
 from agentdocket.store.projections import Projection
-from agentdocket.store.rollups import Refreshed
+from agentdocket.store.rollup_refresh import Refreshed
 
 T = TypeVar("T")
 

@@ -15,9 +15,10 @@ from datetime import datetime
 from typing import Any
 
 from agentdocket.events import Case, Event, Trace
-from agentdocket.store.datasets import DatasetRegistry
+from agentdocket.store.datasets import Datasets
 from agentdocket.store.reading import Reader
 from agentdocket.store.recorder import Recorder
+from agentdocket.store.rows import CaseRun, VerdictRow, typed
 
 # (dataset, dataset version, case id) -> the case, or None when the dataset lacks it
 CaseCache = dict[tuple[str, str, str], Case | None]
@@ -60,17 +61,17 @@ VERDICT_EXPORT_SQL = (
 class ScoringReader:
     """Bulk reads for scoring and reporting."""
 
-    def __init__(self, db: Recorder, datasets: DatasetRegistry, runs: Reader) -> None:
+    def __init__(self, db: Recorder, datasets: Datasets, runs: Reader) -> None:
         self.db = db
         self.datasets = datasets
         self.runs = runs
 
     # --- traces ---------------------------------------------------------------------------
 
-    def scoring_batches(
+    def batches(
         self,
         *,
-        kinds: Collection[str] | None,
+        kinds: Collection[str] | None = None,
         dataset: str | None = None,
         since: datetime | None = None,
         trace_ids: Sequence[str] | None = None,
@@ -85,9 +86,9 @@ class ScoringReader:
         )
         cache: CaseCache = {}
         for start in range(0, len(ids), batch_size):
-            yield self.traces_for_scoring(ids[start : start + batch_size], kinds, cache)
+            yield self.traces(ids[start : start + batch_size], kinds, cache)
 
-    def traces_for_scoring(
+    def traces(
         self, ids: Sequence[str], kinds: Collection[str] | None, cache: CaseCache | None = None
     ) -> list[Trace]:
         """The runs among ``ids`` as (partial) traces with their cases, in the order given."""
@@ -224,14 +225,14 @@ class ScoringReader:
             found.update(r[0] for r in rows)
         return found
 
-    def case_runs(self, dataset: str) -> list[dict[str, Any]]:
+    def case_runs(self, dataset: str) -> list[CaseRun]:
         """The runs of ``dataset`` with their case, agent, version, status and attributes
         (which name an experiment and repeat): what comparisons select and pair."""
         sql = (
             "SELECT trace_id, case_id, agent, agent_version, status, attributes FROM runs "
             "WHERE started_at IS NOT NULL AND dataset = ? ORDER BY started_at, trace_id"
         )
-        return list(self.db.dicts(sql, [dataset]))
+        return [typed(CaseRun, r) for r in self.db.dicts(sql, [dataset])]
 
     def report_verdicts(
         self, versions: dict[str, str], dataset: str | None = None
@@ -267,7 +268,7 @@ class ScoringReader:
 
     def verdict_export_rows(
         self, dataset: str | None = None, scorer: str | None = None
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Iterator[VerdictRow]:
         """Every stored verdict (all versions) with its run's dataset, case, agent and
         strategy."""
         clauses, params = [], []
@@ -279,7 +280,8 @@ class ScoringReader:
             params.append(scorer)
         sql = VERDICT_EXPORT_SQL + (" WHERE " + " AND ".join(clauses) if clauses else "")
         order = " ORDER BY v.scorer, v.scorer_version, v.trace_id, v.ts"
-        yield from self.db.dicts(sql + order, params)
+        for row in self.db.dicts(sql + order, params):
+            yield typed(VerdictRow, row)
 
     def judge_replies(self, keys: Sequence[str]) -> dict[str, tuple[str, str]]:
         """Cached judge replies by cache key: (reply, trace id of the recorded call)."""

@@ -38,12 +38,12 @@ def test_four_processes_append_the_same_traces(url: str) -> None:
         p.join(300)
         assert p.exitcode == 0
     with open_store(url) as store:
-        assert store.counts()["events"] == len(events)
-        stored = {e.event_id for t in store.trace_ids() for e in store.events(t)}
+        assert store.reader.counts()["events"] == len(events)
+        stored = {e.event_id for t in store.reader.trace_ids() for e in store.reader.events(t)}
         assert stored == {e.event_id for e in events}
         incremental = projections(store)
         # verdicts judge runs; they are not counted into them
         run_events = [e for e in events if e.kind != "verdict"]
         assert sum(r["n_events"] for r in incremental["runs"]) == len(run_events)
-        store.rebuild()
+        store.projections.rebuild()
         assert projections(store) == incremental

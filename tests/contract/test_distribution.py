@@ -16,9 +16,9 @@ from agentdocket.dashboards.macros import expand
 from agentdocket.demo import run_demo
 from agentdocket.scorers.runner import score_runs
 from agentdocket.store import Store, open_store
+from agentdocket.store.arrivals import Position
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from agentdocket.store.distribution import COORDINATOR, DISTRIBUTED, REFERENCE, citus_sql
-from agentdocket.store.following import Position
 from tests.helpers.colocation import problems, trace_views
 
 pytestmark = pytest.mark.postgres
@@ -199,11 +199,11 @@ def _work(store: Store) -> None:
         )
     ]
     score_runs(store, chosen, dataset="concerts-demo")
-    runs = store.list_runs(limit=5)
+    runs = store.reader.list_runs(limit=5)
     for run in runs:
-        store.read_trace(str(run["trace_id"]))
-    store.following.after(Position(), 100)
-    store.report_runs("concerts-demo")
+        store.reader.read_trace(str(run["trace_id"]))
+    store.arrivals.after(Position(), 100)
+    store.scoring.report_runs("concerts-demo")
     store.retention.plan("90d")
 
 

@@ -47,7 +47,7 @@ class _Loop(threading.Thread):
             while not self.stop.is_set():
                 try:
                     if self.step == "refresh":
-                        store.refresh_dashboards()
+                        store.projections.refresh_dashboards()
                     else:  # a run now and a late one in each month retention is dropping
                         for start in (datetime.now(UTC), _months_ago(rng.randint(3, 5))):
                             events = run_events(rng, start=start + timedelta(minutes=rng.random()))
@@ -107,7 +107,7 @@ def test_a_month_whose_tables_stay_busy_is_kept_and_reported(
         assert applied.dropped == [] and applied.trace_id is None
         [(month, why)] = applied.failed
         assert month.rows["runs"] == 1 and "stayed busy for 1 s; nothing was changed" in why
-        assert store.run(events[0].trace_id) is not None
+        assert store.reader.run(events[0].trace_id) is not None
         again = store.retention.apply(store.retention.plan("40d"))
         assert [m.rows["runs"] for m in again.dropped] == [1] and again.failed == []
-        assert store.run(events[0].trace_id) is None
+        assert store.reader.run(events[0].trace_id) is None

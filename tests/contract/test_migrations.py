@@ -14,10 +14,10 @@ import sqlalchemy as sa
 from agentdocket import dashboards
 from agentdocket.dashboards import run
 from agentdocket.store import Derived, open_store
+from agentdocket.store.arrivals import Position
 from agentdocket.store.config import parse_url
 from agentdocket.store.derived import digest
 from agentdocket.store.errors import StoreError
-from agentdocket.store.following import Position
 from agentdocket.store.migrate import (
     current_revision,
     downgrade,
@@ -140,7 +140,7 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
     assert _objects(bare_url) == (set(), set())
     upgrade(bare_url)
     with open_store(bare_url) as store:
-        assert store.counts() == dict.fromkeys(
+        assert store.reader.counts() == dict.fromkeys(
             ("events", "runs", "steps", "verdicts", "judge_calls", "datasets", "cases"), 0
         )
 
@@ -169,8 +169,8 @@ def test_arrival_order_up_and_down_with_data(bare_url: str) -> None:
     late = run_events(rng, start=T0 - timedelta(days=1))  # stored last, the oldest times
     with open_store(bare_url) as store:
         store.append(late)
-        arrived = store.following.after(Position(), 10_000)
-        assert store.counts()["events"] == sum(map(len, runs)) + len(late)
+        arrived = store.arrivals.after(Position(), 10_000)
+        assert store.reader.counts()["events"] == sum(map(len, runs)) + len(late)
     assert len(arrived) == sum(map(len, runs)) + len(late)
     positions = [a.position for a in arrived]
     assert positions == sorted(positions) and len(set(positions)) == len(positions)
@@ -203,7 +203,7 @@ def test_upgrading_to_the_rollups_marks_what_is_stored_stale(empty_pg_url: str) 
         assert runs == 2
     engine.dispose()
     with open_store(empty_pg_url) as store:
-        done = store.refresh_dashboards()
+        done = store.projections.refresh_dashboards()
         assert done is not None and (done.run_hours, done.verdict_hours) == (2, 2)
 
 
@@ -290,9 +290,9 @@ def _without_month(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _stored(url: str) -> dict[str, list[dict[str, Any]]]:
     with open_store(url) as store:
         return {
-            "events": _without_month(store.rows("events", "trace_id, event_id")),
-            "runs": _without_month(store.rows("runs", "trace_id")),
-            "verdicts": _without_month(store.rows("verdicts", "verdict_id")),
+            "events": _without_month(store.reader.rows("events", "trace_id, event_id")),
+            "runs": _without_month(store.reader.rows("runs", "trace_id")),
+            "verdicts": _without_month(store.reader.rows("verdicts", "verdict_id")),
         }
 
 
@@ -333,7 +333,7 @@ def test_time_partitions_up_and_down_with_data(bare_url: str) -> None:
         months = {
             (r["trace_id"], r["run_month"])
             for table in ("events", "runs", "verdicts")
-            for r in store.rows(table, "trace_id")
+            for r in store.reader.rows(table, "trace_id")
         }
         assert months == {
             (runs[0][0].trace_id, date(2026, 1, 1)),

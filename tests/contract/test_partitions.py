@@ -13,6 +13,7 @@ import pytest
 
 from agentdocket.events import Event, GenericStep
 from agentdocket.store import open_store
+from agentdocket.store.appending import Appender
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from agentdocket.store.months import month_of, months_ahead
 from tests.helpers.factory import run_events, verdict_event
@@ -73,10 +74,10 @@ def test_a_run_across_a_month_boundary_stays_in_its_month_and_a_resent_batch_add
     trace = events[0].trace_id
     with open_store(pg_url) as store:
         assert store.append(events).inserted == len(events)
-        counts = store.counts()
+        counts = store.reader.counts()
         again = store.append(events)
         assert (again.inserted, again.duplicates) == (0, len(events))
-        assert store.counts() == counts
+        assert store.reader.counts() == counts
         # a late event and a verdict, weeks later, join the run's month; re-sent, nothing
         late = Event.create(
             trace_id=trace,
@@ -88,7 +89,7 @@ def test_a_run_across_a_month_boundary_stays_in_its_month_and_a_resent_batch_add
         verdict = verdict_event(events, when=BOUNDARY + timedelta(days=40))
         assert store.append([late, verdict]).inserted == 2
         assert store.append([late, verdict]).inserted == 0
-        run = store.run(trace)
+        run = store.reader.run(trace)
         assert run is not None and run["n_events"] == len(events) + 1
     assert _where(pg_url, "events", trace) == {"events_2026_01": len(events) + 2}
     assert _where(pg_url, "runs", trace) == {"runs_2026_01": 1}
@@ -109,8 +110,12 @@ def test_two_writers_of_a_new_trace_agree_on_its_month(pg_url: str) -> None:
             second.append(february)
             done.set()
 
+        # the first writer's transaction, held open: an appender over the store's own parts
+        appender = Appender(
+            first.recorder, first.projections, first.datasets, first.dead_letters, first.redactor
+        )
         with first.recorder.write() as conn:
-            assert first.appender.append_on(conn, january) == (1, [])
+            assert appender.append_on(conn, january) == (1, [])
             writer = threading.Thread(target=write_second)
             writer.start()
             time.sleep(0.5)
@@ -139,7 +144,7 @@ def test_update_delete_and_truncate_are_refused_on_the_log_and_on_every_partitio
         with _conn(pg_url) as conn, pytest.raises(psycopg.Error, match="append-only"):
             conn.execute(statement)
     with open_store(pg_url) as store:
-        assert store.counts()["events"] == len(events)
+        assert store.reader.counts()["events"] == len(events)
 
 
 def test_serve_makes_the_months_ahead_that_are_missing(pg_url: str, tmp_path: Path) -> None:

@@ -118,14 +118,14 @@ def test_env_chooses_off_default_or_a_file(monkeypatch: pytest.MonkeyPatch, tmp_
 def test_store_append_and_dataset_registration(url: str) -> None:
     case = Case(case_id="c1", question=f"Reset the password of {OPENAI_KEY}")
     with open_store(url) as store:
-        store.register_dataset(Dataset("ds", "1", (case,)))
+        store.datasets.register(Dataset("ds", "1", (case,)))
         store.append(
             [
                 _event({"call_id": "c", "tool": "t", "arguments": {"password": PASSWORD}}),
                 _event({"text": f"done with {AWS_KEY}"}, kind="response"),
             ]
         )
-        assert store.counts()["events"] == 2
+        assert store.reader.counts()["events"] == 2
     assert_absent(url, OPENAI_KEY, PASSWORD, AWS_KEY)
 
 
@@ -140,7 +140,7 @@ def test_tracer(url: str, tmp_path: Path) -> None:
     finally:
         recorder.close()
     with open_store(url) as store:
-        [[trace]] = list(store.iter_traces())
+        [[trace]] = list(store.scoring.batches())
         assert [c.arguments for c in trace.tool_calls()] == [
             {"user": "ada", "password": "[REDACTED:password]"}
         ]
@@ -171,7 +171,7 @@ def test_spool_never_holds_a_secret(tmp_path: Path) -> None:
         recorder.close()
     assert_absent(url, OPENAI_KEY)
     with open_store(url) as store:
-        assert store.counts()["events"] > 0
+        assert store.reader.counts()["events"] > 0
 
 
 def test_importer(url: str, tmp_path: Path) -> None:
@@ -196,7 +196,7 @@ def test_importer(url: str, tmp_path: Path) -> None:
     assert_absent(url, OPENAI_KEY, "k-123")
     # E-mail addresses are kept unless the settings ask for them to go.
     with open_store(url) as store:
-        [[trace]] = list(store.iter_traces())
+        [[trace]] = list(store.scoring.batches())
         assert EMAIL in (trace.started.question if trace.started else "")
 
 

@@ -70,10 +70,12 @@ def _seed(store: Store) -> dict[str, list[str]]:
 def _state(store: Store) -> dict[str, Any]:
     """What each table holds, by trace."""
     rows = {
-        table: Counter(r["trace_id"] for r in store.rows(table, "trace_id"))
+        table: Counter(r["trace_id"] for r in store.reader.rows(table, "trace_id"))
         for table in ("events", "runs", "verdicts")
     }
-    rows["judge_calls"] = Counter(r["cache_key"] for r in store.rows("judge_calls", "cache_key"))
+    rows["judge_calls"] = Counter(
+        r["cache_key"] for r in store.reader.rows("judge_calls", "cache_key")
+    )
     return rows
 
 
@@ -99,7 +101,7 @@ def test_a_dry_run_says_what_would_go_and_changes_nothing(store: Store) -> None:
         "judge_calls": 1,
     }
     assert _state(store) == before
-    assert store.counts()["events"] == sum(before["events"].values())
+    assert store.reader.counts()["events"] == sum(before["events"].values())
 
 
 def test_retention_drops_exactly_the_runs_of_the_months_past_the_window(store: Store) -> None:
@@ -110,7 +112,9 @@ def test_retention_drops_exactly_the_runs_of_the_months_past_the_window(store: S
     assert [m.label for m in applied.dropped] == ["2026-01", "2026-02"]
     assert [m.label for m in applied.refused] == ["2026-03"]
     after = _state(store)
-    records = [e for e in store.events(applied.trace_id or "") if e.kind == "retention.applied"]
+    records = [
+        e for e in store.reader.events(applied.trace_id or "") if e.kind == "retention.applied"
+    ]
     # everything else is as it was, plus the record of what went
     for table in ("events", "runs", "verdicts"):
         kept = {t: n for t, n in before[table].items() if t not in gone}
@@ -125,7 +129,7 @@ def test_retention_drops_exactly_the_runs_of_the_months_past_the_window(store: S
         sum(before["events"][t] for t in traces["2026-02"] + traces["judge-feb"]),
     ]
     assert records[0].payload["refused"][0]["month"] == "2026-03"
-    assert store.run(traces["2026-01"][0]) is None
+    assert store.reader.run(traces["2026-01"][0]) is None
     # nothing more to drop under the same window; a shorter one takes March with its late run
     again = store.retention.plan("90d", now=NOW)
     assert again.drop == [] and [m.label for m in again.refused] == ["2026-03"]
@@ -146,7 +150,7 @@ def test_postgres_drops_the_months_partitions_and_their_rollups(pg_url: str) -> 
 
     with open_store(pg_url, derived=dashboards.objects()) as store:
         _seed(store)
-        store.refresh_dashboards()
+        store.projections.refresh_dashboards()
         before = hours(store)
         assert before == {"2026-01": 2, "2026-02": 1, "2026-03": 2, "2026-04": 1, "2026-06": 1}
         store.retention.apply(store.retention.plan("90d", now=NOW))
@@ -180,4 +184,4 @@ def test_a_month_that_became_newer_after_the_plan_is_kept(store: Store) -> None:
         ("2026-03", 1),
         ("2026-01", 1),
     ]
-    assert store.run(traces["2026-01"][0]) is not None
+    assert store.reader.run(traces["2026-01"][0]) is not None

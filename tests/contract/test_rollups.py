@@ -17,7 +17,7 @@ import pytest
 from agentdocket.runtime.refresher import Refresher
 from agentdocket.store import open_store
 from agentdocket.store.config import parse_url, psycopg_conninfo
-from agentdocket.store.rollups import refresh
+from agentdocket.store.rollup_refresh import refresh
 from tests.helpers.db import cli, rounded
 from tests.helpers.factory import T0, many_runs, run_events, verdict_event
 
@@ -65,11 +65,11 @@ def test_stale_hours_read_live_and_a_refresh_makes_them_fresh(pg_url: str) -> No
         assert {w for w, _ in _stale(pg_url)} == {"runs", "verdicts"}
         live = _snapshot(pg_url)
         assert sum(n for _, n in _runs_by_hour(pg_url).values()) == 40
-        done = store.refresh_dashboards()
+        done = store.projections.refresh_dashboards()
         assert done is not None and done.run_hours == 1 and done.verdict_hours == 1
         assert done.rows > 0 and _stale(pg_url) == set()
         assert _snapshot(pg_url) == live
-        again = store.refresh_dashboards()
+        again = store.projections.refresh_dashboards()
         assert again is not None and (again.run_hours, again.rows) == (0, 0)
 
 
@@ -80,14 +80,14 @@ def test_a_run_that_moves_hours_moves_in_the_rollups(pg_url: str) -> None:
         # The run.started event comes last and 30 minutes earlier: the run's start, agent and
         # hour change after its verdict was rolled up.
         store.append([*rest, verdict_event(events, when=T0 + timedelta(hours=2))])
-        store.refresh_dashboards()
+        store.projections.refresh_dashboards()
         assert _runs_by_hour(pg_url) == {}  # not a run until its start arrives
         store.append([dataclasses.replace(started, ts=T0 - timedelta(minutes=30))])
         earlier = T0 - timedelta(hours=1)
         assert _stale(pg_url) == {(w, h) for w in ("runs", "verdicts") for h in (T0, earlier)}
         live = _snapshot(pg_url)
         assert _runs_by_hour(pg_url) == {earlier: ("agent-a", 1)}
-        store.refresh_dashboards()
+        store.projections.refresh_dashboards()
         assert _snapshot(pg_url) == live
         assert [r[:6] for r in live["dashboard_verdict_stats"]] == [
             (earlier, earlier, "agent-a", "ds", "planner.suffix_match", "1")
@@ -97,7 +97,7 @@ def test_a_run_that_moves_hours_moves_in_the_rollups(pg_url: str) -> None:
 def test_marks_committed_during_a_refresh_survive_it(pg_url: str) -> None:
     with open_store(pg_url) as writer, open_store(pg_url) as refresher:
         writer.append(many_runs(5, seed=1))
-        refresher.refresh_dashboards()
+        refresher.projections.refresh_dashboards()
         writer.append(many_runs(5, seed=2))  # the hour is stale again
         # Hold a lock on the hour's rollup row so that the refresh, once it has its snapshot,
         # waits; meanwhile more runs of that hour commit with their marks.
@@ -105,7 +105,9 @@ def test_marks_committed_during_a_refresh_survive_it(pg_url: str) -> None:
         blocker.execute("BEGIN")
         blocker.execute("SELECT 1 FROM rollup_runs FOR UPDATE")
         done: list[Any] = []
-        thread = threading.Thread(target=lambda: done.append(refresher.refresh_dashboards()))
+        thread = threading.Thread(
+            target=lambda: done.append(refresher.projections.refresh_dashboards())
+        )
         thread.start()
         with _connect(pg_url) as watcher:
             deadline = time.monotonic() + 20
@@ -125,7 +127,7 @@ def test_marks_committed_during_a_refresh_survive_it(pg_url: str) -> None:
         # The refresh saw 10 runs; the last 5 kept their marks, so the views still count them.
         assert {w for w, _ in _stale(pg_url)} == {"runs", "verdicts"}
         assert sum(n for _, n in _runs_by_hour(pg_url).values()) == 15
-        refresher.refresh_dashboards()
+        refresher.projections.refresh_dashboards()
         assert _stale(pg_url) == set()
         assert sum(n for _, n in _runs_by_hour(pg_url).values()) == 15
 
@@ -133,7 +135,7 @@ def test_marks_committed_during_a_refresh_survive_it(pg_url: str) -> None:
 def test_rebuild_refreshes_and_keeps_the_dashboards(pg_url: str) -> None:
     with open_store(pg_url) as store:
         store.append(many_runs(30))
-        store.refresh_dashboards()
+        store.projections.refresh_dashboards()
     before = _snapshot(pg_url)
     out = cli(pg_url, "rebuild")
     assert "dashboards: 1 run hours and 1 verdict hours refreshed" in out
@@ -163,7 +165,7 @@ def test_the_command_and_the_background_refresher(pg_url: str, sqlite_url: str) 
     result = CliRunner().invoke(main, ["--database", sqlite_url, "refresh-dashboards"])
     assert result.exit_code == 1 and "no dashboard rollups" in result.output
     with open_store(sqlite_url) as store:
-        assert store.refresh_dashboards() is None
+        assert store.projections.refresh_dashboards() is None
 
 
 def test_a_long_history_is_refreshed_a_range_of_hours_at_a_time(pg_url: str) -> None:

@@ -60,7 +60,7 @@ def _readings(url: str) -> dict[str, tuple[Any, ...]]:
     with open_store(url) as store:
         return {
             r["trace_id"]: (r["question"], r["answer"], r["question_key"], r["answer_key"])
-            for r in store.rows("runs", "trace_id")
+            for r in store.reader.rows("runs", "trace_id")
         }
 
 
@@ -88,10 +88,10 @@ def test_question_and_answer_do_not_depend_on_batches_and_match_the_trace(url: s
         for i, events in enumerate(runs):
             tid = events[0].trace_id
             assert stored[tid][:2] == expected[i], i
-            trace = store.read_trace(tid)
+            trace = store.reader.read_trace(tid)
             assert trace is not None
             assert (trace.question, trace.response) == expected[i], i
-        store.rebuild()
+        store.projections.rebuild()
     assert _readings(url) == stored
     downgrade(url, "0010")
     upgrade(url)

@@ -16,7 +16,7 @@ from agentdocket.demo import run_demo
 from agentdocket.scorers.base import Outcome
 from agentdocket.scorers.runner import score_runs
 from agentdocket.store import DeadLetter, Store, open_store
-from agentdocket.store.samples import PipelineSample, ScoringSample
+from agentdocket.store.pipeline import PipelineSample, ScoringSample
 from tests.helpers.db import SHARED, cli, drop_database, fresh_pg, require_shared
 from tests.helpers.grammar_records import RECORDS
 
@@ -53,7 +53,7 @@ def seeded(pg_template: tuple[str, str], tmp_path_factory: pytest.TempPathFactor
     cli(url, "import", "grammar-results", str(results), "--dataset", "grammar-toy")
     cli(url, "score")
     with open_store(url) as store:
-        demo = [r["trace_id"] for r in store.list_runs(dataset="concerts-demo", limit=None)]
+        demo = [r["trace_id"] for r in store.reader.list_runs(dataset="concerts-demo", limit=None)]
         judge = scorers.get("answer.reference", "1")
         judge = dataclasses.replace(
             judge, config={**judge.config, "model": FakeListChatModel(responses=REFERENCE)}
@@ -71,9 +71,9 @@ def seeded(pg_template: tuple[str, str], tmp_path_factory: pytest.TempPathFactor
             scorers.get("planner.suffix_match", "1"), version="1.1", fn=_stricter
         )
         score_runs(store, [judge, *peers, stricter], trace_ids=demo)
-        ibm = [r["trace_id"] for r in store.list_runs(dataset="ibm-mistral", limit=None)]
+        ibm = [r["trace_id"] for r in store.reader.list_runs(dataset="ibm-mistral", limit=None)]
         score_runs(store, [stricter], trace_ids=ibm)
-        store.keep_dead_letters([DeadLetter.of_raw('{"x": 1}', "test: refused", "seed")])
+        store.dead_letters.keep([DeadLetter.of_raw('{"x": 1}', "test: refused", "seed")])
         _pipeline_samples(store)
     yield url
     drop_database(pg_template[0], name)
@@ -83,9 +83,9 @@ def _pipeline_samples(store: Store) -> None:
     """What a receiver and a follower report over half a minute."""
     now = datetime.now(UTC)
     for i, at in enumerate((now - timedelta(seconds=30), now - timedelta(seconds=15))):
-        store.samples.record(
+        store.pipeline.record(
             PipelineSample(at, "host:1", 100 * i, i, 3.0 * i or None, 40 * i, 300 * i, 0, i, 0)
         )
-        store.samples.record(
+        store.pipeline.record(
             ScoringSample(at, "live:abc", "host:2", 10 * i, 20 * i, 0, 0.2, 0.4, 0.5, 2, 9, 0)
         )

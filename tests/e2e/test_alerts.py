@@ -14,7 +14,7 @@ import pytest
 from agentdocket.dashboards import alerts
 from agentdocket.events import Event, TelemetryDropped
 from agentdocket.store import DeadLetter, Store, open_store
-from agentdocket.store.samples import PipelineSample, ScoringSample
+from agentdocket.store.pipeline import PipelineSample, ScoringSample
 from tests.helpers.db import ROOT
 from tests.helpers.factory import run_events, verdict_event
 from tests.helpers.grafana import grafana_role
@@ -36,8 +36,8 @@ def _runs(
 
 
 def _samples(store: Store, at: datetime, dropped: int, behind: int, lag: float) -> None:
-    store.samples.record(PipelineSample(at, "host:1", 0, 0, None, 100, 900, 0, 0, dropped))
-    store.samples.record(
+    store.pipeline.record(PipelineSample(at, "host:1", 0, 0, None, 100, 900, 0, 0, dropped))
+    store.pipeline.record(
         ScoringSample(at, "live:1", "host:2", 50, 100, 0, lag / 2, lag, lag, behind, 10, 0)
     )
 
@@ -62,7 +62,7 @@ def test_rules_are_quiet_on_a_healthy_week_and_fire_on_a_regression(pg_url: str)
         _runs(store, rng, now - timedelta(minutes=20), 10, errors=1, passes=8)
         for minutes in (12, 6, 1):
             _samples(store, now - timedelta(minutes=minutes), dropped=3, behind=10, lag=0.5)
-        store.refresh_dashboards()
+        store.projections.refresh_dashboards()
     with grafana_role(pg_url) as conn:
         assert _firing(conn) == {rule.uid: [] for rule in alerts.rules()}
     # the last hour goes wrong in every way the rules watch
@@ -80,7 +80,7 @@ def test_rules_are_quiet_on_a_healthy_week_and_fire_on_a_regression(pg_url: str)
                 )
             ]
         )
-        store.keep_dead_letters([DeadLetter.of_raw('{"x": 1}', "refused", "receiver")])
+        store.dead_letters.keep([DeadLetter.of_raw('{"x": 1}', "refused", "receiver")])
     with grafana_role(pg_url) as conn:
         firing = _firing(conn)
     assert firing["agentdocket-pass-rate-drop"] == [("support", SCORER, "1", pytest.approx(0.4))]

@@ -25,7 +25,7 @@ SUPPORTED = [c for c in CAPTURED if c.supported]
 @pytest.mark.parametrize("reverse", [False, True], ids=["in-order", "reversed"])
 def test_a_captured_framework_lands_whole(sqlite_url: str, capture: Capture, reverse: bool) -> None:
     with open_store(sqlite_url) as store:
-        store.register_dataset(dataset())
+        store.datasets.register(dataset())
     replay(sqlite_url, capture.folder, reverse=reverse)
     assert check(sqlite_url, capture) == {}
     if capture.cases:  # the scorers judge a run against its case
@@ -43,7 +43,7 @@ def _check_shown_and_exported(url: str) -> None:
         for record in [json.loads(line)]
     }
     with open_store(url) as store:
-        runs = store.list_runs(limit=None)
+        runs = store.reader.list_runs(limit=None)
     for run in runs:
         shown = cli(url, "runs", "show", run["trace_id"], "--width", "400")
         assert f"question: {run['question']}" in shown
@@ -58,10 +58,10 @@ def _check_verdicts(url: str) -> None:
     for scorer in versions:
         cli(url, "score", "--dataset", DATASET, "--scorer", scorer)
     with open_store(url) as store:
-        verdicts = store.report_verdicts(versions, dataset=DATASET)
+        verdicts = store.scoring.report_verdicts(versions, dataset=DATASET)
         by_name = {}
-        for run in store.list_runs(limit=None):
-            trace = store.read_trace(run["trace_id"])
+        for run in store.reader.list_runs(limit=None):
+            trace = store.reader.read_trace(run["trace_id"])
             scenario = scenario_of(trace) if trace is not None else None
             assert scenario is not None
             by_name[scenario.name] = run["trace_id"]
@@ -99,8 +99,8 @@ def test_cache_tokens_are_read_where_the_framework_reports_them(
 ) -> None:
     replay(sqlite_url, folder)
     with open_store(sqlite_url) as store:
-        for run in store.list_runs(limit=None):
-            trace = store.read_trace(run["trace_id"])
+        for run in store.reader.list_runs(limit=None):
+            trace = store.reader.read_trace(run["trace_id"])
             assert trace is not None
             scenario = scenario_of(trace)
             if scenario is not None and scenario.name == "correct":

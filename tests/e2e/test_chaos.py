@@ -118,8 +118,8 @@ def test_every_acknowledged_trace_is_stored_once_across_a_database_restart(
         counts = dict(
             store.recorder.read("SELECT trace_id, count(*) FROM events GROUP BY trace_id")  # type: ignore[arg-type]
         )
-        stored = {r["trace_id"] for r in store.list_runs(limit=None)}
-        assert store.dead_letter_counts()["total"] == 0
+        stored = {r["trace_id"] for r in store.reader.list_runs(limit=None)}
+        assert store.dead_letters.counts()["total"] == 0
     missing = [t for t in acknowledged if t not in stored]
     assert not missing, f"{len(missing)} acknowledged traces were lost\n{log}"
     assert {counts[t] for t in acknowledged} == {EVENTS_PER_TRACE}  # once each, and whole

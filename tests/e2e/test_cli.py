@@ -37,10 +37,10 @@ def test_demo_records_runs_of_three_strategies_through_the_tracer(tmp_path: Path
     for strategy in ("sequential", "iterative", "no-interaction"):
         assert listing.count(f" {strategy} ") == 10
     store = open_store(f"sqlite:///{tmp_path / 'agentdocket.db'}")
-    runs = store.list_runs(dataset="concerts-demo", limit=None)
+    runs = store.reader.list_runs(dataset="concerts-demo", limit=None)
     assert len(runs) == 30 and all(r["status"] == "ok" for r in runs)
     # then scored by every scorer, and the report printed by strategy
-    assert store.counts()["verdicts"] == 30 * 5
+    assert store.reader.counts()["verdicts"] == 30 * 5
     assert "Loading weights" not in out
     report = json.loads(
         cli(
@@ -55,11 +55,11 @@ def test_demo_records_runs_of_three_strategies_through_the_tracer(tmp_path: Path
     assert [planner["sequential"][k] for k in ("scored", "passed", "failed")] == [10, 10, 0]
     assert [planner["no-interaction"][k] for k in ("scored", "passed", "failed")] == [10, 0, 10]
     # the cases came along, and a second demo records new runs against the same cases
-    assert len(store.dataset("concerts-demo", "1").cases) == 10
+    assert len(store.datasets.get("concerts-demo", "1").cases) == 10
     store.close()
     assert "recorded 30 runs" in _demo(tmp_path)
     with open_store(f"sqlite:///{tmp_path / 'agentdocket.db'}") as again:
-        assert again.counts()["runs"] == 60
+        assert again.reader.counts()["runs"] == 60
 
 
 def _sample(runner: CliRunner, url: str) -> None:
@@ -105,7 +105,7 @@ def test_demo_runs_are_readable_with_runs_show(url: str, tmp_path: Path) -> None
     assert done.exit_code == 0, done.output
     assert (tmp_path / "concerts.db").exists()
     with open_store(url) as store:
-        runs = store.list_runs(dataset="concerts-demo", limit=None)
+        runs = store.reader.list_runs(dataset="concerts-demo", limit=None)
         for run in runs:
             shown = json.loads(cli(url, "runs", "show", run["trace_id"], "--format", "json"))
             assert shown["run"]["question"] == run["question"]
@@ -190,8 +190,8 @@ def test_retention_says_what_would_go_then_drops_it(url: str) -> None:
     assert f"dropped {label}: 1 runs, {len(old)} events" in text
     assert "recorded as retention.applied in trace" in text
     with open_store(url) as store:
-        assert store.run(old[0].trace_id) is None
-        assert store.run(new[0].trace_id) is not None
+        assert store.reader.run(old[0].trace_id) is None
+        assert store.reader.run(new[0].trace_id) is not None
     again = json.loads(cli(url, "retention", "--keep", "90d", "--format", "json"))
     assert [m for m in again["dropped"] if m["runs"]] == []
 

@@ -50,7 +50,7 @@ def _published(url: str, agent: str) -> dict[str, dict[str, Any]]:
         for t in s["tests"]
     }
     with open_store(url) as store:
-        runs = [r for r in store.case_runs("ibm-coalitions") if r["agent"] == agent]
+        runs = [r for r in store.scoring.case_runs("ibm-coalitions") if r["agent"] == agent]
     assert len(runs) == 114
     return {r["case_id"]: tests[r["attributes"]["test_run_uuid"]] for r in runs}
 
@@ -60,7 +60,7 @@ def test_all_eight_models_share_one_dataset(one_dataset: str) -> None:
     [ibm] = [d for d in datasets if d["name"] == "ibm-coalitions"]
     assert ibm["n_cases"] == 114
     with open_store(one_dataset) as store:
-        assert len(store.case_runs("ibm-coalitions")) == 114 * len(SINGLE) == 912
+        assert len(store.scoring.case_runs("ibm-coalitions")) == 114 * len(SINGLE) == 912
 
 
 def _compare(url: str, baseline: str, candidate: str, *more: str) -> str:
@@ -159,7 +159,7 @@ def test_a_scorer_upgraded_between_the_sides_is_read_at_the_version_both_have(
         with open_store(one_dataset) as store:
             only = [
                 r["trace_id"]
-                for r in store.case_runs("ibm-coalitions")
+                for r in store.scoring.case_runs("ibm-coalitions")
                 if r["agent"] == "mixtral-all"
             ]
             score_runs(store, [newer], trace_ids=only, refresh_dashboards=False)

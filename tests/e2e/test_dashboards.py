@@ -154,7 +154,7 @@ def test_every_panel_query_returns_its_columns_on_seeded_data(seeded: str) -> No
     """The same rows from the rollups and, with every hour marked stale, from the live path."""
     conn = psycopg.connect(psycopg_conninfo(parse_url(seeded)), autocommit=True)
     with open_store(seeded) as store:
-        store.refresh_dashboards()
+        store.projections.refresh_dashboards()
     assert conn.execute("SELECT count(*) FROM rollup_stale").fetchone() == (0,)
     rolled = _panels(conn)
     conn.execute(
@@ -163,7 +163,7 @@ def test_every_panel_query_returns_its_columns_on_seeded_data(seeded: str) -> No
     )
     assert _panels(conn) == rolled
     with open_store(seeded) as store:
-        done = store.refresh_dashboards()
+        done = store.projections.refresh_dashboards()
     assert done is not None and done.run_hours > 0 and done.verdict_hours > 0
     assert _panels(conn) == rolled
     measures = {r[0] for r in conn.execute("SELECT DISTINCT measure FROM rollup_measures")}
@@ -251,7 +251,7 @@ def test_the_seeded_panels_show_what_was_seeded(seeded: str) -> None:
     """Spot checks of values against the store: the views are not merely non-empty."""
     conn = psycopg.connect(psycopg_conninfo(parse_url(seeded)), autocommit=True)
     with open_store(seeded) as store:
-        n_runs = store.counts()["runs"]
+        n_runs = store.reader.counts()["runs"]
     assert conn.execute("SELECT count(*) FROM dashboard_runs").fetchone() == (n_runs,)
     decisions = dict(
         conn.execute("SELECT role, count(*) FROM dashboard_peer_decisions GROUP BY 1").fetchall()

@@ -28,7 +28,7 @@ from tests.helpers.recorder import Recorder, record_runs
 def _stored(url: str) -> list[dict[str, Any]]:
     """Every row of the event log."""
     with open_store(url) as store:
-        return store.rows("events", "trace_id, seq, event_id")
+        return store.reader.rows("events", "trace_id, seq, event_id")
 
 
 def _expected(recorder: Recorder) -> set[str]:
@@ -71,7 +71,7 @@ def test_outage_and_recovery_deliver_every_event_exactly_once(pg_url: str, tmp_p
         assert r.exporter.stats.replayed == spooled
         assert not r.exporter.spool.pending()
         with open_store(pg_url) as store:
-            runs = store.list_runs(limit=None)
+            runs = store.reader.list_runs(limit=None)
         assert len(runs) == 15 and all(run["n_events"] == EV for run in runs)
     finally:
         r.close()
@@ -147,7 +147,7 @@ def test_a_crash_between_delivery_and_cleanup_duplicates_nothing(url: str, tmp_p
         assert (
             sum(x.inserted for x in results) == 0 and sum(x.duplicates for x in results) == 4 * EV
         )
-        assert store.counts()["events"] == 4 * EV
+        assert store.reader.counts()["events"] == 4 * EV
 
 
 def _unreachable(url: str, tmp_path: Path) -> str:
@@ -192,7 +192,7 @@ def test_a_full_spool_drops_spans_and_reports_how_many(tmp_path: Path) -> None:
     assert report["payload"]["count"] == dropped
     assert report["payload"]["reason"] == "spool_full"
     with open_store(down) as store:
-        assert store.counts()["runs"] == stats.spooled // EV
+        assert store.reader.counts()["runs"] == stats.spooled // EV
 
 
 def test_span_queue_overflow_is_counted_and_reported(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ def test_the_23_cases_import_with_their_points_and_data_files(url: str) -> None:
     # two published cases (file_chain, list_files) name three data files they do not hold
     assert out.count("warning:") == 6 and out.count("file_A.txt") == 2
     with open_store(url) as store:
-        cases = {c.case_id: c for c in store.dataset("tw").cases}
+        cases = {c.case_id: c for c in store.datasets.get("tw").cases}
     assert len(cases) == 23
     echo = cases["echo/echo"]
     assert echo.question == 'The task is to echo the word "Hello World"'
@@ -80,16 +80,18 @@ def test_an_echo_agent_is_examined_end_to_end(url: str) -> None:
     row = next(line for line in out.splitlines() if "│ echo/echo" in line)
     assert [c.strip() for c in row.split("│")[2:6]] == ["2", "keyword", "1/1", "1.00"]
     with open_store(url) as store:
-        (run,) = store.list_runs(dataset="taskweaver-auto_eval", limit=None)
+        (run,) = store.reader.list_runs(dataset="taskweaver-auto_eval", limit=None)
         assert run["status"] == "ok" and run["strategy"] == "examined"
-        events = store.events(run["trace_id"])
+        events = store.reader.events(run["trace_id"])
         said = [(e.payload["role"], e.payload["content"]) for e in events if e.kind == "message"]
         assert said == [
             ("examiner", "Hello World"),
             ("agent", "Hello World"),
             ("examiner", "TASK_FINISHED"),
         ]
-        (verdict,) = [r for r in store.rows("verdicts", "ts") if r["scorer"] == "examiner.points"]
+        (verdict,) = [
+            r for r in store.reader.rows("verdicts", "ts") if r["scorer"] == "examiner.points"
+        ]
     points = verdict["details"]["points"]
     assert [(p["by"], p["hit"]) for p in points] == [("eval_code", True), ("llm", True)]
     assert verdict["score"] == 1.0 and verdict["details"]["total_weight"] == 2.0
@@ -150,7 +152,7 @@ def test_examiner_stop_conditions_and_a_stateful_case(url: str, tmp_path: Path) 
     finally:
         sys.path.remove(str(tmp_path))
     with open_store(url) as store:
-        statuses = sorted(r["status"] for r in store.list_runs(limit=None))
+        statuses = sorted(r["status"] for r in store.reader.list_runs(limit=None))
     assert statuses == ["error", "ok", "ok"]
 
 
@@ -176,10 +178,10 @@ def test_all_23_cases_run_end_to_end_and_the_report_shows_normalized_scores(
     with open_store(sqlite_url) as store:
         scores = {
             r["trace_id"]: r["score"]
-            for r in store.rows("verdicts", "ts")
+            for r in store.reader.rows("verdicts", "ts")
             if r["scorer"] == "examiner.points"
         }
-        by_case = {r["case_id"]: scores[r["trace_id"]] for r in store.list_runs(limit=None)}
+        by_case = {r["case_id"]: scores[r["trace_id"]] for r in store.reader.list_runs(limit=None)}
     assert by_case["echo/echo"] == 0.5 and by_case["stateful/execution_stateful"] == 0.0
     assert sum(1 for s in by_case.values() if s == 1.0) == 21
     mean = points["metrics"]["normalized_score"]

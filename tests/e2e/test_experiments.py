@@ -137,7 +137,7 @@ def test_an_experiment_records_links_scores_and_resumes(url: str, tmp_path: Path
     first = _experiment(url, tmp_path)
     assert first.returncode == -9, first.stderr  # killed at Lima, the fourth case
     with open_store(url) as store:
-        done = {r["case_id"] for r in store.case_runs("cities") if r["status"] is not None}
+        done = {r["case_id"] for r in store.scoring.case_runs("cities") if r["status"] is not None}
     assert done == {"paris", "rome", "oslo"}
     second = _experiment(url, tmp_path)
     assert second.returncode == 0, second.stderr
@@ -145,17 +145,17 @@ def test_an_experiment_records_links_scores_and_resumes(url: str, tmp_path: Path
     assert (summary["ran"], summary["skipped"], summary["errored"]) == (3, 3, 0)
     assert summary["experiment"] == "weather_agent@1" and summary["runs"] == 6
     with open_store(url) as store:
-        runs = [r for r in store.case_runs("cities") if r["status"] is not None]
+        runs = [r for r in store.scoring.case_runs("cities") if r["status"] is not None]
         assert sorted(r["case_id"] for r in runs) == sorted(c.lower() for c in CITIES)
         for r in runs:
             assert r["attributes"]["experiment"] == "weather_agent@1"
             assert r["attributes"]["repeat"] == 0 and r["agent_version"] == "1"
-            trace = store.read_trace(r["trace_id"])
+            trace = store.reader.read_trace(r["trace_id"])
             assert trace is not None
             [call] = trace.tool_calls()  # the instrumented LangChain tool call is the run's
             assert call.tool == "get_weather"
             assert trace.response == f"It is 18 C in {call.arguments['city']}."
-        verdicts = store.report_verdicts(
+        verdicts = store.scoring.report_verdicts(
             {"planner.suffix_match": "1", "tools.slot_fill": "2"}, dataset="cities"
         )
     by_case = {
@@ -181,9 +181,9 @@ def test_our_langchain_handler_inside_an_experiment_joins_its_runs(
     done = _experiment(url, tmp_path, "weather_agent:answer_via_handler", openinference=False)
     assert done.returncode == 0, done.stderr
     with open_store(url) as store:
-        [run] = store.case_runs("cities")
+        [run] = store.scoring.case_runs("cities")
         assert run["attributes"]["experiment"] == "weather_agent@1"
-        trace = store.read_trace(run["trace_id"])
+        trace = store.reader.read_trace(run["trace_id"])
         [(stored,)] = store.recorder.read("SELECT count(DISTINCT trace_id) FROM events")
     assert trace is not None and stored == 1  # the handler's steps are in the run's trace
     [call] = trace.tool_calls()
@@ -232,11 +232,11 @@ def test_an_agent_records_its_plan_and_its_timeouts_fail_only_its_run(
     assert (summary["ran"], summary["errored"]) == (6, 1)
     assert summary["errors"] == ["oslo #0: TimeoutError: the provider did not answer in 30 s"]
     with open_store(sqlite_url) as store:
-        runs = {r["case_id"]: r for r in store.case_runs("cities")}
-        oslo = store.run(runs["oslo"]["trace_id"])
+        runs = {r["case_id"]: r for r in store.scoring.case_runs("cities")}
+        oslo = store.reader.run(runs["oslo"]["trace_id"])
         assert oslo is not None and oslo["status"] == "error"
         assert oslo["error"] == "TimeoutError: the provider did not answer in 30 s"
-        verdicts = store.report_verdicts(
+        verdicts = store.scoring.report_verdicts(
             {"planner.suffix_match": "1", "tools.slot_fill": "2"}, dataset="cities"
         )
     passed = {(v.trace_id, v.scorer): v.passed for v in verdicts}

@@ -229,9 +229,9 @@ def test_follower_metrics_match_the_database(
     # stopping writes the last samples the pipeline dashboard reads
     server.stop()
     with open_store(pg_url) as store:
-        [receiver] = store.samples.latest("pipeline_samples")
-        [follower] = store.samples.latest("scoring_samples")
-        events = store.counts()["events"]
+        [receiver] = store.pipeline.latest("pipeline_samples")
+        [follower] = store.pipeline.latest("scoring_samples")
+        events = store.reader.counts()["events"]
     assert receiver["spans_received"] == 36 and receiver["spool_bytes"] == 0
     assert receiver["events_stored"] == events - 12  # the verdicts came from the follower
     assert follower["verdicts"] == 12 and follower["runs_judged"] == 12
@@ -250,7 +250,7 @@ def test_a_judge_budget_defers_runs_and_drops_none(url: str, tmp_path: Path) -> 
     minutes = [0.0]
     followed = Followed(scorer, rule, Budget(6, clock=lambda: minutes[0] * 60))
     with open_store(url) as store:
-        runs = set(store.trace_ids(dataset="concerts-demo"))
+        runs = set(store.reader.trace_ids(dataset="concerts-demo"))
         follower = Follower(store, FollowConfig(rules=(rule,), name="budget"), [followed])
         calls: list[int] = []
         for _ in range(40):
@@ -260,13 +260,13 @@ def test_a_judge_budget_defers_runs_and_drops_none(url: str, tmp_path: Path) -> 
             judged = {t for t, _ in _judged(store)}
             if judged == runs:
                 break
-            assert store.following.cursor(follower.key) < follower.position  # held back
+            assert store.arrivals.cursor(follower.key) < follower.position  # held back
             minutes[0] += 1
         assert judged == runs
         assert max(calls) <= 6 and sum(calls) > 6  # it took several minutes' budgets
         assert follower.stats.deferred[followed.label] > 0
         assert sum(follower.stats.cache_hits.values()) > 0  # repeated questions cost nothing
-        assert store.following.cursor(follower.key) == follower.position
+        assert store.arrivals.cursor(follower.key) == follower.position
 
 
 def _judged(store: Store) -> Counter[tuple[str, str]]:

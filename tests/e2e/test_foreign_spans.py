@@ -126,7 +126,7 @@ def _foreign_trace(url: str, tmp_path: Path, keep_unrecognized: bool) -> dict[st
         trace_id = format(root.get_span_context().trace_id, "032x")
     provider.shutdown()
     with open_store(url) as store:
-        events = store.events(trace_id)
+        events = store.reader.events(trace_id)
     by_kind: dict[str, list[Any]] = {}
     for e in events:
         by_kind.setdefault(e.kind, []).append(e)

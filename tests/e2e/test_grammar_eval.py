@@ -39,8 +39,8 @@ def test_groups_tags_blames_and_report_metrics(url: str, results: Path) -> None:
     # the imported judgement is a verdict too
     assert report["scorers"]["grammar.judge"]["passed"] == 6
     with open_store(url) as store:
-        runs = {r["trace_id"]: r["question"] for r in store.list_runs(limit=None)}
-        rows = [r for r in store.rows("verdicts", "ts") if r["scorer"] == "grammar.groups"]
+        runs = {r["trace_id"]: r["question"] for r in store.reader.list_runs(limit=None)}
+        rows = [r for r in store.reader.rows("verdicts", "ts") if r["scorer"] == "grammar.groups"]
     by_question = {runs[r["trace_id"]]: r for r in rows}
     assert by_question["question C phrasing 2"]["details"]["blame"] == "language_model"
     assert by_question["question C phrasing 3"]["failure_type"] == "grammar:retrieval"
@@ -57,7 +57,7 @@ def test_open_domain_trusts_the_judge(sqlite_url: str, results: Path) -> None:
     with open_store(sqlite_url) as store:
         result = score_runs(store, [open_domain], dataset="g")
         assert result.tallies[("grammar.groups", "open")].added == 9
-        rows = [r for r in store.rows("verdicts", "ts") if r["scorer_version"] == "open"]
+        rows = [r for r in store.reader.rows("verdicts", "ts") if r["scorer_version"] == "open"]
     assert sum(1 for r in rows if r["passed"]) == 6  # A1 A2 B2 C1 C3 D1
 
 
@@ -124,7 +124,7 @@ def test_the_authors_shape_with_their_judgement_cache(url: str, tmp_path: Path) 
     assert report["scorers"]["grammar.groups"]["metrics"] == pytest.approx(METRICS)
     assert report["scorers"]["grammar.judge"]["passed"] == 6
     with open_store(url) as store:
-        attributes = [r["attributes"] for r in store.list_runs(dataset="g", limit=None)]
+        attributes = [r["attributes"] for r in store.reader.list_runs(dataset="g", limit=None)]
     assert sorted(a["retrieval_judgement"] for a in attributes) == [0, 0] + [1] * 7
 
 

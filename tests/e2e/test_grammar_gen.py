@@ -46,7 +46,7 @@ def test_generated_cases_are_grounded_and_grouped(url: str, concerts: Path, tmp_
         filled = names + places + countries + names * years  # the last one: a product
         assert f"4 SQL templates, {filled} filled queries" in out
         with open_store(url) as store:
-            cases = store.dataset("cg").cases
+            cases = store.datasets.get("cg").cases
         groups: dict[str, list[str]] = {}
         for case in cases:
             assert case.group == case.attributes["sql"]
@@ -82,4 +82,4 @@ def test_bad_templates_are_clear_errors_and_store_nothing(
     code, out = _generate(sqlite_url, concerts, *_files(tmp_path, sql, text))
     assert code == 1 and message in out and "nothing was stored" in out
     with open_store(sqlite_url) as store:
-        assert store.counts()["cases"] == 0
+        assert store.reader.counts()["cases"] == 0

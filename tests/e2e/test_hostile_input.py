@@ -163,11 +163,11 @@ def test_every_acknowledged_event_is_stored_or_dead_lettered_and_nothing_is_spoo
 
     store = open_store(url)
     try:
-        letters = [d for d in store.dead_letters() if d["trace_id"] == poisoned]
-        assert len(store.events(poisoned)) + len(letters) == sent
-        run = store.run(poisoned)
+        letters = [d for d in store.dead_letters.letters() if d["trace_id"] == poisoned]
+        assert len(store.reader.events(poisoned)) + len(letters) == sent
+        run = store.reader.run(poisoned)
         assert run is not None and run["agent"] == "agent"
-        assert store.run(healthy) is not None and len(store.events(healthy)) == 5
+        assert store.reader.run(healthy) is not None and len(store.reader.events(healthy)) == 5
     finally:
         store.close()
 
@@ -234,12 +234,14 @@ def test_a_value_nested_a_thousand_deep_is_no_outage(pg_url: str, tmp_path: Path
         watch.done.set()
         server.stop()
     with open_store(pg_url) as store:
-        runs = {r["agent"]: r for r in store.list_runs(limit=None)}
+        runs = {r["agent"]: r for r in store.reader.list_runs(limit=None)}
         assert len(runs) == 202
         assert runs["agent 67"]["question"] == LIMITS.depth_marker()
-        [call] = [e for e in store.events(runs["agent 134"]["trace_id"]) if e.kind == "tool.called"]
+        [call] = [
+            e for e in store.reader.events(runs["agent 134"]["trace_id"]) if e.kind == "tool.called"
+        ]
         assert LIMITS.depth_marker() in json.dumps(call.payload)
-        assert store.dead_letter_counts()["total"] == 0
+        assert store.dead_letters.counts()["total"] == 0
 
 
 # --- time bounds ------------------------------------------------------------------------------
@@ -275,9 +277,11 @@ def test_spans_dated_1970_or_2554_are_dead_letters_and_make_no_partition(
     assert _partitions(url) == before
     assert not {p for p in _partitions(url) if p.endswith(("1970_01", "2554_07"))}
     with open_store(url) as store:
-        assert store.run(traces["now"]) is not None
-        letters = {d["trace_id"]: d["error"] for d in store.dead_letters()}
-        assert store.events(traces["1970"]) == [] and store.events(traces["2554"]) == []
+        assert store.reader.run(traces["now"]) is not None
+        letters = {d["trace_id"]: d["error"] for d in store.dead_letters.letters()}
+        assert (
+            store.reader.events(traces["1970"]) == [] and store.reader.events(traces["2554"]) == []
+        )
     assert (
         "dated 1970-01-01T00:00:00Z, older than 400 days (limit max_age)" in letters[traces["1970"]]
     )

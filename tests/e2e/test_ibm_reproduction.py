@@ -35,10 +35,10 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         assert " 0 events added" in again  # importing twice adds nothing
     cli(url, "score")
     with open_store(url) as store:
-        verdicts = store.counts()["verdicts"]
+        verdicts = store.reader.counts()["verdicts"]
     cli(url, "score")  # scoring twice adds nothing
     with open_store(url) as store:
-        assert store.counts()["verdicts"] == verdicts == 5 * 114 * len(folders)
+        assert store.reader.counts()["verdicts"] == verdicts == 5 * 114 * len(folders)
     yield url
 
 
@@ -52,9 +52,9 @@ def _report(url: str, dataset: str) -> dict[str, Any]:
 def _verdicts(url: str, dataset: str) -> dict[str, dict[str, Any]]:
     """For each run of the dataset: its attributes and each scorer's passed."""
     with open_store(url) as store:
-        runs = {r["trace_id"]: r for r in store.list_runs(dataset=dataset, limit=None)}
+        runs = {r["trace_id"]: r for r in store.reader.list_runs(dataset=dataset, limit=None)}
         out: dict[str, dict[str, Any]] = {}
-        for v in store.rows("verdicts", "verdict_id"):
+        for v in store.reader.rows("verdicts", "verdict_id"):
             if v["trace_id"] in runs:
                 run = runs[v["trace_id"]]
                 entry = out.setdefault(v["trace_id"], {"run": run})

@@ -34,7 +34,7 @@ def test_toolalpaca_eval_real_becomes_a_dataset_and_bad_inputs_are_reported(url:
     ]
     assert "dataset toolalpaca-real (114 cases), 0 runs" in out
     with open_store(url) as store:
-        dataset = store.dataset("toolalpaca-real")
+        dataset = store.datasets.get("toolalpaca-real")
     cases = {c.case_id: c for c in dataset.cases}
     assert len(cases) == 114 and len({c.attributes["api"] for c in cases.values()}) == 11
     nager = cases["Nager.Date:0"]
@@ -71,7 +71,7 @@ def test_a_toolalpaca_file_without_golden_answers_names_the_api(tmp_path: Path) 
     assert code == 1
     assert f"API {apis[3]['Name']!r} has no Golden_Answers list; nothing was imported" in out
     with open_store(url) as store:
-        assert store.counts()["cases"] == 0
+        assert store.reader.counts()["cases"] == 0
 
 
 def test_a_broken_ibm_result_names_its_service_and_index_and_nothing_is_imported(
@@ -92,7 +92,7 @@ def test_a_broken_ibm_result_names_its_service_and_index_and_nothing_is_imported
     assert f"corrected_result.json: {name} result [3].received[0]" in out
     assert "nothing was imported" in out
     with open_store(url) as store:
-        assert store.counts()["events"] == 0 and store.counts()["datasets"] == 0
+        assert store.reader.counts()["events"] == 0 and store.reader.counts()["datasets"] == 0
 
 
 def test_another_agents_results_join_the_dataset_and_cannot_change_its_cases(
@@ -107,8 +107,11 @@ def test_another_agents_results_join_the_dataset_and_cannot_change_its_cases(
     assert _invoke(url, "import", "ibm-coalitions", first, "--dataset", "ibm")[0] == 0
     assert _invoke(url, "import", "ibm-coalitions", str(second), "--dataset", "ibm")[0] == 0
     with open_store(url) as store:
-        assert {r["agent"] for r in store.list_runs(limit=None)} == {"mistral_all", "mixtral-all"}
-        assert store.counts()["datasets"] == 1
+        assert {r["agent"] for r in store.reader.list_runs(limit=None)} == {
+            "mistral_all",
+            "mixtral-all",
+        }
+        assert store.reader.counts()["datasets"] == 1
     services = json.loads((second / "corrected_result.json").read_text())
     services[0]["results"][0]["expected_planner_output"] = ["somethingElse"]
     changed = tmp_path / "changed-model"
@@ -118,7 +121,10 @@ def test_another_agents_results_join_the_dataset_and_cannot_change_its_cases(
     assert code == 1 and "already exists with different cases" in out
     assert "field 'expected_plan', differs" in out and "nothing was imported" in out
     with open_store(url) as store:
-        assert {r["agent"] for r in store.list_runs(limit=None)} == {"mistral_all", "mixtral-all"}
+        assert {r["agent"] for r in store.reader.list_runs(limit=None)} == {
+            "mistral_all",
+            "mixtral-all",
+        }
 
 
 def test_report_formats_and_groups(tmp_path: Path) -> None:
@@ -187,19 +193,19 @@ def test_results_repeating_a_test_run_uuid_are_refused_or_handled_as_asked(
     assert code == 1 and "nothing was imported" in " ".join(out.split())
     assert f"{repeats} results repeat the test_run_uuid of an earlier one" in " ".join(out.split())
     with open_store(url) as store:
-        assert store.counts()["events"] == 0
+        assert store.reader.counts()["events"] == 0
 
     code, out = _invoke(url, "import", "ibm-coalitions", str(folder), "--duplicates", "first")
     assert code == 0 and "skipped, the first result of each id kept" in " ".join(out.split())
     with open_store(url) as store:
-        assert len(store.list_runs(limit=None)) == 114
+        assert len(store.reader.list_runs(limit=None)) == 114
     code, out = _invoke(
         url, "import", "ibm-coalitions", str(folder), "--duplicates", "each", "--agent", "each"
     )
     assert code == 0 and "each made a run of its own" in " ".join(out.split())
     with open_store(url) as store:
-        assert len(store.list_runs(agent="each", limit=None)) == 114 + repeats
-        assert len(store.dataset("ibm-coalitions").cases) == 114
+        assert len(store.reader.list_runs(agent="each", limit=None)) == 114 + repeats
+        assert len(store.datasets.get("ibm-coalitions").cases) == 114
 
 
 def test_a_byte_that_is_not_utf8_is_named_by_its_offset(tmp_path: Path) -> None:

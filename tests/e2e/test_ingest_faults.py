@@ -100,7 +100,7 @@ def _payloads(record: dict[str, Any], kind: str) -> list[dict[str, Any]]:
 
 def _questions(url: str) -> dict[str, str]:
     with open_store(url) as store:
-        return {r["trace_id"]: r["question"] for r in store.list_runs(limit=None)}
+        return {r["trace_id"]: r["question"] for r in store.reader.list_runs(limit=None)}
 
 
 def test_nul_through_serve_protobuf_and_json_then_normal_traffic(
@@ -186,7 +186,7 @@ def test_a_refused_span_through_serve_is_a_dead_letter_and_retry_stores_it(
     retried = json.loads(cli(pg_url, "dead-letters", "retry", "--all", "--format", "json"))
     assert [r["outcome"] for r in retried] == ["stored"]
     with open_store(pg_url) as store:
-        events = store.events(letter["trace_id"])
+        events = store.reader.events(letter["trace_id"])
     assert any("poison" in json.dumps(e.payload) for e in events)
     assert _health(server)["dead_letters"] == {"total": 1, "unresolved": 0}
 
@@ -210,9 +210,9 @@ def test_nul_through_the_in_process_tracer_then_normal_runs(pg_url: str, tmp_pat
     provider.shutdown()
     assert exporter.stats.spooled == 0 and exporter.stats.refused == 0
     with open_store(pg_url) as store:
-        assert {r["trace_id"] for r in store.list_runs(limit=None)} == set(traces)
-        assert store.run(traces[0])["attributes"]["note"] == NUL_ATTRIBUTE  # type: ignore[index]
-        assert store.dead_letter_counts()["total"] == 0
+        assert {r["trace_id"] for r in store.reader.list_runs(limit=None)} == set(traces)
+        assert store.reader.run(traces[0])["attributes"]["note"] == NUL_ATTRIBUTE  # type: ignore[index]
+        assert store.dead_letters.counts()["total"] == 0
     record = _nul_record(pg_url, traces[0])  # type: ignore[arg-type]
     assert _payloads(record, "message")[0]["content"] == NUL_MESSAGE
     assert _payloads(record, "tool.returned")[0]["result"] == NUL_RESULT
@@ -239,7 +239,7 @@ def test_nul_through_import_traces_round_trips(
 
     assert records(again) == records(exported)
     with open_store(pg_url) as store:
-        assert store.dead_letter_counts()["total"] == 0
+        assert store.dead_letters.counts()["total"] == 0
 
 
 # --- a spool shared by two processes ----------------------------------------------------------
@@ -291,9 +291,9 @@ def test_one_process_bad_record_never_holds_another_process_delivery(
             run.respond(f"answer {i}")
     provider.shutdown()
     with open_store(pg_url) as store:
-        runs = store.list_runs(limit=None)
+        runs = store.reader.list_runs(limit=None)
         assert sorted(r["agent"] for r in runs) == ["process-a"] * 5 + ["process-b"] * 3
-        [letter] = store.dead_letters()
+        [letter] = store.dead_letters.letters()
     assert letter["source"].startswith("spool ") and "poison" in letter["raw"]
     assert not list(spool.glob("*.spool")), "the spool was not emptied"
 

@@ -26,7 +26,7 @@ def _cli(url: str, *args: str) -> str:
 
 def _seed(url: str, n_runs: int) -> None:
     with open_store(url) as store:
-        store.register_dataset(
+        store.datasets.register(
             Dataset(
                 "ds",
                 "1",
@@ -97,7 +97,7 @@ def test_a_bad_line_is_rejected_with_its_number_and_nothing_is_imported(
     assert message in result.output, result.output
     assert "nothing was imported" in result.output
     with open_store(url) as store:
-        assert store.counts() == dict.fromkeys(
+        assert store.reader.counts() == dict.fromkeys(
             ("events", "runs", "steps", "verdicts", "judge_calls", "datasets", "cases"), 0
         )
 
@@ -108,12 +108,12 @@ def test_import_is_idempotent_and_fills_defaults(url: str, tmp_path: Path) -> No
     out = _cli(url, "import", "traces", str(path))
     assert "0 events added" in out
     with open_store(url) as store:
-        (run,) = store.list_runs()
+        (run,) = store.reader.list_runs()
         assert (run["agent"], run["status"], run["n_steps"]) == ("a", "ok", 2)
-        trace = store.read_trace(run["trace_id"])
+        trace = store.reader.read_trace(run["trace_id"])
         assert trace is not None and trace.case is not None
         assert trace.case.expected_plan == ["sql"] and trace.response == "4"
-        assert store.dataset("d").version == "1"
+        assert store.datasets.get("d").version == "1"
 
 
 def test_ten_thousand_runs_round_trip_through_export(
@@ -128,11 +128,11 @@ def test_ten_thousand_runs_round_trip_through_export(
     target = migrated_sqlite(tmp_path / "copy.db")
     _cli(target, "import", "traces", str(exported))
     with open_store(url) as a, open_store(target) as b:
-        assert a.counts() == b.counts()
+        assert a.reader.counts() == b.reader.counts()
         assert projections(a) == projections(b)
         # the events themselves are identical, ids, envelopes and payloads
-        some = a.trace_ids()[:50]
-        assert [a.events(t) for t in some] == [b.events(t) for t in some]
+        some = a.reader.trace_ids()[:50]
+        assert [a.reader.events(t) for t in some] == [b.reader.events(t) for t in some]
         # and exporting the copy gives the same file
         again = tmp_path / "again.jsonl"
         with again.open("wb") as fh:

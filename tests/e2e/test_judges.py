@@ -126,13 +126,15 @@ def test_reference_judge_records_its_calls_and_serves_repeats_from_the_cache(
 ) -> None:
     model = FakeListChatModel(responses=[BOTH] * 500)
     with open_store(demo_url) as store:
-        runs_before = store.counts()["runs"]
+        runs_before = store.reader.counts()["runs"]
         first = score_runs(store, [_judge("t1", model)])
         # identical questions (two strategies gave the same answer) are asked once
         distinct = first.judge_calls
         assert 10 <= distinct < 30 and model.i == distinct
         rows = [
-            r for r in store.rows("verdicts", "verdict_id") if r["scorer"] == "answer.reference"
+            r
+            for r in store.reader.rows("verdicts", "verdict_id")
+            if r["scorer"] == "answer.reference"
         ]
         assert len(rows) == 30
         conclusive = [r for r in rows if r["details"]["question_type"] == "conclusive"]
@@ -142,36 +144,42 @@ def test_reference_judge_records_its_calls_and_serves_repeats_from_the_cache(
         assert len(interpretive) == 2 * 3  # 2 interpretive questions x 3 strategies
         # each verdict links to its judge trace, which holds the prompt and the raw reply
         verdict = next(r for r in rows if r["details"]["cached"] == 0)
-        calls = [e for e in store.events(verdict["judge_trace_id"]) if e.kind == "llm.called"]
+        calls = [
+            e for e in store.reader.events(verdict["judge_trace_id"]) if e.kind == "llm.called"
+        ]
         assert len(calls) == 1
         call = calls[0].payload
-        run = store.run(verdict["trace_id"])
+        run = store.reader.run(verdict["trace_id"])
         assert run is not None and run["question"] in call["input_messages"][0]["content"]
         assert call["output_messages"][0]["content"] == BOTH
         assert call["attributes"]["parsed"] in ("Match", 4) and call["temperature"] == 0.0
         # judge traces are not runs of the agent; their calls fill the cache
-        assert store.counts()["runs"] == runs_before
-        assert store.counts()["judge_calls"] == distinct
+        assert store.reader.counts()["runs"] == runs_before
+        assert store.reader.counts()["judge_calls"] == distinct
 
         again = score_runs(store, [_judge("t1", model)])
         assert again.judge_calls == 0 and model.i == distinct  # same version: nothing to do
         bumped = score_runs(store, [_judge("t2", model)])
         assert bumped.judge_calls == 0 and model.i == distinct  # new version: from the cache
-        v2 = [r for r in store.rows("verdicts", "verdict_id") if r["scorer_version"] == "t2"]
+        v2 = [r for r in store.reader.rows("verdicts", "verdict_id") if r["scorer_version"] == "t2"]
         assert len(v2) == 30 and all(r["details"]["cached"] == 1 for r in v2)
         # a verdict served from the cache links to the trace where its call is recorded
         for row in v2:
-            linked = [e for e in store.events(row["judge_trace_id"]) if e.kind == "llm.called"]
+            linked = [
+                e for e in store.reader.events(row["judge_trace_id"]) if e.kind == "llm.called"
+            ]
             assert len(linked) == 1
 
 
 def test_an_unparseable_judge_is_asked_again_then_reported_not_guessed(demo_url: str) -> None:
     model = FakeListChatModel(responses=["It looks right to me."] * 100)
     with open_store(demo_url) as store:
-        ids = store.trace_ids(dataset="concerts-demo")[:2]
+        ids = store.reader.trace_ids(dataset="concerts-demo")[:2]
         result = score_runs(store, [_judge("u1", model, retries=2)], trace_ids=ids)
         assert result.judge_calls == 6 and model.i == 6  # 1 + 2 retries, for each run
-        rows = [r for r in store.rows("verdicts", "verdict_id") if r["scorer_version"] == "u1"]
+        rows = [
+            r for r in store.reader.rows("verdicts", "verdict_id") if r["scorer_version"] == "u1"
+        ]
         assert {r["failure_type"] for r in rows} == {"judge:unparseable"}
         assert all(r["passed"] is None and r["label"] is None for r in rows)
         assert all(r["details"]["attempts"] == 3 for r in rows)
@@ -201,7 +209,7 @@ def test_a_judge_without_a_model_is_a_clear_error(demo_url: str) -> None:
     assert named.exit_code == 1
     assert "needs the 'langchain' package" in named.output or "cannot be loaded" in named.output
     with open_store(demo_url) as store:
-        assert store.counts()["verdicts"] == 0  # nothing half-written
+        assert store.reader.counts()["verdicts"] == 0  # nothing half-written
 
 
 def _peer(subtask: str, version: str, **config: object) -> Scorer:
@@ -215,7 +223,7 @@ IMPERFECT = "Rationale: something is missing.\nFinal Decision: Imperfect"
 
 def _distinct_questions(store: Store, n: int) -> list[str]:
     chosen: dict[str, str] = {}
-    for run in store.list_runs(dataset="concerts-demo", limit=None):
+    for run in store.reader.list_runs(dataset="concerts-demo", limit=None):
         chosen.setdefault(run["case_id"], run["trace_id"])
     return sorted(chosen.values())[:n]
 
@@ -227,19 +235,23 @@ def test_peer_review_records_reviewers_and_meta_reviewers_per_subtask(demo_url: 
         ids = _distinct_questions(store, 3)
         result = score_runs(store, chosen, trace_ids=ids)
         assert result.judge_calls == 3 * 3 * (3 + 3) == model.i  # runs x subtasks x (R + M)
-        rows = [r for r in store.rows("verdicts", "verdict_id") if r["scorer_version"] == "p1"]
+        rows = [
+            r for r in store.reader.rows("verdicts", "verdict_id") if r["scorer_version"] == "p1"
+        ]
         assert len(rows) == 3 * 3
         for row in rows:
             assert (row["label"], row["passed"]) == ("Perfect", True)
             assert row["details"]["reviewer_decisions"] == ["Perfect"] * 3
             assert row["details"]["meta_reviewer_decisions"] == ["Perfect"] * 3
-            judge = [e for e in store.events(row["judge_trace_id"]) if e.kind == "llm.called"]
+            judge = [
+                e for e in store.reader.events(row["judge_trace_id"]) if e.kind == "llm.called"
+            ]
             roles = sorted(e.payload["role"] for e in judge)
             assert roles == ["meta_reviewer"] * 3 + ["reviewer"] * 3
             assert {e.payload["temperature"] for e in judge} == {0.7}
         meta = next(
             e
-            for e in store.events(rows[0]["judge_trace_id"])
+            for e in store.reader.events(rows[0]["judge_trace_id"])
             if e.kind == "llm.called" and e.payload["role"] == "meta_reviewer"
         )
         prompt = meta.payload["input_messages"][0]["content"]
@@ -279,7 +291,9 @@ def test_the_majority_of_meta_reviewers_decides(
         ids = _distinct_questions(store, 1)
         score_runs(store, [scorer], trace_ids=ids)
         (row,) = [
-            r for r in store.rows("verdicts", "verdict_id") if r["scorer_version"] == scorer.version
+            r
+            for r in store.reader.rows("verdicts", "verdict_id")
+            if r["scorer_version"] == scorer.version
         ]
     assert row["label"] == label and row["passed"] is (label == "Perfect")
     assert row["details"]["reviewers_unanimous"] is unanimous
@@ -292,7 +306,9 @@ def test_a_jury_of_reviewer_models_takes_turns(demo_url: str) -> None:
     scorer = _peer("information_synthesis", "jury", model=a, reviewers=[a, b], meta_reviewers=[a])
     with open_store(demo_url) as store:
         score_runs(store, [scorer], trace_ids=_distinct_questions(store, 1))
-        (row,) = [r for r in store.rows("verdicts", "verdict_id") if r["scorer_version"] == "jury"]
+        (row,) = [
+            r for r in store.reader.rows("verdicts", "verdict_id") if r["scorer_version"] == "jury"
+        ]
     assert row["details"]["reviewer_decisions"] == ["Perfect", "Imperfect", "Perfect"]
     assert row["details"]["reviewers_unanimous"] is False and row["label"] == "Perfect"
     assert (a.i, b.i) == (2 + 3, 1)
@@ -401,7 +417,9 @@ def test_a_configured_judge_reaches_every_worker_whole(demo_url: str) -> None:
         result = score_runs(store, chosen, workers=2, batch_size=5)
         assert result.runs == 30 and result.error_count == 0
         rows = [
-            r for r in store.rows("verdicts", "verdict_id") if r["scorer"] == "answer.reference"
+            r
+            for r in store.reader.rows("verdicts", "verdict_id")
+            if r["scorer"] == "answer.reference"
         ]
     assert len(rows) == 30 and {r["scorer_version"] for r in rows} == {"1+retries=3"}
     assert all(r["judge_trace_id"] for r in rows)

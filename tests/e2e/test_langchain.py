@@ -22,7 +22,7 @@ OPENAI_KEY = "sk-proj-Zq8T3xLw0aVbN4mR7yCe2uKd"
 
 def _traces(url: str) -> list[Trace]:
     with open_store(url) as store:
-        return [t for batch in store.iter_traces() for t in batch]
+        return [t for batch in store.scoring.batches() for t in batch]
 
 
 def test_the_run_tree_becomes_events(url: str, tmp_path: Path) -> None:
@@ -91,7 +91,7 @@ def test_the_run_tree_becomes_events(url: str, tmp_path: Path) -> None:
 
 def test_handler_runs_are_scored(url: str, tmp_path: Path) -> None:
     with open_store(url) as store:
-        store.register_dataset(weather_dataset())
+        store.datasets.register(weather_dataset())
     tracer = AgentdocketHandler(url, spool_dir=str(tmp_path / "spool"), dataset="weather")
     try:
         for case, city in (("paris", "Paris"), ("rome", "Milan")):
@@ -104,8 +104,8 @@ def test_handler_runs_are_scored(url: str, tmp_path: Path) -> None:
     cli(url, "score", "--dataset", "weather", "--scorer", "planner.suffix_match")
     cli(url, "score", "--dataset", "weather", "--scorer", "tools.slot_fill")
     with open_store(url) as store:
-        case_of = {r["trace_id"]: r["case_id"] for r in store.list_runs(dataset="weather")}
-        verdicts = store.report_verdicts(
+        case_of = {r["trace_id"]: r["case_id"] for r in store.reader.list_runs(dataset="weather")}
+        verdicts = store.scoring.report_verdicts(
             {"planner.suffix_match": "1", "tools.slot_fill": "2"}, dataset="weather"
         )
     got = {(case_of[v.trace_id], v.scorer): v for v in verdicts}

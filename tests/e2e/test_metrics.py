@@ -50,7 +50,7 @@ def test_metrics_count_what_the_database_holds(server: Server, url: str) -> None
     assert bad.status_code == 415
     samples = _samples(server.endpoint)
     with open_store(url) as store:
-        events = store.counts()["events"]
+        events = store.reader.counts()["events"]
     assert samples[("agentdocket_spans_received_total", ())] == 2 * RUNS
     assert samples[("agentdocket_requests_total", ())] == 2 * RUNS  # a span per request
     stored = samples[("agentdocket_events_stored_total", (("path", "direct"),))]

@@ -56,7 +56,7 @@ def _post(client: TestClient, *spans: dict[str, Any]) -> None:
 
 def _events(url: str, trace: str) -> list[Any]:
     with open_store(url) as store:
-        return store.events(trace)
+        return store.reader.events(trace)
 
 
 ROOT, TOOL = "a000000000000001", "a000000000000002"
@@ -104,8 +104,8 @@ def test_a_parent_cycle_is_broken_at_its_earliest_span(client: TestClient, url: 
         _span(trace, ROOT, TOOL, "AGENT", "agent"),
     )
     with open_store(url) as store:
-        run = store.run(trace)
-        events = store.events(trace)
+        run = store.reader.run(trace)
+        events = store.reader.events(trace)
     assert run is not None and run["agent"] == "agent" and run["question"] == "agent in"
     [started] = [e for e in events if e.kind == "run.started"]
     assert started.parent_span_id is None and started.span_id == ROOT
@@ -115,13 +115,13 @@ def test_a_parent_cycle_is_broken_at_its_earliest_span(client: TestClient, url: 
     alone = uuid.uuid4().hex
     _post(client, _span(alone, ROOT, ROOT, "AGENT", "solo"))
     with open_store(url) as store:
-        solo = store.run(alone)
+        solo = store.reader.run(alone)
     assert solo is not None and solo["agent"] == "solo"
 
 
 def test_an_empty_request_is_accepted_and_stores_nothing(client: TestClient, url: str) -> None:
     with open_store(url) as store:
-        before = store.counts()["events"]
+        before = store.reader.counts()["events"]
     protobuf = {"content-type": "application/x-protobuf"}
     assert client.post("/v1/traces", content=b"", headers=protobuf).status_code == 200
     for body in (b"{}", b'{"resourceSpans": []}', b'{"resourceSpans": [{"scopeSpans": []}]}'):
@@ -129,4 +129,4 @@ def test_an_empty_request_is_accepted_and_stores_nothing(client: TestClient, url
     reply = client.post("/v1/traces", content=b"", headers=JSON)
     assert reply.status_code == 400 and "body: not JSON" in reply.json()["message"]
     with open_store(url) as store:
-        assert store.counts()["events"] == before
+        assert store.reader.counts()["events"] == before

@@ -146,7 +146,7 @@ def test_openinference_langchain_runs_are_scored(server: Server, url: str) -> No
     from tests.helpers.langchain_agent import weather_agent, weather_dataset
 
     with open_store(url) as store:
-        store.register_dataset(weather_dataset())
+        store.datasets.register(weather_dataset())
     provider = _provider(server.endpoint)
     instrumentor = LangChainInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
@@ -163,10 +163,10 @@ def test_openinference_langchain_runs_are_scored(server: Server, url: str) -> No
     cli(url, "score", "--dataset", "weather", "--scorer", "planner.suffix_match")
     cli(url, "score", "--dataset", "weather", "--scorer", "tools.slot_fill")
     with open_store(url) as store:
-        runs = {r["case_id"]: r for r in store.list_runs(dataset="weather")}
+        runs = {r["case_id"]: r for r in store.reader.list_runs(dataset="weather")}
         assert set(runs) == {"paris", "rome"}
         assert runs["paris"]["agent"] == "weather-agent"  # the runnable's name, not the service
-        verdicts = store.report_verdicts(
+        verdicts = store.scoring.report_verdicts(
             {"planner.suffix_match": "1", "tools.slot_fill": "2"}, dataset="weather"
         )
     got = {(runs_by_trace(runs)[v.trace_id], v.scorer): v for v in verdicts}
@@ -220,7 +220,7 @@ def test_spans_arrive_exactly_once_across_a_restart(
     assert provider.force_flush(60_000)
     provider.shutdown()
     with open_store(url) as store:
-        counts = store.counts()
+        counts = store.reader.counts()
         kinds = dict(
             store.recorder.read("SELECT kind, count(*) FROM events GROUP BY kind")  # type: ignore[arg-type]
         )

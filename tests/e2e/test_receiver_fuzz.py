@@ -42,7 +42,7 @@ class Harness:
         self.store = open_store(self.url)
 
     def events(self) -> int:
-        return int(self.store.counts()["events"])
+        return int(self.store.reader.counts()["events"])
 
     def post(self, body: bytes, headers: dict[str, str]) -> int:
         before = self.events()
@@ -202,9 +202,11 @@ def test_the_valid_seeds_are_accepted(tmp_path: Path) -> None:
     fresh = Harness(tmp_path)
     try:
         assert fresh.post(VALID_PB, PROTOBUF) == 200
-        assert fresh.events() == 6  # run started + finished, tool called + returned, llm, plan
+        assert (
+            fresh.reader.events() == 6
+        )  # run started + finished, tool called + returned, llm, plan
         assert fresh.post(orjson.dumps(_valid_json()), JSON) == 200
-        assert fresh.events() == 7
+        assert fresh.reader.events() == 7
     finally:
         fresh.store.close()
         fresh.sink.close()

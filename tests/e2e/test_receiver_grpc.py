@@ -56,8 +56,8 @@ def test_the_stock_grpc_exporter_delivers(url: str, tmp_path: Path) -> None:
         server.stop(5)
         sink.close()
     with open_store(url) as store:
-        [run] = store.list_runs(limit=None)
-        trace = store.read_trace(run["trace_id"])
+        [run] = store.reader.list_runs(limit=None)
+        trace = store.reader.read_trace(run["trace_id"])
     assert trace is not None and run["agent"] == "weather"
     assert trace.question == "Weather in Paris?" and trace.response == "18 C"
     [call] = trace.tool_calls()
@@ -112,7 +112,7 @@ def test_refused_calls_get_the_otlp_codes(tmp_path: Path) -> None:
         server.stop(5)
         sink.close()
     with open_store(url) as store:
-        assert len(store.list_runs(limit=None)) == 1
+        assert len(store.reader.list_runs(limit=None)) == 1
     rejected = server.receiver.stats.rejected
     assert rejected == {401: 3, 400: 2, 503: 1}, orjson.dumps(rejected)
 

@@ -104,8 +104,8 @@ def test_content_in_log_records_joins_its_spans_whichever_comes_first(
     logs.shutdown()
     spans.shutdown()
     with open_store(url) as store:
-        run = store.run(trace_id)
-        stored = store.read_trace(trace_id)
+        run = store.reader.run(trace_id)
+        stored = store.reader.read_trace(trace_id)
     assert run is not None and stored is not None
     assert (run["agent"], run["question"], run["answer"]) == ("weather", QUESTION, ANSWER)
     assert [(p.tool, p.arguments, p.call_id) for p in stored.plan()] == [
@@ -142,7 +142,7 @@ def test_a_malformed_log_record_is_a_400_naming_its_place(server: Server, url: s
     reply = httpx.post(endpoint, content=_logs_body(plain), headers=headers)
     assert reply.status_code == 200
     with open_store(url) as store:
-        assert store.counts()["events"] == 0
+        assert store.reader.counts()["events"] == 0
 
 
 def test_logs_need_the_token_as_traces_do(url: str, tmp_path: Path) -> None:
@@ -198,10 +198,10 @@ def test_evaluations_on_spans_and_in_log_records_become_verdicts(server: Server,
     logs.shutdown()
     spans.shutdown()
     with open_store(url) as store:
-        reported = store.report_verdicts(
+        reported = store.scoring.report_verdicts(
             {"external.relevance": "external", "external.helpfulness": "external"}
         )
-        rows = store.rows("verdicts", "scorer")
+        rows = store.reader.rows("verdicts", "scorer")
     assert {(v.trace_id, v.scorer) for v in reported} == {
         (trace_id, "external.relevance"),
         (trace_id, "external.helpfulness"),
@@ -239,4 +239,4 @@ def test_a_malformed_evaluation_is_a_400_naming_its_place(server: Server, url: s
     assert reply.status_code == 400
     assert "spans[0].events[0]: gen_ai.evaluation.result needs" in reply.json()["message"]
     with open_store(url) as store:
-        assert store.counts()["events"] == 0
+        assert store.reader.counts()["events"] == 0

@@ -38,7 +38,7 @@ def _rules() -> list[Scorer]:
 
 
 def _verdict_ids(store: Store) -> set[str]:
-    return {r["verdict_id"] for r in store.rows("verdicts", "verdict_id")}
+    return {r["verdict_id"] for r in store.reader.rows("verdicts", "verdict_id")}
 
 
 @pytest.fixture
@@ -69,17 +69,17 @@ def test_rescoring_adds_nothing_and_a_new_version_adds_a_second_set(
     cli(demo_url, "score", "--dataset", "concerts-demo", "--scorer", "planner.suffix_match=1")
     with open_store(demo_url) as store:
         first = _verdict_ids(store)
-        events = store.counts()["events"]
+        events = store.reader.counts()["events"]
     assert len(first) == 30
     again = cli(
         demo_url, "score", "--dataset", "concerts-demo", "--scorer", "planner.suffix_match=1"
     )
     assert "scored 30 runs" in again
     with open_store(demo_url) as store:
-        assert _verdict_ids(store) == first and store.counts()["events"] == events
+        assert _verdict_ids(store) == first and store.reader.counts()["events"] == events
     cli(demo_url, "score", "--dataset", "concerts-demo", "--scorer", "planner.suffix_match")
     with open_store(demo_url) as store:
-        rows = store.rows("verdicts", "verdict_id")
+        rows = store.reader.rows("verdicts", "verdict_id")
     assert {r["scorer_version"] for r in rows} == {"1", "2"} and len(rows) == 60
     assert first < {r["verdict_id"] for r in rows}  # the old verdicts are kept
 
@@ -113,16 +113,16 @@ def test_an_interrupted_run_resumes_where_it_stopped(demo_url: str) -> None:
     with open_store(demo_url) as store:
         with pytest.raises(Crash):
             score_runs(store, _rules(), batch_size=10, progress=crash_after_first_batch)
-        assert store.counts()["verdicts"] == 10 * len(RULES)  # the first batch, whole
+        assert store.reader.counts()["verdicts"] == 10 * len(RULES)  # the first batch, whole
         resumed = score_runs(store, _rules(), batch_size=10)
         for tally in resumed.tallies.values():
             assert (tally.kept, tally.added, tally.errors) == (10, 20, 0)
-        assert store.counts()["verdicts"] == 30 * len(RULES)
+        assert store.reader.counts()["verdicts"] == 30 * len(RULES)
 
 
 def test_a_scorer_that_raises_loses_only_that_runs_verdict(demo_url: str) -> None:
     with open_store(demo_url) as store:
-        victim = store.trace_ids(dataset="concerts-demo")[7]
+        victim = store.reader.trace_ids(dataset="concerts-demo")[7]
 
     def fragile(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
         if trace.trace_id == victim:
@@ -138,7 +138,7 @@ def test_a_scorer_that_raises_loses_only_that_runs_verdict(demo_url: str) -> Non
         assert f"test.fragile@1 on {victim}: ZeroDivisionError: boom" in result.output
         assert "1 runs could not be scored" in result.output
         with open_store(demo_url) as store:
-            judged = {r["trace_id"] for r in store.rows("verdicts", "verdict_id")}
+            judged = {r["trace_id"] for r in store.reader.rows("verdicts", "verdict_id")}
             assert len(judged) == 29 and victim not in judged
     finally:
         scorers.unregister("test.fragile", "1")
@@ -150,13 +150,15 @@ def test_worker_processes_give_the_same_verdicts(demo_url: str, tmp_path: Path) 
         assert result.runs == 30 and result.error_count == 0
         parallel = {
             (r["verdict_id"], r["passed"], r["failure_type"])
-            for r in store.rows("verdicts", "verdict_id")
+            for r in store.reader.rows("verdicts", "verdict_id")
         }
     single = f"sqlite:///{tmp_path / 'single.db'}"
     run_demo(single, spool_dir=tmp_path / "spool2")
     with open_store(single) as store:
         score_runs(store, _rules(), batch_size=30)
-        serial = {(r["passed"], r["failure_type"]) for r in store.rows("verdicts", "verdict_id")}
+        serial = {
+            (r["passed"], r["failure_type"]) for r in store.reader.rows("verdicts", "verdict_id")
+        }
     assert len(parallel) == 30 * len(RULES)
     # the demo's second recording has new trace ids, so compare the judgements, not ids
     assert {(p, f) for _, p, f in parallel} == serial
@@ -166,8 +168,8 @@ def test_a_late_event_gets_the_run_judged_again(demo_url: str) -> None:
     scorer = scorers.get("interaction.metrics")
     with open_store(demo_url) as store:
         score_runs(store, [scorer])
-        tid = store.trace_ids(dataset="concerts-demo")[0]
-        last = store.events(tid)[-1]
+        tid = store.reader.trace_ids(dataset="concerts-demo")[0]
+        last = store.reader.events(tid)[-1]
         late = Event.create(
             trace_id=tid,
             span_id=last.span_id,
@@ -180,7 +182,7 @@ def test_a_late_event_gets_the_run_judged_again(demo_url: str) -> None:
         again = score_runs(store, [scorer])
         tally = again.tallies[(scorer.name, scorer.version)]
         assert (tally.added, tally.kept) == (1, 29)
-        assert len([r for r in store.rows("verdicts", "ts") if r["trace_id"] == tid]) == 2
+        assert len([r for r in store.reader.rows("verdicts", "ts") if r["trace_id"] == tid]) == 2
     report = json.loads(cli(demo_url, "report", "--dataset", "concerts-demo", "--format", "json"))
     assert report["scorers"]["interaction.metrics"]["scored"] == 30  # the latest verdict only
 

@@ -17,7 +17,7 @@ def demo_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str
     url = f"sqlite:///{tmp / 'agentdocket.db'}"
     run_demo(url, spool_dir=tmp / "spool")
     with open_store(url) as store:
-        traces = [t for batch in store.iter_traces(dataset="concerts-demo") for t in batch]
+        traces = [t for batch in store.scoring.batches(dataset="concerts-demo") for t in batch]
     out = {}
     for t in traces:
         started = t.started

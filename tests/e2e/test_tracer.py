@@ -78,8 +78,8 @@ def test_an_instrumented_run_lands_as_the_expected_events(recorder: Recorder) ->
     recorder.flush()
     assert trace_id is not None
     with open_store(recorder.exporter.url) as store:
-        events = store.events(trace_id)
-        run = store.run(trace_id)
+        events = store.reader.events(trace_id)
+        run = store.reader.run(trace_id)
     kinds = [e.kind for e in events]
     assert kinds == [
         "run.started",
@@ -208,7 +208,7 @@ def test_recording_never_breaks_the_agent(recorder: Recorder) -> None:
     recorder.flush()
     with open_store(recorder.exporter.url) as store:
         assert run.trace_id is not None
-        events = store.events(run.trace_id)
+        events = store.reader.events(run.trace_id)
         finished = events[-1].payload
         assert (finished["status"], finished["error"]) == ("error", "KeyError: 'boom'")
         assert events[1].payload["tool"] == "weird"
@@ -241,7 +241,7 @@ def test_async_tools_and_threads(recorder: Recorder) -> None:
     with open_store(recorder.exporter.url) as store:
         for trace_id in ids:
             assert trace_id is not None
-            events = store.events(trace_id)
+            events = store.reader.events(trace_id)
             assert [e.seq for e in events] == list(range(13))
             returned = [e.payload["result"] for e in events if e.kind == "tool.returned"]
             assert returned == [0, 2, 4, 6, 8]
@@ -291,6 +291,6 @@ def test_configure_records_through_the_module_level_api(tmp_path: Path) -> None:
     assert tracer.get_tracer() is not configured.tracer
     with open_store(url) as store:
         assert run.trace_id is not None
-        kinds = [e.kind for e in store.events(run.trace_id)]
+        kinds = [e.kind for e in store.reader.events(run.trace_id)]
     assert kinds == ["run.started", "tool.called", "tool.returned", "response", "run.finished"]
     tracer.shutdown()  # a second shutdown is harmless

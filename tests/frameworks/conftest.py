@@ -17,7 +17,7 @@ from tests.helpers.otlp_server import Server
 def weather_url(url: str) -> str:
     """A store (of each kind) holding the scenario's dataset."""
     with open_store(url) as store:
-        store.register_dataset(dataset())
+        store.datasets.register(dataset())
     return url
 
 

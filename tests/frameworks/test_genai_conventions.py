@@ -175,7 +175,7 @@ def test_spans_built_to_the_genai_conventions(server: Server, weather_url: str, 
     failing = traces["failing-tool"].tool_calls()[0]
     assert failing.error == "ValueError: no weather station in Atlantis"
     with open_store(weather_url) as store:
-        assert len(store.list_runs(limit=None)) == len(SCENARIOS)  # the embeddings: no run,
+        assert len(store.reader.list_runs(limit=None)) == len(SCENARIOS)  # the embeddings: no run,
         [(stored,)] = store.recorder.read("SELECT count(DISTINCT trace_id) FROM events")
     assert stored == len(SCENARIOS) + 1  # but stored
 

@@ -121,8 +121,8 @@ def test_a_retriever_tool_keeps_document_ids_and_scores(server: Server, weather_
     with instrumented(LangChainInstrumentor(), server.endpoint):
         agent.invoke({"messages": [("user", "Which city is in France?")]})
     with open_store(weather_url) as store:
-        [run] = store.list_runs(agent="notes")
-        trace = store.read_trace(run["trace_id"])
+        [run] = store.reader.list_runs(agent="notes")
+        trace = store.reader.read_trace(run["trace_id"])
     assert trace is not None
     assert (trace.question, trace.response) == ("Which city is in France?", "Paris.")
     [retrieval] = trace.of_kind("retrieval")

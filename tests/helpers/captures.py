@@ -148,8 +148,8 @@ def check(url: str, capture: Capture) -> dict[str, list[str]]:
         wrong.setdefault(field, []).append(f"{where}: {detail!r}")
 
     with open_store(url) as store:
-        runs = store.list_runs(limit=None)[::-1]  # oldest first: the order they were played
-        traces = {r["trace_id"]: store.read_trace(r["trace_id"]) for r in runs}
+        runs = store.reader.list_runs(limit=None)[::-1]  # oldest first: the order they were played
+        traces = {r["trace_id"]: store.reader.read_trace(r["trace_id"]) for r in runs}
     played = {}
     for i, run in enumerate(runs):
         trace = traces[run["trace_id"]]
@@ -204,7 +204,7 @@ def conformance() -> list[tuple[Capture, dict[str, list[str]]]]:
         for i, capture in enumerate(CAPTURED):
             url = f"sqlite:///{tmp}/c{i}.db"
             with open_store(url) as store:
-                store.register_dataset(dataset())
+                store.datasets.register(dataset())
             replay(url, capture.folder)
             out.append((capture, check(url, capture)))
     return out

@@ -158,8 +158,8 @@ def accept_events_again(url: str) -> None:
 def projections(store: Store) -> dict[str, list[dict[str, Any]]]:
     """Every projection's rows, in a stable order (to compare two stores)."""
     return {
-        "runs": store.rows("runs", "trace_id"),
-        "verdicts": store.rows("verdicts", "verdict_id"),
+        "runs": store.reader.rows("runs", "trace_id"),
+        "verdicts": store.reader.rows("verdicts", "verdict_id"),
         "steps": [
             dict(r) for r in store.recorder.dicts("SELECT * FROM steps ORDER BY trace_id, seq")
         ],

@@ -139,9 +139,9 @@ def check_runs(url: str, expected: Expected) -> dict[str, Trace]:
     """One run per invocation, each field by field; then the tool-use scorers' verdicts.
     Returns the traces by scenario name."""
     with open_store(url) as store:
-        runs = store.list_runs(dataset=DATASET, limit=None)
+        runs = store.reader.list_runs(dataset=DATASET, limit=None)
         assert len(runs) == len(SCENARIOS), [r["trace_id"] for r in runs]
-        traces = {r["trace_id"]: store.read_trace(r["trace_id"]) for r in runs}
+        traces = {r["trace_id"]: store.reader.read_trace(r["trace_id"]) for r in runs}
     by_name: dict[str, Trace] = {}
     for run in runs:
         trace = traces[run["trace_id"]]
@@ -182,7 +182,7 @@ def _check_verdicts(url: str, traces: dict[str, Trace]) -> None:
     cli(url, "score", "--dataset", DATASET, "--scorer", "planner.suffix_match")
     cli(url, "score", "--dataset", DATASET, "--scorer", "tools.slot_fill")
     with open_store(url) as store:
-        verdicts = store.report_verdicts(
+        verdicts = store.scoring.report_verdicts(
             {"planner.suffix_match": "1", "tools.slot_fill": "2"}, dataset=DATASET
         )
     got: dict[tuple[str, str], Any] = {(v.trace_id, v.scorer): v for v in verdicts}

@@ -1,8 +1,8 @@
-"""Following the log: what arrived after a position, which runs it touched, and the cursors
+"""Arrivals: what arrived in the log after a position, which runs it touched, and the cursors
 and claims that let several followers share the work.
 
 A :class:`Position` orders events as they were stored. On PostgreSQL it is (transaction id,
-sequence number), and :meth:`Following.after` returns only events whose transaction is older
+sequence number), and :meth:`Arrivals.after` returns only events whose transaction is older
 than every transaction still running, so nothing can later be committed before a position a
 follower has passed. On SQLite, with one writer at a time, the sequence number alone is the
 commit order (``tx`` is 0).
@@ -60,7 +60,7 @@ class FinishedRun:
     attributes: dict[str, Any]
 
 
-class Following:
+class Arrivals:
     """Arrivals, finished runs, follower cursors and claims, on a recorder."""
 
     def __init__(self, db: Recorder) -> None:

@@ -17,7 +17,7 @@ from agentdocket.follow.config import ConfigFileError, FollowConfig, Rule, from_
 from agentdocket.follow.follower import Follower
 from agentdocket.follow.selection import follower_key, resolve
 from agentdocket.store import Store, open_store
-from agentdocket.store.following import Position
+from agentdocket.store.arrivals import Position
 from agentdocket.store.months import month_of
 from tests.helpers.db import admin, cli
 from tests.helpers.factory import T0, run_events
@@ -53,35 +53,35 @@ def test_arrivals_come_in_the_order_they_were_stored(store: Store) -> None:
     runs = [run_events(rng, start=T0 - timedelta(hours=h)) for h in range(3)]
     for events in runs:
         store.append(events)
-    arrived = store.following.after(Position(), 1000)
+    arrived = store.arrivals.after(Position(), 1000)
     assert [a.trace_id for a in arrived] == [e.trace_id for r in runs for e in r]
     assert all(a.received_at is not None for a in arrived)
     # a limit, a position to resume after, and kinds left out
-    head = store.following.after(Position(), 5)
-    rest = store.following.after(head[-1].position, 1000)
+    head = store.arrivals.after(Position(), 5)
+    rest = store.arrivals.after(head[-1].position, 1000)
     assert head + rest == arrived
-    without = store.following.after(Position(), 1000, skip_kinds=("plan", "response"))
+    without = store.arrivals.after(Position(), 1000, skip_kinds=("plan", "response"))
     assert len(without) == len(arrived) - 2 * len(runs)
-    assert store.following.count_after(head[-1].position) == len(rest)
-    assert store.following.count_after(Position(), only_kinds=("run.finished",)) == 3
-    assert store.following.head() == arrived[-1].position
+    assert store.arrivals.count_after(head[-1].position) == len(rest)
+    assert store.arrivals.count_after(Position(), only_kinds=("run.finished",)) == 3
+    assert store.arrivals.head() == arrived[-1].position
     # finished as of a position: not before its end arrived
     tid = runs[0][0].trace_id
     end = next(a.position for a in arrived if a.trace_id == tid and a.kind == "run.finished")
-    assert store.following.finished([tid], end.before()) == {}
-    assert list(store.following.finished([tid], end)) == [tid]
+    assert store.arrivals.finished([tid], end.before()) == {}
+    assert list(store.arrivals.finished([tid], end)) == [tid]
     # a re-sent batch adds no arrival
     store.append(runs[0])
-    assert store.following.after(arrived[-1].position, 10) == []
+    assert store.arrivals.after(arrived[-1].position, 10) == []
 
 
 def test_cursors_only_move_forward(store: Store) -> None:
-    assert store.following.cursor("a") == Position()
-    store.following.save_cursor("a", Position(0, 5))
-    store.following.save_cursor("a", Position(0, 3))  # another follower was behind
-    store.following.save_cursor("b", Position(0, 1))
-    assert store.following.cursor("a") == Position(0, 5)
-    assert [(c[0], c[1]) for c in store.following.cursors()] == [
+    assert store.arrivals.cursor("a") == Position()
+    store.arrivals.save_cursor("a", Position(0, 5))
+    store.arrivals.save_cursor("a", Position(0, 3))  # another follower was behind
+    store.arrivals.save_cursor("b", Position(0, 1))
+    assert store.arrivals.cursor("a") == Position(0, 5)
+    assert [(c[0], c[1]) for c in store.arrivals.cursors()] == [
         ("a", Position(0, 5)),
         ("b", Position(0, 1)),
     ]
@@ -95,12 +95,12 @@ def test_an_open_transaction_holds_back_everything_after_it(pg_url: str) -> None
     slow, fast = run_events(rng), run_events(rng)
     with open_store(pg_url) as a, open_store(pg_url) as b:
         a.append(run_events(rng))
-        before = a.following.after(Position(), 1000)
+        before = a.arrivals.after(Position(), 1000)
         with b.recorder.write() as conn:
             b.recorder.insert_events(conn, slow, {slow[0].trace_id: month_of(slow[0].ts)})
             a.append(fast)
-            assert a.following.after(before[-1].position, 1000) == []
-        arrived = a.following.after(before[-1].position, 1000)
+            assert a.arrivals.after(before[-1].position, 1000) == []
+        arrived = a.arrivals.after(before[-1].position, 1000)
     assert {x.trace_id for x in arrived} == {slow[0].trace_id, fast[0].trace_id}
     positions = [x.position for x in arrived]
     assert positions == sorted(positions)
@@ -110,15 +110,15 @@ def test_an_open_transaction_holds_back_everything_after_it(pg_url: str) -> None
 def test_claims_keep_a_run_to_one_follower_until_released_or_gone(pg_url: str) -> None:
     a, b = open_store(pg_url), open_store(pg_url)
     try:
-        assert a.following.claim("f", ["t1", "t2"]) == ["t1", "t2"]
-        assert b.following.claim("f", ["t1", "t2", "t3"]) == ["t3"]
-        assert b.following.claim("other", ["t1"]) == ["t1"]  # another follower name
-        a.following.release("f", ["t1"])
-        assert b.following.claim("f", ["t1", "t2"]) == ["t1"]
+        assert a.arrivals.claim("f", ["t1", "t2"]) == ["t1", "t2"]
+        assert b.arrivals.claim("f", ["t1", "t2", "t3"]) == ["t3"]
+        assert b.arrivals.claim("other", ["t1"]) == ["t1"]  # another follower name
+        a.arrivals.release("f", ["t1"])
+        assert b.arrivals.claim("f", ["t1", "t2"]) == ["t1"]
         a.close()  # a follower killed: its claims go with its connection, once the server has
         # ended that session (it does so on its own time: wait for it, not for a fixed while)
         deadline = time.monotonic() + 60
-        while (got := b.following.claim("f", ["t2"])) != ["t2"]:
+        while (got := b.arrivals.claim("f", ["t2"])) != ["t2"]:
             assert got == [] and time.monotonic() < deadline
             time.sleep(0.05)
     finally:
@@ -185,7 +185,7 @@ def test_a_newly_registered_case_gets_its_runs_judged(url: str) -> None:
         follower.round()
         assert _verdicts(store, "tools.procedural") == Counter()
         case = Case(case_id="c1", expected_plan=["sql", "search"])
-        store.register_dataset(Dataset("live", "1", (case,)))
+        store.datasets.register(Dataset("live", "1", (case,)))
         follower.round()
         judged = {t for t, _ in _verdicts(store, "tools.procedural")}
         assert judged == {r[0].trace_id for r in runs}
@@ -357,7 +357,7 @@ def test_a_long_transaction_in_another_database_holds_no_follower_back(
         with open_store(pg_url) as store:
             first = run_events(rng)
             store.append(first)
-            arrived = store.following.after(Position(), 1000)
+            arrived = store.arrivals.after(Position(), 1000)
             assert {a.trace_id for a in arrived} == {first[0].trace_id}
             here = admin(pg_url)
             here.autocommit = False
@@ -365,11 +365,11 @@ def test_a_long_transaction_in_another_database_holds_no_follower_back(
                 here.execute("SELECT pg_current_xact_id()")
                 later = run_events(rng)
                 store.append(later)
-                assert store.following.after(arrived[-1].position, 1000) == []
+                assert store.arrivals.after(arrived[-1].position, 1000) == []
             finally:
                 here.rollback()
                 here.close()
-            assert {a.trace_id for a in store.following.after(arrived[-1].position, 1000)} == {
+            assert {a.trace_id for a in store.arrivals.after(arrived[-1].position, 1000)} == {
                 later[0].trace_id
             }
     finally:

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from agentdocket.ingest.metrics import Receiver
 from agentdocket.store import Store, open_store
 from agentdocket.store.months import months_ahead
-from agentdocket.store.samples import PipelineSample
+from agentdocket.store.pipeline import PipelineSample
 
 log = logging.getLogger("agentdocket.receiver")
 EVERY_S = 15.0
@@ -71,7 +71,7 @@ class Sampler(threading.Thread):
 
     def write(self) -> bool:
         try:
-            self._open().samples.record(sample(self.receiver, self.process))
+            self._open().pipeline.record(sample(self.receiver, self.process))
         except Exception as exc:  # the next sample will tell
             self._lost("pipeline sample not written", exc)
             return False
