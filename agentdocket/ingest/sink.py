@@ -38,7 +38,6 @@ from agentdocket.events import Event, TelemetryDropped, format_ts
 from agentdocket.ingest.spool import DEFAULT_MAX_BYTES, Spool
 from agentdocket.store import AppendResult, Store, StoreError, database_url, display_url, open_store
 from agentdocket.store.config import parse_url
-from agentdocket.store.dead_letters import DeadLetter
 from agentdocket.store.limits import LIVE, Limits, bound_json
 from agentdocket.store.redaction import Redactor
 
@@ -215,7 +214,7 @@ class Sink:
                     try:
                         store = self._connect()
                         store.ping()
-                        letters = store.dead_letter_counts()
+                        letters = store.dead_letters.counts()
                         reachable = True
                     except Exception as exc:
                         self._failed(exc)
@@ -271,7 +270,7 @@ class Sink:
         if self.spool.pending():
             self.stats.replayed += self.spool.replay(
                 lambda batch, origin: self._append(store, batch, origin),
-                store.keep_dead_letters,
+                store.dead_letters.keep,
             )
         if events:
             self._append(store, events, source)
@@ -279,36 +278,12 @@ class Sink:
         self._report_drops(store)
 
     def _append(self, store: Store, events: list[Event], source: str) -> AppendResult:
-        """``store.append``, with a fault of our own on one record (an exception that is not
-        the store's) kept as a dead letter instead of blocking the batch and the spool."""
-        try:
-            result = store.append(events, source=source)
-        except StoreError:
-            raise  # the database is away, or the store cannot work: spool and retry
-        except Exception:
-            log.exception(
-                "agentdocket: storing %d events failed; storing them one by one", len(events)
-            )
-            result = self._append_one_by_one(store, events, source)
+        """``store.append``: a record refused, or one our own code fails on, is isolated there
+        and kept as a dead letter; a :class:`StoreError` (the database away) reaches the
+        caller, which spools and retries."""
+        result = store.append(events, source=source)
         self.stats.refused += result.refused
         return result
-
-    def _append_one_by_one(self, store: Store, events: list[Event], source: str) -> AppendResult:
-        inserted = refused = 0
-        for event in events:
-            try:
-                one = store.append([event], source=source)
-            except StoreError:
-                raise
-            except Exception as exc:
-                store.keep_dead_letters(
-                    [DeadLetter.of_event(event, f"{type(exc).__name__}: {exc}", source)]
-                )
-                refused += 1
-            else:
-                inserted += one.inserted
-                refused += one.refused
-        return AppendResult(inserted, len(events) - inserted - refused, refused)
 
     def _spool(self, events: list[Event], n_spans: int) -> bool:
         try:

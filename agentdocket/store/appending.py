@@ -16,9 +16,9 @@ from typing import Any
 
 from agentdocket.events import Dataset, Event
 from agentdocket.store import months as run_months
-from agentdocket.store.datasets import DatasetRegistry
+from agentdocket.store.datasets import Datasets
 from agentdocket.store.dead_letters import DeadLetter, DeadLetters
-from agentdocket.store.errors import RecordRefused, WriteConflict
+from agentdocket.store.errors import RecordRefused, StoreError, WriteConflict
 from agentdocket.store.escaping import escape_json
 from agentdocket.store.limits import STORE, Limits, bound_json
 from agentdocket.store.projector import Projector
@@ -46,7 +46,7 @@ class Appender:
         self,
         db: Recorder,
         projector: Projector,
-        datasets: DatasetRegistry,
+        datasets: Datasets,
         dead_letters: DeadLetters,
         redactor: Redactor,
         limits: Limits = STORE,
@@ -205,9 +205,11 @@ class Appender:
     def _insert_isolating(
         self, conn: Any, events: list[Event], months: dict[str, date]
     ) -> tuple[int, Refusals]:
-        """Insert and project ``events`` in a savepoint. If the database refuses the batch,
-        halve it until the refused events stand alone (about three times the work of one
-        insert for one bad event in a batch), so that all the others are written."""
+        """Insert and project ``events`` in a savepoint. If the database refuses the batch, or
+        our own code fails on some record of it (projecting it, say), halve it until the
+        refused events stand alone (about three times the work of one insert for one bad event
+        in a batch), so that all the others are written. This is the one place a record is
+        isolated: every writer (the receiver's sink, imports, retries) comes through it."""
         if not events:
             return 0, []
         try:
@@ -216,8 +218,15 @@ class Appender:
                 self.projector.apply(conn, projection, months)
             return inserted, []
         except RecordRefused as exc:
+            refusal = exc
+        except StoreError:
+            raise  # the database is away or cannot work: not a record's fault
+        except Exception as exc:  # a fault of ours on some record: it must not hold the rest
+            refusal = RecordRefused(f"{type(exc).__name__}: {exc}", code="internal")
             if len(events) == 1:
-                return 0, [(events[0], exc.about(str(events[0].event_id)))]
+                log.error("agentdocket: event %s failed", events[0].event_id, exc_info=exc)
+        if len(events) == 1:
+            return 0, [(events[0], refusal.about(str(events[0].event_id)))]
         middle = len(events) // 2
         first, refused_first = self._insert_isolating(conn, events[:middle], months)
         second, refused_second = self._insert_isolating(conn, events[middle:], months)
