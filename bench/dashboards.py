@@ -38,8 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agentdocket import dashboards  # noqa: E402
-from agentdocket.dashboards import panels, run  # noqa: E402
+from agentdocket.dashboards import panels  # noqa: E402
 from agentdocket.dashboards.macros import expand  # noqa: E402
+from agentdocket.dashboards.panels import run  # noqa: E402
 from agentdocket.store import open_store  # noqa: E402
 from agentdocket.store.config import parse_url, psycopg_conninfo  # noqa: E402
 from agentdocket.store.dashboard_role import grant_dashboard_role  # noqa: E402

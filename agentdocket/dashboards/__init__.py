@@ -5,6 +5,30 @@ None of it holds data, so none of it is a migration: ``agentdocket migrate`` re-
 :func:`objects` after the versioned migrations (see :mod:`agentdocket.store.derived`). The
 scorer names and detail keys they read come from the scorers' declarations
 (:mod:`agentdocket.dashboards.declared`).
+
+Where everything about the dashboards lives:
+
+- Declarations, here, one per view, rollup object, panel and alert rule:
+  :mod:`~agentdocket.dashboards.views` (the row-level views),
+  :mod:`~agentdocket.dashboards.run` (the run dashboard's views),
+  :mod:`~agentdocket.dashboards.rollups` (the pending views, the refresh function and the
+  ``dashboard_*_stats`` views over the hourly rollups) and
+  :mod:`~agentdocket.dashboards.measures` (what the measures rollup holds and how each
+  measure is computed); :mod:`~agentdocket.dashboards.panels` (one module per dashboard, with
+  :mod:`~agentdocket.dashboards.spec` for a panel and :mod:`~agentdocket.dashboards.macros`
+  for Grafana's macros as the tests expand them); :mod:`~agentdocket.dashboards.alerts`.
+- The builder, here: :mod:`~agentdocket.dashboards.build` turns the panels and alert rules
+  into Grafana's JSON (grafana-foundation-sdk, the ``dashboards`` extra; only the build script
+  and the tests import it).
+- The store's execution parts: :mod:`agentdocket.store.rollup_refresh` (refreshing the stale
+  hours of the rollups) and :mod:`agentdocket.store.dashboard_role` (the read-only Grafana
+  role).
+- The commands: ``agentdocket refresh-dashboards``
+  (:mod:`agentdocket.commands.refresh_dashboards`) and ``agentdocket grafana-role``
+  (:mod:`agentdocket.cli`).
+- Generated files: the top-level ``dashboards/`` folder (``json/``, written by
+  ``scripts/build_dashboards.py``, ``--check`` fails when stale; ``provisioning/`` with the
+  alert rules; a compose file for Grafana).
 """
 
 from __future__ import annotations

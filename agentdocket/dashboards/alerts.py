@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentdocket.dashboards import pipeline
-from agentdocket.dashboards.panels import OVERVIEW
+from agentdocket.dashboards.panels import OVERVIEW, pipeline
 
 RECENT = "date_trunc('hour', now()) - interval '1 hour'"  # the current and the previous hour
 
@@ -69,95 +68,128 @@ def _compare(view: str, keys: str, part: str, whole: str, condition: str, t: Thr
     )
 
 
+def _pass_rate_drop(t: Thresholds) -> AlertRule:
+    """A scorer version passes fewer runs this hour than over the week before."""
+    return AlertRule(
+        "agentdocket-pass-rate-drop",
+        "Pass rate dropped",
+        _compare(
+            "dashboard_verdict_stats",
+            "agent, scorer, scorer_version",
+            "passed",
+            "decided",
+            f"recent < usual - {t.pass_rate_drop}",
+            t,
+        ),
+        "{{ $labels.scorer }}@{{ $labels.scorer_version }} passes fewer runs of "
+        "{{ $labels.agent }} this hour than over the last 7 days",
+        f"The pass rate this hour is more than {t.pass_rate_drop:.0%} below the trailing "
+        "7-day rate (value: the gap). Open the failing runs of that scorer.",
+        OVERVIEW,
+        "Recent failing runs (every scorer)",
+        severity="critical",
+    )
+
+
+def _error_rate_rise(t: Thresholds) -> AlertRule:
+    """An agent ends more runs in error this hour than over the week before."""
+    return AlertRule(
+        "agentdocket-error-rate-rise",
+        "Error rate rose",
+        _compare(
+            "dashboard_run_stats",
+            "agent",
+            "errors",
+            "runs",
+            f"recent > usual + {t.error_rate_rise}",
+            t,
+        ),
+        "{{ $labels.agent }} ends more runs in error this hour than over the last 7 days",
+        f"The error rate this hour is more than {t.error_rate_rise:.0%} above the trailing "
+        "7-day rate (value: the gap).",
+        OVERVIEW,
+        "Error rate over time",
+    )
+
+
+def _telemetry_dropped(_: Thresholds) -> AlertRule:
+    """A receiver or an exporter dropped spans."""
+    return AlertRule(
+        "agentdocket-telemetry-dropped",
+        "Telemetry dropped",
+        "SELECT source, CAST(sum(n) AS double precision) AS value FROM ("
+        "SELECT 'receiver ' || process AS source, max(spans_dropped) - min(spans_dropped) "
+        "AS n FROM dashboard_pipeline_samples WHERE time > now() - interval '15 minutes' "
+        "GROUP BY process UNION ALL "
+        "SELECT 'exporter ' || reason, sum(count) FROM dashboard_telemetry_dropped "
+        "WHERE time > now() - interval '15 minutes' GROUP BY reason) d "
+        "GROUP BY source HAVING sum(n) > 0",
+        "{{ $labels.source }} dropped spans in the last 15 minutes",
+        "Spans were lost: a receiver's spool was full, or an exporter's queue or spool "
+        "overflowed (value: spans).",
+        pipeline.UID,
+        "Receivers",
+        severity="critical",
+    )
+
+
+def _dead_letters(_: Thresholds) -> AlertRule:
+    """The database refused records."""
+    return AlertRule(
+        "agentdocket-dead-letters",
+        "Events dead-lettered",
+        "SELECT source, CAST(count(*) AS double precision) AS value "
+        "FROM dashboard_dead_letters WHERE time > now() - interval '15 minutes' "
+        "AND NOT resolved GROUP BY source",
+        "The database refused events from {{ $labels.source }}",
+        "Records the database refused in the last 15 minutes, kept as dead letters "
+        "(agentdocket dead-letters list; value: records).",
+        pipeline.UID,
+        "Dead letters",
+    )
+
+
+def _scoring_backlog(t: Thresholds) -> AlertRule:
+    """A follower has too many finished runs behind its cursor."""
+    return AlertRule(
+        "agentdocket-scoring-backlog",
+        "Scoring falls behind",
+        "SELECT follower, CAST(max(behind_runs) AS double precision) AS value "
+        "FROM dashboard_scoring_samples WHERE time > now() - interval '5 minutes' "
+        f"GROUP BY follower HAVING max(behind_runs) > {t.backlog_runs}",
+        "Follower {{ $labels.follower }} has finished runs waiting for verdicts",
+        f"More than {t.backlog_runs} finished runs behind the follower's cursor (value: runs).",
+        pipeline.UID,
+        "Scoring backlog",
+    )
+
+
+def _scoring_lag(t: Thresholds) -> AlertRule:
+    """A follower's 95th-percentile scoring lag is too high."""
+    return AlertRule(
+        "agentdocket-scoring-lag",
+        "Scoring lag high",
+        "SELECT follower, max(lag_p95_s) AS value FROM dashboard_scoring_samples "
+        "WHERE time > now() - interval '10 minutes' "
+        f"GROUP BY follower HAVING max(lag_p95_s) > {t.lag_p95_s}",
+        "Follower {{ $labels.follower }} takes long to judge finished runs",
+        f"The 95th percentile of the scoring lag is above {t.lag_p95_s:.0f} s (value: seconds).",
+        pipeline.UID,
+        "Scoring lag",
+    )
+
+
+# Every rule, in the order of the provisioning file.
+RULES = (
+    _pass_rate_drop,
+    _error_rate_rise,
+    _telemetry_dropped,
+    _dead_letters,
+    _scoring_backlog,
+    _scoring_lag,
+)
+
+
 def rules(t: Thresholds = Thresholds()) -> list[AlertRule]:
     """Every alert rule, with thresholds ``t``."""
-    return [
-        AlertRule(
-            "agentdocket-pass-rate-drop",
-            "Pass rate dropped",
-            _compare(
-                "dashboard_verdict_stats",
-                "agent, scorer, scorer_version",
-                "passed",
-                "decided",
-                f"recent < usual - {t.pass_rate_drop}",
-                t,
-            ),
-            "{{ $labels.scorer }}@{{ $labels.scorer_version }} passes fewer runs of "
-            "{{ $labels.agent }} this hour than over the last 7 days",
-            f"The pass rate this hour is more than {t.pass_rate_drop:.0%} below the trailing "
-            "7-day rate (value: the gap). Open the failing runs of that scorer.",
-            OVERVIEW,
-            "Recent failing runs (every scorer)",
-            severity="critical",
-        ),
-        AlertRule(
-            "agentdocket-error-rate-rise",
-            "Error rate rose",
-            _compare(
-                "dashboard_run_stats",
-                "agent",
-                "errors",
-                "runs",
-                f"recent > usual + {t.error_rate_rise}",
-                t,
-            ),
-            "{{ $labels.agent }} ends more runs in error this hour than over the last 7 days",
-            f"The error rate this hour is more than {t.error_rate_rise:.0%} above the trailing "
-            "7-day rate (value: the gap).",
-            OVERVIEW,
-            "Error rate over time",
-        ),
-        AlertRule(
-            "agentdocket-telemetry-dropped",
-            "Telemetry dropped",
-            "SELECT source, CAST(sum(n) AS double precision) AS value FROM ("
-            "SELECT 'receiver ' || process AS source, max(spans_dropped) - min(spans_dropped) "
-            "AS n FROM dashboard_pipeline_samples WHERE time > now() - interval '15 minutes' "
-            "GROUP BY process UNION ALL "
-            "SELECT 'exporter ' || reason, sum(count) FROM dashboard_telemetry_dropped "
-            "WHERE time > now() - interval '15 minutes' GROUP BY reason) d "
-            "GROUP BY source HAVING sum(n) > 0",
-            "{{ $labels.source }} dropped spans in the last 15 minutes",
-            "Spans were lost: a receiver's spool was full, or an exporter's queue or spool "
-            "overflowed (value: spans).",
-            pipeline.UID,
-            "Receivers",
-            severity="critical",
-        ),
-        AlertRule(
-            "agentdocket-dead-letters",
-            "Events dead-lettered",
-            "SELECT source, CAST(count(*) AS double precision) AS value "
-            "FROM dashboard_dead_letters WHERE time > now() - interval '15 minutes' "
-            "AND NOT resolved GROUP BY source",
-            "The database refused events from {{ $labels.source }}",
-            "Records the database refused in the last 15 minutes, kept as dead letters "
-            "(agentdocket dead-letters list; value: records).",
-            pipeline.UID,
-            "Dead letters",
-        ),
-        AlertRule(
-            "agentdocket-scoring-backlog",
-            "Scoring falls behind",
-            "SELECT follower, CAST(max(behind_runs) AS double precision) AS value "
-            "FROM dashboard_scoring_samples WHERE time > now() - interval '5 minutes' "
-            f"GROUP BY follower HAVING max(behind_runs) > {t.backlog_runs}",
-            "Follower {{ $labels.follower }} has finished runs waiting for verdicts",
-            f"More than {t.backlog_runs} finished runs behind the follower's cursor (value: runs).",
-            pipeline.UID,
-            "Scoring backlog",
-        ),
-        AlertRule(
-            "agentdocket-scoring-lag",
-            "Scoring lag high",
-            "SELECT follower, max(lag_p95_s) AS value FROM dashboard_scoring_samples "
-            "WHERE time > now() - interval '10 minutes' "
-            f"GROUP BY follower HAVING max(lag_p95_s) > {t.lag_p95_s}",
-            "Follower {{ $labels.follower }} takes long to judge finished runs",
-            f"The 95th percentile of the scoring lag is above {t.lag_p95_s:.0f} s "
-            "(value: seconds).",
-            pipeline.UID,
-            "Scoring lag",
-        ),
-    ]
+    return [rule(t) for rule in RULES]

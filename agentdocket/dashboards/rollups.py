@@ -24,40 +24,15 @@ verdict of each (run, scorer, version), as ``verdicts_latest`` defines it.
 - ``dashboard_verdict_stats``: per hour, agent, dataset, scorer, version and failure type:
   verdicts, decided (pass or fail), passed, scored and the sum of scores.
 - ``dashboard_verdict_measures``: per hour, agent, dataset, scorer, version, measure and label:
-  a count and a sum (:data:`MEASURES`).
+  a count and a sum (:data:`~agentdocket.dashboards.measures.MEASURES`).
 - ``dashboard_verdict_transitions``: per hour, agent, dataset and scorer: how many runs had
   outcome A in one version and outcome B in another.
 """
 
 from __future__ import annotations
 
-from agentdocket.dashboards.declared import detail, family, names, scorer
-from agentdocket.dashboards.views import TOOL_SCORERS
+from agentdocket.dashboards import measures
 from agentdocket.store.derived import Derived
-
-# What the measures rollup holds: the panels may read these and no others.
-MEASURES = {
-    "extra_steps": "plan steps before the expected suffix, labelled by count",
-    "tool": "a tool-use verdict's pass, labelled by each tool its run called",
-    "cosine": "response similarity (and cosine_bucket: labelled by 0.05 buckets)",
-    "cosine_bucket": "",
-    "rouge_l_f": "ROUGE-L F (and rouge_l_f_bucket: labelled by 0.05 buckets)",
-    "rouge_l_f_bucket": "",
-    "rouge_l_precision": "ROUGE-L precision",
-    "rouge_l_recall": "ROUGE-L recall",
-    "matched": "a reference verdict's Match (1) or Not Match (0)",
-    "interpretive_score": "an interpretive answer's 1-5 score, labelled by score",
-    "reviewers_unanimous": "peer review: the reviewers agreed",
-    "meta_reviewers_unanimous": "peer review: the meta-reviewers agreed",
-    "reviewer_decision": "a reviewer's Perfect (1), labelled by judge model",
-    "meta_reviewer_decision": "a meta-reviewer's Perfect (1), labelled by judge model",
-    "correct": "GRAMMAR: the run is correct",
-    "retrieval_correct": "GRAMMAR: it retrieved exactly the true documents",
-    "refined_correct": "GRAMMAR: correct, outside gap groups",
-    "knowledge": "GRAMMAR: a group that is not a Gap (per group)",
-    "tag": "GRAMMAR: groups by tag",
-    "blame": "GRAMMAR: incorrect non-robust runs by blame",
-}
 
 # The stale hours of one kind; the refresh takes them a range at a time.
 STALE = "(SELECT DISTINCT hour FROM rollup_stale WHERE what = '{}'{{bounds}})"
@@ -95,134 +70,33 @@ LATEST = f"""
             AND v.subject_span_id IS NULL OFFSET 0
     ) v
 """
-K = "l.hour, l.agent, l.dataset, l.scorer, l.scorer_version"
 
 
-def _aggregate() -> dict[str, str]:
-    """Each rollup's rows, aggregated from r (runs) or l (latest verdicts); columns in table
-    order. The measures are what the panels chart out of a verdict's details (:data:`MEASURES`
-    names them)."""
-
-    def js(owner: str, key: str) -> str:  # a detail, as JSON
-        return f"l.details->{detail(owner, key)}"
-
-    def txt(owner: str, key: str) -> str:  # as text
-        return f"l.details->>{detail(owner, key)}"
-
-    def num(owner: str, key: str) -> str:  # as a number (null if it is none)
-        return f"agentdocket_number({js(owner, key)})"
-
-    sim, ref, grammar, peer = (
-        "response.similarity",
-        "answer.reference",
-        "grammar.groups",
-        "review.peer.*",
-    )
-    tool_scorers = names(*TOOL_SCORERS)
-    return {
-        "rollup_runs": """
+RUNS = """
             SELECT hour, agent, agent_version, strategy, model, dataset, count(*) AS runs,
                 sum(is_error) AS errors, count(latency_ms) AS timed,
                 sum(latency_ms) AS latency_ms, sum(n_steps) AS steps,
                 sum(n_tool_calls) AS tool_calls, sum(n_llm_calls) AS llm_calls
             FROM r GROUP BY 1, 2, 3, 4, 5, 6
-        """,
-        "rollup_latency": """
+        """
+
+
+LATENCY = """
         SELECT hour, agent, dataset, dashboard_latency_bucket(latency_ms) AS bucket,
                 count(*) AS runs
             FROM r WHERE latency_ms IS NOT NULL GROUP BY 1, 2, 3, 4
-        """,
-        "rollup_verdicts": """
+        """
+
+
+VERDICTS = """
         SELECT hour, agent, dataset, scorer, scorer_version, failure_type, count(*) AS verdicts,
                 count(passed) AS decided, count(*) FILTER (WHERE passed) AS passed,
                 count(score) AS scored, sum(score) AS score_sum
             FROM l GROUP BY 1, 2, 3, 4, 5, 6
-        """,
-        "rollup_measures": f"""
-        SELECT hour, agent, dataset, scorer, scorer_version, measure, label, count(*) AS n,
-                sum(value) AS total
-            FROM (
-                SELECT {K}, 'extra_steps' AS measure, CAST(x.v AS text) AS label, x.v AS value
-                FROM l CROSS JOIN LATERAL (SELECT {num("planner.suffix_match", "extra_steps")}) x(v)
-                WHERE l.scorer = {scorer("planner.suffix_match")} AND x.v IS NOT NULL
-                UNION ALL
-                SELECT g.hour, g.agent, g.dataset, x.scorer, x.scorer_version, 'tool', t.tool,
-                    CASE WHEN x.passed THEN 1.0 ELSE 0.0 END
-                FROM (
-                    SELECT hour, agent, dataset, array_agg(scorer) AS scorers,
-                        array_agg(scorer_version) AS versions, array_agg(passed) AS passed,
-                        (SELECT array_agg(DISTINCT e.payload->>'tool') FROM events e
-                         WHERE e.trace_id = l.trace_id AND e.run_month = l.run_month
-                           AND e.kind = 'tool.called') AS tools
-                    FROM l WHERE l.scorer IN {tool_scorers} AND l.passed IS NOT NULL
-                    GROUP BY hour, agent, dataset, trace_id, run_month
-                ) g
-                CROSS JOIN LATERAL unnest(g.tools) t(tool)
-                CROSS JOIN LATERAL unnest(g.scorers, g.versions, g.passed)
-                    x(scorer, scorer_version, passed)
-                WHERE t.tool IS NOT NULL
-                UNION ALL
-                SELECT {K}, x.measure || y.suffix, CASE WHEN y.suffix <> '' THEN
-                    agentdocket_bucket(x.value) END, x.value
-                FROM l CROSS JOIN LATERAL (VALUES
-                    ('cosine', {num(sim, "cosine")}, true),
-                    ('rouge_l_f', {num(sim, "rougeL_fmeasure")}, true),
-                    ('rouge_l_precision', {num(sim, "rougeL_precision")}, false),
-                    ('rouge_l_recall', {num(sim, "rougeL_recall")}, false)
-                ) x(measure, value, bucketed)
-                CROSS JOIN LATERAL (SELECT '' UNION ALL SELECT '_bucket' WHERE x.bucketed) y(suffix)
-                WHERE l.scorer = {scorer(sim)} AND x.value IS NOT NULL
-                UNION ALL
-                SELECT {K}, 'matched', NULL, CASE l.label WHEN 'Match' THEN 1.0 ELSE 0.0 END
-                FROM l WHERE l.scorer = {scorer(ref)} AND l.label IN ('Match', 'Not Match')
-                UNION ALL
-                SELECT {K}, 'interpretive_score', CAST(x.v AS text), x.v
-                FROM l CROSS JOIN LATERAL (SELECT {num(ref, "score")}) x(v)
-                WHERE l.scorer = {scorer(ref)} AND x.v IS NOT NULL
-                  AND {txt(ref, "question_type")} = 'interpretive'
-                UNION ALL
-                SELECT {K}, x.measure, NULL, CASE x.value WHEN 'true' THEN 1.0 ELSE 0.0 END
-                FROM l CROSS JOIN LATERAL (VALUES
-                    ('reviewers_unanimous', {txt(peer, "reviewers_unanimous")}),
-                    ('meta_reviewers_unanimous', {txt(peer, "meta_reviewers_unanimous")})
-                ) x(measure, value)
-                WHERE l.scorer LIKE {family("review.peer")} AND x.value IN ('true', 'false')
-                UNION ALL
-                SELECT {K}, d.role || '_decision',
-                    coalesce(d.models->>(CAST(x.i AS integer) - 1), '(unknown)'),
-                    CASE WHEN x.decision = 'Perfect' THEN 1.0 ELSE 0.0 END
-                FROM l CROSS JOIN LATERAL (VALUES
-                    ('reviewer', {js(peer, "reviewer_decisions")}, {js(peer, "reviewer_models")}),
-                    ('meta_reviewer', {js(peer, "meta_reviewer_decisions")},
-                     {js(peer, "meta_reviewer_models")})
-                ) d(role, decisions, models)
-                CROSS JOIN LATERAL jsonb_array_elements_text(agentdocket_array(d.decisions))
-                    WITH ORDINALITY x(decision, i)
-                WHERE l.scorer LIKE {family("review.peer")}
-                UNION ALL
-                SELECT {K}, x.measure, x.label, x.value
-                FROM l CROSS JOIN LATERAL (SELECT
-                    {num(grammar, "group_representative")} = 1 AS representative
-                ) g CROSS JOIN LATERAL (VALUES
-                    ('correct', NULL,
-                     CASE {txt(grammar, "correct")} WHEN 'true' THEN 1.0 ELSE 0.0 END),
-                    ('retrieval_correct', NULL,
-                     CASE {txt(grammar, "retrieval_correct")} WHEN 'true' THEN 1.0 ELSE 0.0 END),
-                    ('refined_correct', NULL, CASE {txt(grammar, "refined_correct")}
-                        WHEN 'true' THEN 1.0 WHEN 'false' THEN 0.0 END),
-                    ('knowledge', NULL, CASE WHEN g.representative THEN
-                        CASE WHEN {txt(grammar, "tag")} = 'Gap' THEN 0.0 ELSE 1.0 END END),
-                    ('tag', {txt(grammar, "tag")},
-                     CASE WHEN g.representative AND {txt(grammar, "tag")} IS NOT NULL THEN 1.0 END),
-                    ('blame', {txt(grammar, "blame")},
-                     CASE WHEN {txt(grammar, "blame")} IS NOT NULL THEN 1.0 END)
-                ) x(measure, label, value)
-                WHERE l.scorer = {scorer(grammar)} AND x.value IS NOT NULL
-            ) m
-            GROUP BY 1, 2, 3, 4, 5, 6, 7
-        """,
-        # Every ordered pair of versions that judged the same run, without joining l to itself.
-        "rollup_transitions": f"""
+        """
+
+# Every ordered pair of versions that judged the same run, without joining l to itself.
+TRANSITIONS = f"""
         SELECT g.hour, g.agent, g.dataset, g.scorer, a.version AS version_a,
                 b.version AS version_b, a.outcome AS outcome_a, b.outcome AS outcome_b,
                 count(*) AS runs
@@ -236,7 +110,18 @@ def _aggregate() -> dict[str, str]:
             CROSS JOIN LATERAL unnest(g.versions, g.outcomes) b(version, outcome)
             WHERE a.version <> b.version
             GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
-        """,
+        """
+
+
+def _aggregate() -> dict[str, str]:
+    """Each rollup's rows, aggregated from r (runs) or l (latest verdicts); columns in table
+    order."""
+    return {
+        "rollup_runs": RUNS,
+        "rollup_latency": LATENCY,
+        "rollup_verdicts": VERDICTS,
+        "rollup_measures": measures.aggregate(),
+        "rollup_transitions": TRANSITIONS,
     }
 
 

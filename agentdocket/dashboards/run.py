@@ -1,7 +1,7 @@
-"""The run dashboard: one run as it happened, and the lists of runs every other dashboard links
-to.
+"""The run dashboard's views: one run as it happened, and the lists of runs every other
+dashboard links to (its panels are in :mod:`agentdocket.dashboards.panels.run`).
 
-Its views (PostgreSQL) each read one run by its trace id through the events' and the runs'
+The views (PostgreSQL) each read one run by its trace id through the events' and the runs'
 primary keys, so they cost the same at any size of the log:
 
 - ``dashboard_run_header``: the run's agent, version, strategy, models, dataset and case,
@@ -24,30 +24,14 @@ primary keys, so they cost the same at any size of the log:
 
 from __future__ import annotations
 
-from agentdocket.dashboards.spec import panel
 from agentdocket.store.derived import Derived
 
-UID = "agentdocket-run"
-# The run dashboard's variables (text boxes): links from the other dashboards fill them.
-VARIABLES = {
-    "trace_id": "Trace id",
-    "case_id": "Case id",
-    "failing_scorer": "Scorer",
-    "failure_type": "Failure type",
-    "tool": "Tool",
-}
-TITLE = ("agentdocket: run", "One run: its steps as a trace, its verdicts, and its case")
 STEP_KINDS = (
     "'plan', 'tool.called', 'sql.executed', 'retrieval', 'llm.called', 'message', 'response', "
     "'step'"
 )
 # Payload fields too big or too nested for a tag (the steps table previews them).
 UNTAGGED = "'input_messages', 'output_messages', 'documents', 'rows', 'columns', 'result', 'steps'"
-# The run a panel shows: the trace id given, else the latest run of the case given.
-THE_RUN = (
-    "trace_id = coalesce(nullif('$trace_id', ''), (SELECT d.trace_id FROM dashboard_runs d "
-    "WHERE d.case_id = '$case_id' ORDER BY d.time DESC, d.trace_id DESC LIMIT 1))"
-)
 
 
 def _sid(alias: str) -> str:
@@ -66,19 +50,16 @@ def _first_of_span(span: str, alias: str, before: str = "") -> str:
     )
 
 
-def _views() -> dict[str, str]:
-    earlier = (
-        " AND (f.kind = 'run.started' OR (f.seq, f.ts, f.event_id) < (e.seq, e.ts, e.event_id))"
-    )
-    return {
-        "dashboard_failing_runs": """
+FAILING_RUNS = """
             SELECT d.time, d.trace_id, d.agent, d.agent_version, d.dataset, d.case_id,
                 d.question, v.scorer, v.scorer_version, v.failure_type, v.rationale
             FROM verdicts_latest v
             JOIN dashboard_runs d ON d.trace_id = v.trace_id AND d.run_month = v.run_month
             WHERE v.passed = false AND v.subject_span_id IS NULL
-        """,
-        "dashboard_run_header": """
+        """
+
+
+RUN_HEADER = """
             SELECT d.time, d.trace_id, d.agent, d.agent_version, d.strategy,
                 CAST(r.models AS text) AS models, d.dataset, d.dataset_version, d.case_id,
                 d.status, r.error, d.latency_ms, d.n_steps, d.n_tool_calls, d.n_llm_calls,
@@ -93,8 +74,15 @@ def _views() -> dict[str, str]:
                 FROM events e WHERE e.trace_id = d.trace_id AND e.run_month = d.run_month
                     AND e.kind = 'llm.called'
             ) t
-        """,
-        "dashboard_trace_spans": f"""
+        """
+
+
+def _trace_spans() -> str:
+    """The run as Grafana's traces visualisation reads a trace: a tree of spans."""
+    earlier = (
+        " AND (f.kind = 'run.started' OR (f.seq, f.ts, f.event_id) < (e.seq, e.ts, e.event_id))"
+    )
+    return f"""
             SELECT e.trace_id AS "traceID", {_sid("e")} AS "spanID",
                 CASE WHEN e.kind = 'run.started' THEN NULL ELSE coalesce(
                     nullif({_first_of_span("e.span_id", "f", earlier)}, {_sid("e")}),
@@ -138,8 +126,12 @@ def _views() -> dict[str, str]:
                   AND x.kind = 'tool.returned' AND x.payload->>'call_id' = e.payload->>'call_id'
                 ORDER BY x.seq LIMIT 1) ret ON true
             WHERE e.kind IN ('run.started', {STEP_KINDS})
-        """,
-        "dashboard_run_steps": f"""
+        """
+
+
+def _run_steps() -> str:
+    """The run's steps as a table: input, output, error and duration."""
+    return f"""
             SELECT e.trace_id, e.seq, e.ts AS time,
                 CASE e.kind WHEN 'tool.called' THEN 'tool' WHEN 'sql.executed' THEN 'sql'
                     WHEN 'llm.called' THEN 'llm' ELSE e.kind END AS kind,
@@ -172,14 +164,18 @@ def _views() -> dict[str, str]:
                   AND x.kind = 'tool.returned' AND x.payload->>'call_id' = e.payload->>'call_id'
                 ORDER BY x.seq LIMIT 1) ret ON true
             WHERE e.kind IN ({STEP_KINDS})
-        """,
-        "dashboard_run_verdicts": """
+        """
+
+
+RUN_VERDICTS = """
             SELECT v.trace_id, v.ts AS time, v.scorer, v.scorer_version, v.subject_span_id,
                 CASE WHEN v.passed THEN 1 WHEN NOT v.passed THEN 0 END AS pass, v.score,
                 v.label, v.failure_type, v.rationale, v.judge_trace_id
             FROM verdicts_latest v
-        """,
-        "dashboard_run_case": """
+        """
+
+
+RUN_CASE = """
             SELECT r.trace_id, a.n AS ordinal, a.aspect, a.expected, a.actual
             FROM runs r
             JOIN cases c ON c.dataset = r.dataset AND c.case_id = r.case_id
@@ -200,7 +196,17 @@ def _views() -> dict[str, str]:
                 (4, 'answer', coalesce(c.data->>'reference_answer', c.data->>'stub_response'),
                     r.answer)
             ) AS a(n, aspect, expected, actual)
-        """,
+        """
+
+
+def _views() -> dict[str, str]:
+    return {
+        "dashboard_failing_runs": FAILING_RUNS,
+        "dashboard_run_header": RUN_HEADER,
+        "dashboard_trace_spans": _trace_spans(),
+        "dashboard_run_steps": _run_steps(),
+        "dashboard_run_verdicts": RUN_VERDICTS,
+        "dashboard_run_case": RUN_CASE,
     }
 
 
@@ -209,107 +215,3 @@ def objects() -> list[Derived]:
         Derived(f"VIEW {name}", f"CREATE VIEW {name} AS {body}", True, "postgresql")
         for name, body in _views().items()
     ]
-
-
-# --- links ------------------------------------------------------------------------------------
-
-RUN_LINK = f"/d/{UID}/?var-trace_id=${{__value.raw}}&${{__url_time_range}}"
-
-
-def runs_link(variable: str) -> str:
-    """A link to the run dashboard's list of failing runs, filtered on ``variable`` by the
-    clicked value."""
-    return f"/d/{UID}/?var-{variable}=${{__value.raw}}&${{__url_time_range}}"
-
-
-TO_RUN = {
-    "trace_id": RUN_LINK,
-    "case_id": runs_link("case_id"),
-    "failure_type": runs_link("failure_type"),
-    "scorer": runs_link("failing_scorer"),
-}
-# from a chart: the failing runs of its time range
-FAILING = f"/d/{UID}/?${{__url_time_range}}"
-
-# --- panels -----------------------------------------------------------------------------------
-
-panel(
-    UID,
-    "Run",
-    "table",
-    "SELECT trace_id, agent, agent_version, strategy, models, dataset, dataset_version, "
-    "case_id, question, answer, status, error, latency_ms, n_steps, n_tool_calls, n_llm_calls, "
-    f"n_errors, input_tokens, output_tokens FROM dashboard_run_header WHERE {THE_RUN}",
-    "trace_id agent agent_version strategy models dataset dataset_version case_id question "
-    "answer status error latency_ms n_steps n_tool_calls n_llm_calls n_errors input_tokens "
-    "output_tokens",
-    links={"case_id": runs_link("case_id")},
-    width=24,
-    height=4,
-)
-panel(
-    UID,
-    "Trace",
-    "traces",
-    'SELECT "traceID", "spanID", "parentSpanID", "operationName", "serviceName", '
-    '"startTime", duration, tags, "statusCode" FROM dashboard_trace_spans '
-    f'WHERE {THE_RUN} ORDER BY "startTime", seq',
-    "traceID spanID parentSpanID operationName serviceName startTime duration tags statusCode",
-    width=24,
-    height=12,
-    description="Each step a span, under the run; a step's payload as its tags.",
-)
-panel(
-    UID,
-    "Steps",
-    "table",
-    "SELECT seq, time, kind, name, input, output, row_count, error, duration_ms "
-    f"FROM dashboard_run_steps WHERE {THE_RUN} ORDER BY seq, time",
-    "seq time kind name input output row_count error duration_ms",
-    width=24,
-    height=10,
-)
-panel(
-    UID,
-    "Verdicts",
-    "table",
-    "SELECT scorer, scorer_version, pass, score, label, failure_type, rationale, "
-    f"judge_trace_id FROM dashboard_run_verdicts WHERE {THE_RUN} ORDER BY scorer, "
-    "scorer_version",
-    "scorer scorer_version pass score label failure_type rationale judge_trace_id",
-    width=14,
-    height=9,
-    links={
-        "judge_trace_id": runs_link("trace_id"),
-        "failure_type": runs_link("failure_type"),
-        "scorer": runs_link("failing_scorer"),
-    },
-    description="Each scorer version's latest verdict; a judge's trace opens here too.",
-)
-panel(
-    UID,
-    "Case beside what happened",
-    "table",
-    f"SELECT aspect, expected, actual FROM dashboard_run_case WHERE {THE_RUN} ORDER BY ordinal",
-    "aspect expected actual",
-    width=10,
-    height=9,
-)
-panel(
-    UID,
-    "Failing runs",
-    "table",
-    "SELECT time, trace_id, agent, case_id, scorer, scorer_version, failure_type, rationale "
-    "FROM dashboard_failing_runs WHERE $__timeFilter(time) "
-    "AND ('$failing_scorer' = '' OR scorer = '$failing_scorer') "
-    "AND ('$failure_type' = '' OR failure_type = '$failure_type') "
-    "AND ('$case_id' = '' OR case_id = '$case_id') "
-    "AND ('$tool' = '' OR trace_id IN (SELECT t.trace_id FROM dashboard_run_tools t "
-    "WHERE t.tool = '$tool')) ORDER BY time DESC, trace_id, scorer, scorer_version LIMIT 100",
-    "time trace_id agent case_id scorer scorer_version failure_type rationale",
-    width=24,
-    height=10,
-    links=TO_RUN,
-    description="Runs with a failing verdict, filtered by the scorer, failure type, case or "
-    "tool a link brought here with (empty: all).",
-)

@@ -1,12 +1,13 @@
 """A panel as the dashboards declare it: where it goes, its SQL and the columns it returns.
-Every module of panels adds to :data:`PANELS` with :func:`panel`."""
+Each dashboard's module in :mod:`agentdocket.dashboards.panels` declares its panels as a tuple
+of :func:`panel` values; nothing is registered on import."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PANELS", "PanelSpec", "panel"]
+__all__ = ["PanelSpec", "panel"]
 
 
 @dataclass(frozen=True)
@@ -29,12 +30,9 @@ class PanelSpec:
     links: dict[str, str] = field(default_factory=dict)
 
 
-PANELS: list[PanelSpec] = []
-
-
-def panel(dashboard: str, title: str, kind: str, sql: str, columns: str, **kw: Any) -> None:
+def panel(dashboard: str, title: str, kind: str, sql: str, columns: str, **kw: Any) -> PanelSpec:
+    """A panel of ``dashboard``: its SQL on one line, ``columns`` split on spaces."""
     fmt = "time_series" if kind == "timeseries" else "table"
-    spec = PanelSpec(
+    return PanelSpec(
         dashboard, title, kind, " ".join(sql.split()), tuple(columns.split()), fmt, **kw
     )
-    PANELS.append(spec)

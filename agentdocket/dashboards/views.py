@@ -49,16 +49,15 @@ def _bool(owner: str, key: str, otherwise: str = "NULL") -> str:
     return f"CASE {_text(owner, key)} WHEN 'true' THEN 1 WHEN 'false' THEN 0 ELSE {otherwise} END"
 
 
-def _views() -> dict[str, str]:
-    sim, ref, grammar, peer = (
-        "response.similarity",
-        "answer.reference",
-        "grammar.groups",
-        ("review.peer.*"),
-    )
-    dims = "agent, agent_version, strategy, model, dataset"
-    return {
-        "dashboard_runs": """
+# The scorers the views read the details of.
+SIM = "response.similarity"
+REF = "answer.reference"
+GRAMMAR = "grammar.groups"
+PEER = "review.peer.*"
+DIMS = "agent, agent_version, strategy, model, dataset"
+
+
+RUNS = """
             SELECT coalesce(r.started_at, r.first_ts) AS time, r.trace_id,
                 coalesce(r.agent, '(none)') AS agent,
                 coalesce(r.agent_version, '(none)') AS agent_version,
@@ -73,8 +72,10 @@ def _views() -> dict[str, str]:
                 r.n_steps, r.n_tool_calls, r.n_sql, r.n_llm_calls, r.n_retrievals, r.n_errors,
                 r.run_month, r.question, r.answer
             FROM runs r WHERE r.started_at IS NOT NULL
-        """,
-        "dashboard_verdicts": """
+        """
+
+
+VERDICTS = """
             SELECT r.time, v.ts AS verdict_time, v.trace_id, v.scorer, v.scorer_version,
                 v.passed, CASE WHEN v.passed THEN 1.0 WHEN NOT v.passed THEN 0.0 END AS pass,
                 v.score, v.label, v.failure_type, v.details, r.agent, r.agent_version,
@@ -82,10 +83,12 @@ def _views() -> dict[str, str]:
             FROM verdicts_latest v JOIN dashboard_runs r
                 ON r.trace_id = v.trace_id AND r.run_month = v.run_month
             WHERE v.subject_span_id IS NULL
-        """,
-        # For the template variables: a skip scan of the (scorer, scorer_version) index, one
-        # probe per pair instead of a pass over every verdict.
-        "dashboard_scorer_versions": """
+        """
+
+
+# For the template variables: a skip scan of the (scorer, scorer_version) index, one probe
+# per pair instead of a pass over every verdict.
+SCORER_VERSIONS = """
             WITH RECURSIVE pairs AS (
                 (SELECT scorer, scorer_version FROM verdicts
                  ORDER BY scorer, scorer_version LIMIT 1)
@@ -96,95 +99,124 @@ def _views() -> dict[str, str]:
                     ORDER BY v.scorer, v.scorer_version LIMIT 1) n
             )
             SELECT scorer, scorer_version FROM pairs
-        """,
-        "dashboard_run_tools": """
+        """
+
+
+RUN_TOOLS = """
             SELECT DISTINCT e.trace_id, e.payload->>'tool' AS tool
             FROM events e WHERE e.kind = 'tool.called'
-        """,
-        "dashboard_tool_use": f"""
+        """
+
+
+def _tool_use() -> str:
+    """Planner, slot-filling and procedural verdicts, with extra plan steps and the matched
+    fraction of expected calls."""
+    return f"""
             SELECT time, trace_id, scorer, scorer_version, passed, pass, failure_type,
                 CAST({_text("planner.suffix_match", "extra_steps")} AS integer) AS extra_steps,
                 CAST({_text("tools.slot_fill", "matched_fraction")} AS double precision)
                     AS matched_fraction,
-                {dims}
+                {DIMS}
             FROM dashboard_verdicts WHERE scorer IN {names(*TOOL_SCORERS)}
-        """,
-        "dashboard_similarity": f"""
+        """
+
+
+def _similarity() -> str:
+    """Response similarity: cosine, ROUGE-L precision, recall and F."""
+    return f"""
             SELECT time, trace_id, scorer_version,
-                CAST({_text(sim, "cosine")} AS double precision) AS cosine,
-                CAST({_text(sim, "rougeL_precision")} AS double precision)
+                CAST({_text(SIM, "cosine")} AS double precision) AS cosine,
+                CAST({_text(SIM, "rougeL_precision")} AS double precision)
                     AS rouge_l_precision,
-                CAST({_text(sim, "rougeL_recall")} AS double precision) AS rouge_l_recall,
-                CAST({_text(sim, "rougeL_fmeasure")} AS double precision) AS rouge_l_f,
-                {dims}
-            FROM dashboard_verdicts WHERE scorer = {scorer(sim)}
-        """,
-        "dashboard_reference": f"""
+                CAST({_text(SIM, "rougeL_recall")} AS double precision) AS rouge_l_recall,
+                CAST({_text(SIM, "rougeL_fmeasure")} AS double precision) AS rouge_l_f,
+                {DIMS}
+            FROM dashboard_verdicts WHERE scorer = {scorer(SIM)}
+        """
+
+
+def _reference() -> str:
+    """Reference-based judge verdicts: Match / Not Match, 1-5 interpretive scores."""
+    return f"""
             SELECT time, trace_id, scorer_version, label, failure_type,
                 CASE label WHEN 'Match' THEN 1 WHEN 'Not Match' THEN 0 END AS matched,
-                CASE WHEN {_text(ref, "question_type")} = 'interpretive'
-                     THEN CAST({_text(ref, "score")} AS integer) END AS interpretive_score,
-                {_text(ref, "question_type")} AS question_type,
-                {_text(ref, "model")} AS judge_model,
-                {dims}
-            FROM dashboard_verdicts WHERE scorer = {scorer(ref)}
-        """,
-        "dashboard_peer_review": f"""
-            SELECT time, trace_id, scorer_version, {_text(peer, "subtask")} AS subtask,
+                CASE WHEN {_text(REF, "question_type")} = 'interpretive'
+                     THEN CAST({_text(REF, "score")} AS integer) END AS interpretive_score,
+                {_text(REF, "question_type")} AS question_type,
+                {_text(REF, "model")} AS judge_model,
+                {DIMS}
+            FROM dashboard_verdicts WHERE scorer = {scorer(REF)}
+        """
+
+
+def _peer_review() -> str:
+    """Peer review per sub-task: the reviewers' and meta-reviewers' unanimity."""
+    return f"""
+            SELECT time, trace_id, scorer_version, {_text(PEER, "subtask")} AS subtask,
                 passed, pass, label, failure_type,
-                {_bool(peer, "reviewers_unanimous")} AS reviewers_unanimous,
-                {_bool(peer, "meta_reviewers_unanimous")} AS meta_reviewers_unanimous,
-                {dims}
+                {_bool(PEER, "reviewers_unanimous")} AS reviewers_unanimous,
+                {_bool(PEER, "meta_reviewers_unanimous")} AS meta_reviewers_unanimous,
+                {DIMS}
             FROM dashboard_verdicts WHERE scorer LIKE {family("review.peer")}
-        """,
-        "dashboard_peer_decisions": f"""
+        """
+
+
+def _peer_decisions() -> str:
+    """Every reviewer's and meta-reviewer's decision, with its judge model."""
+    return f"""
             SELECT v.time, v.trace_id, v.scorer_version,
-                {_text(peer, "subtask", "v.details")} AS subtask,
+                {_text(PEER, "subtask", "v.details")} AS subtask,
                 d.role, coalesce(m.model, '(unknown)') AS judge_model, d.decision,
                 v.agent, v.agent_version, v.strategy, v.model, v.dataset
             FROM dashboard_verdicts v
             CROSS JOIN LATERAL (
                 SELECT 'reviewer' AS role, x.decision, x.i
                 FROM jsonb_array_elements_text(coalesce(
-                    v.details->{detail(peer, "reviewer_decisions")}, '[]'::jsonb
+                    v.details->{detail(PEER, "reviewer_decisions")}, '[]'::jsonb
                 )) WITH ORDINALITY x(decision, i)
                 UNION ALL
                 SELECT 'meta_reviewer', x.decision, x.i
                 FROM jsonb_array_elements_text(coalesce(
-                    v.details->{detail(peer, "meta_reviewer_decisions")}, '[]'::jsonb
+                    v.details->{detail(PEER, "meta_reviewer_decisions")}, '[]'::jsonb
                 )) WITH ORDINALITY x(decision, i)
             ) d
             LEFT JOIN LATERAL (
                 SELECT y.model FROM jsonb_array_elements_text(coalesce(
                     v.details->(CASE d.role
-                        WHEN 'reviewer' THEN {detail(peer, "reviewer_models")}
-                        ELSE {detail(peer, "meta_reviewer_models")} END),
+                        WHEN 'reviewer' THEN {detail(PEER, "reviewer_models")}
+                        ELSE {detail(PEER, "meta_reviewer_models")} END),
                     '[]'::jsonb
                 )) WITH ORDINALITY y(model, j) WHERE y.j = d.i
             ) m ON true
             WHERE v.scorer LIKE {family("review.peer")}
-        """,
-        "dashboard_grammar": f"""
-            SELECT time, trace_id, scorer_version, {_text(grammar, "group")} AS group_id,
-                {_text(grammar, "tag")} AS tag,
-                {_bool(grammar, "correct", "0")} AS correct,
-                {_bool(grammar, "retrieval_correct", "0")} AS retrieval_correct,
-                {_bool(grammar, "refined_correct")} AS refined_correct,
-                {_text(grammar, "blame")} AS blame,
-                coalesce(CAST({_text(grammar, "group_representative")} AS integer), 0)
+        """
+
+
+def _grammar() -> str:
+    """GRAMMAR per run: group, tag, correctness, blame."""
+    return f"""
+            SELECT time, trace_id, scorer_version, {_text(GRAMMAR, "group")} AS group_id,
+                {_text(GRAMMAR, "tag")} AS tag,
+                {_bool(GRAMMAR, "correct", "0")} AS correct,
+                {_bool(GRAMMAR, "retrieval_correct", "0")} AS retrieval_correct,
+                {_bool(GRAMMAR, "refined_correct")} AS refined_correct,
+                {_text(GRAMMAR, "blame")} AS blame,
+                coalesce(CAST({_text(GRAMMAR, "group_representative")} AS integer), 0)
                     AS representative,
-                CAST({_text(grammar, "group_size")} AS integer) AS group_size,
-                {dims}
-            FROM dashboard_verdicts WHERE scorer = {scorer(grammar)}
-        """,
-        "dashboard_dead_letters": """
+                CAST({_text(GRAMMAR, "group_size")} AS integer) AS group_size,
+                {DIMS}
+            FROM dashboard_verdicts WHERE scorer = {scorer(GRAMMAR)}
+        """
+
+
+DEAD_LETTERS = """
             SELECT received_at AS time, source, code, resolved FROM dead_letters_state
-        """,
-        # Each run-level latest verdict of a run with a case, once per selection that picks
-        # its run, as `agentdocket compare` names them: experiment:NAME, AGENT@VERSION, AGENT.
-        # Rates from the counters of consecutive samples of one process (a restart resets them:
-        # no rate across it).
-        "dashboard_pipeline_samples": """
+        """
+
+
+# Rates from the counters of consecutive samples of one process (a restart resets them: no
+# rate across it).
+PIPELINE_SAMPLES = """
             SELECT at AS time, process, spool_bytes, spool_files, spool_oldest_s,
                 spans_received, events_stored, events_spooled, events_dead_lettered,
                 spans_dropped,
@@ -194,8 +226,10 @@ def _views() -> dict[str, str]:
                     / extract(epoch FROM at - lag(at) OVER w) END AS events_per_s
             FROM pipeline_samples
             WINDOW w AS (PARTITION BY process ORDER BY at)
-        """,
-        "dashboard_scoring_samples": """
+        """
+
+
+SCORING_SAMPLES = """
             SELECT at AS time, follower, process, runs_judged, verdicts, errors,
                 lag_p50_s, lag_p95_s, lag_max_s, behind_runs, behind_events, deferred,
                 CASE WHEN verdicts >= lag(verdicts) OVER w AND at > lag(at) OVER w
@@ -203,13 +237,19 @@ def _views() -> dict[str, str]:
                 END AS verdicts_per_s
             FROM scoring_samples
             WINDOW w AS (PARTITION BY follower, process ORDER BY at)
-        """,
-        "dashboard_telemetry_dropped": """
+        """
+
+
+TELEMETRY_DROPPED = """
             SELECT e.ts AS time, e.payload->>'reason' AS reason,
                 CAST(e.payload->>'count' AS bigint) AS count
             FROM events e WHERE e.kind = 'telemetry.dropped'
-        """,
-        "dashboard_experiment_verdicts": """
+        """
+
+
+# Each run-level latest verdict of a run with a case, once per selection that picks its run,
+# as `agentdocket compare` names them: experiment:NAME, AGENT@VERSION, AGENT.
+EXPERIMENT_VERDICTS = """
             SELECT coalesce(r.started_at, r.first_ts) AS time, r.dataset, r.case_id,
                 v.trace_id, v.scorer, v.scorer_version,
                 CASE WHEN v.passed THEN 1.0 WHEN NOT v.passed THEN 0.0 END AS pass,
@@ -225,7 +265,26 @@ def _views() -> dict[str, str]:
             ) s(selection)
             WHERE v.subject_span_id IS NULL AND r.started_at IS NOT NULL
               AND r.case_id IS NOT NULL AND r.dataset IS NOT NULL AND r.agent IS NOT NULL
-        """,
+        """
+
+
+def _views() -> dict[str, str]:
+    return {
+        "dashboard_runs": RUNS,
+        "dashboard_verdicts": VERDICTS,
+        "dashboard_scorer_versions": SCORER_VERSIONS,
+        "dashboard_run_tools": RUN_TOOLS,
+        "dashboard_tool_use": _tool_use(),
+        "dashboard_similarity": _similarity(),
+        "dashboard_reference": _reference(),
+        "dashboard_peer_review": _peer_review(),
+        "dashboard_peer_decisions": _peer_decisions(),
+        "dashboard_grammar": _grammar(),
+        "dashboard_dead_letters": DEAD_LETTERS,
+        "dashboard_pipeline_samples": PIPELINE_SAMPLES,
+        "dashboard_scoring_samples": SCORING_SAMPLES,
+        "dashboard_telemetry_dropped": TELEMETRY_DROPPED,
+        "dashboard_experiment_verdicts": EXPERIMENT_VERDICTS,
     }
 
 

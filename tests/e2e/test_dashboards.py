@@ -1,19 +1,18 @@
-"""The Grafana dashboards: the committed JSON is what scripts/build_dashboards.py builds; it follows
-Grafana's conventions; and every panel's SQL, with its template variables substituted the way
-Grafana does, runs on PostgreSQL seeded by the demo, an IBM import, judges and GRAMMAR, and
-returns the columns the panel expects, non-empty. Also the read-only Grafana role."""
+"""The Grafana dashboards: the committed JSON is what agentdocket.dashboards.build builds (and
+scripts/build_dashboards.py --check agrees); it follows Grafana's conventions; and every panel's
+SQL, with its template variables substituted the way Grafana does, runs on PostgreSQL seeded by
+the demo, an IBM import, judges and GRAMMAR, and returns the columns the panel expects,
+non-empty. Also the read-only Grafana role."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
 from decimal import Decimal
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import psycopg
@@ -21,10 +20,11 @@ import pytest
 import yaml  # type: ignore[import-untyped]
 
 from agentdocket import dashboards
-from agentdocket.dashboards import alerts, panels
+from agentdocket.dashboards import alerts, build, panels
 from agentdocket.dashboards.macros import expand
-from agentdocket.dashboards.panels import OUTCOME, quantiles
-from agentdocket.dashboards.rollups import MEASURES
+from agentdocket.dashboards.measures import MEASURES
+from agentdocket.dashboards.panels.common import quantiles
+from agentdocket.dashboards.panels.versions import OUTCOME
 from agentdocket.store import open_store
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from tests.helpers.db import ROOT, SHARED, cli, rounded
@@ -33,22 +33,8 @@ from tests.helpers.grafana import drop_role, rows_of, variables
 DASHBOARDS = ROOT / "dashboards"
 IBM_CASE = SHARED / "datasets" / "ibm-coalitions" / "single-models" / "mistral_all"
 IBM_OTHER = IBM_CASE.parent / "mixtral-all"
-
-
-def _load(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-build = _load(ROOT / "scripts/build_dashboards.py", "build_dashboards")
 VIEW_NAMES = {o.name for o in dashboards.objects() if o.shared}
-FILES = {
-    uid: DASHBOARDS / "json" / f"{uid.removeprefix('agentdocket-')}.json" for uid in build.TITLES
-}
+FILES = {uid: DASHBOARDS / build.dashboard_file(uid) for uid in panels.TITLES}
 
 
 # --- the JSON ---------------------------------------------------------------------------------
@@ -63,9 +49,17 @@ def test_the_committed_json_is_what_the_code_builds() -> None:
         p.name for p in FILES.values()
     )
     # and the alert rules, with the default thresholds
-    assert build.ALERTS.read_text() == build.render_alerts(alerts.Thresholds()), (
+    assert (DASHBOARDS / build.ALERTS).read_text() == build.render_alerts(alerts.Thresholds()), (
         "dashboards/provisioning/alerting: run python scripts/build_dashboards.py"
     )
+
+
+def test_the_build_script_checks_the_committed_files() -> None:
+    script = ROOT / "scripts/build_dashboards.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
 
 
 def _targets(d: dict[str, Any]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
@@ -110,7 +104,7 @@ def test_dashboards_follow_grafanas_conventions() -> None:
             assert not unknown, f"{p['title']}: undefined variables {unknown}"
             relations = set(re.findall(r"(?<!DISTINCT )\b(?:FROM|JOIN)\s+([a-z_]+)", t["rawSql"]))
             assert relations and all(r in VIEW_NAMES for r in relations), relations
-    assert uids == set(build.TITLES)
+    assert uids == set(panels.TITLES)
 
 
 def test_provisioning_points_at_the_dashboards_and_a_postgresql_datasource() -> None:

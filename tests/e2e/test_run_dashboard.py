@@ -13,9 +13,8 @@ from urllib.parse import parse_qsl, urlsplit
 import psycopg
 import pytest
 
-from agentdocket.dashboards import run
 from agentdocket.dashboards.macros import expand
-from agentdocket.dashboards.panels import PANELS
+from agentdocket.dashboards.panels import PANELS, run
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from tests.helpers.db import ROOT
 from tests.helpers.grafana import rows_of, variables

@@ -10,7 +10,8 @@ import pytest
 from agentdocket import dashboards, scorers
 from agentdocket.dashboards import panels
 from agentdocket.dashboards.declared import detail, family, scorer
-from agentdocket.dashboards.rollups import MEASURES
+from agentdocket.dashboards.measures import MEASURES
+from agentdocket.dashboards.panels.common import measures
 
 
 def test_a_name_or_key_no_scorer_declares_fails_naming_it() -> None:
@@ -26,7 +27,7 @@ def test_a_name_or_key_no_scorer_declares_fails_naming_it() -> None:
     with pytest.raises(KeyError, match="no scorer is named nothing"):
         family("nothing")
     with pytest.raises(KeyError, match="no measure named cosine_mean"):
-        panels.measures("true", "cosine cosine_mean")
+        measures("true", "cosine cosine_mean")
 
 
 def test_a_plugin_version_without_declared_details_changes_nothing() -> None:
