@@ -203,10 +203,10 @@ def test_the_valid_seeds_are_accepted(tmp_path: Path) -> None:
     try:
         assert fresh.post(VALID_PB, PROTOBUF) == 200
         assert (
-            fresh.reader.events() == 6
+            fresh.events() == 6
         )  # run started + finished, tool called + returned, llm, plan
         assert fresh.post(orjson.dumps(_valid_json()), JSON) == 200
-        assert fresh.reader.events() == 7
+        assert fresh.events() == 7
     finally:
         fresh.store.close()
         fresh.sink.close()
