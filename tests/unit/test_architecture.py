@@ -187,7 +187,14 @@ def test_no_test_module_imports_another() -> None:
     assert wrong == []
 
 
-BACKENDS = {"postgres.py", "postgres_errors.py", "postgres_locks.py", "sqlite.py"}
+BACKENDS = {
+    "postgres.py",
+    "postgres_copy.py",
+    "postgres_errors.py",
+    "postgres_locks.py",
+    "postgres_months.py",
+    "sqlite.py",
+}
 RECORDER_NAMES = {"recorder", "db"}
 
 
