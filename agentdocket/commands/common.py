@@ -22,6 +22,7 @@ from agentdocket.store import (
     display_url,
     open_store,
 )
+from agentdocket.store.backends import backend_of
 from agentdocket.store.config import parse_url
 
 # The option of every command that prints a table.
@@ -57,8 +58,7 @@ def existing_database(url: str) -> str:
     data is gone"); only ``migrate`` and ``demo`` create one."""
     parsed = parse_url(url)
     path = parsed.database
-    sqlite = parsed.get_backend_name() == "sqlite" and path and path != ":memory:"
-    if sqlite and not Path(str(path)).is_file():
+    if backend_of(parsed).embedded and path and not Path(str(path)).is_file():
         raise click.ClickException(
             f"{path}: no such agentdocket database (`agentdocket migrate` creates one; "
             "--database or $AGENTDOCKET_DATABASE_URL names another)"

@@ -6,7 +6,7 @@ import click
 
 from agentdocket.commands.common import console, open_from, progress_bar
 from agentdocket.store import database_url, display_url
-from agentdocket.store.config import parse_url
+from agentdocket.store.backends import backend_of
 
 
 @click.command(name="refresh-dashboards")
@@ -29,7 +29,7 @@ def refresh_dashboards(ctx: click.Context, every: float | None) -> None:
       agentdocket refresh-dashboards --every 60
     """
     url = database_url(ctx.obj.get("url"))
-    if parse_url(url).get_backend_name() != "postgresql":
+    if not backend_of(url).rollups:
         raise click.ClickException(
             f"{display_url(url)} has no dashboard rollups: the dashboards read PostgreSQL"
         )

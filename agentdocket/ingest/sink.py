@@ -37,6 +37,7 @@ from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach,
 from agentdocket.events import Event, TelemetryDropped, format_ts
 from agentdocket.ingest.spool import DEFAULT_MAX_BYTES, Spool
 from agentdocket.store import AppendResult, Store, StoreError, database_url, display_url, open_store
+from agentdocket.store.backends import backend_of
 from agentdocket.store.config import parse_url
 from agentdocket.store.limits import LIVE, Limits, bound_json
 from agentdocket.store.redaction import Redactor
@@ -85,11 +86,10 @@ def default_spool_dir(url: str) -> Path:
 
 def _with_connect_timeout(url: str) -> str:
     parsed = parse_url(url)
-    if parsed.get_backend_name() != "postgresql" or "connect_timeout" in parsed.query:
+    wanted = {k: v for k, v in backend_of(parsed).live_query.items() if k not in parsed.query}
+    if not wanted:
         return url
-    return parsed.update_query_dict({"connect_timeout": str(CONNECT_TIMEOUT_S)}).render_as_string(
-        hide_password=False
-    )
+    return parsed.update_query_dict(wanted).render_as_string(hide_password=False)
 
 
 class Sink:

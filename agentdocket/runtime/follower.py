@@ -12,6 +12,7 @@ from agentdocket.follow.follower import Follower
 from agentdocket.runtime import Say, Services, StartError
 from agentdocket.runtime.refresher import Refresher
 from agentdocket.store import Store, StoreError, open_store
+from agentdocket.store.backends import backend_of
 
 STATUS_EVERY_S = 10.0
 
@@ -122,7 +123,7 @@ def follow(
     try:
         if metrics is not None:
             services.start(MetricsServer(follower, *metrics))
-        if store.dialect == "postgresql":
+        if backend_of(store.url).rollups:
             services.start(Refresher(store.url, 60.0))
         say(
             f"agentdocket: following {describe(follower)} from {follower.position}"

@@ -19,7 +19,7 @@ from agentdocket.runtime import Say, Services, StartError
 from agentdocket.runtime.follower import FollowerThread, describe
 from agentdocket.runtime.refresher import Refresher
 from agentdocket.store import Redactor, display_url
-from agentdocket.store.config import parse_url
+from agentdocket.store.backends import backend_of
 from agentdocket.store.limits import LIVE, Limits
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -178,7 +178,7 @@ def run_receiver(settings: ReceiverSettings, say: Say) -> None:
             services.start(follower)
             say(f"agentdocket: scoring runs as they finish, {describe(follower.follower)}")
         services.start(Sampler(receiver, s.url))
-        if s.refresh_every and parse_url(s.url).get_backend_name() == "postgresql":
+        if s.refresh_every and backend_of(s.url).rollups:
             services.start(Refresher(s.url, s.refresh_every))
         server.run()
     finally:

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agentdocket.store.appending import AppendResult
+from agentdocket.store.backends import Backend, backend_of
 from agentdocket.store.base import Store
-from agentdocket.store.config import ENV_VAR, ConfigError, database_url, display_url, parse_url
+from agentdocket.store.config import ENV_VAR, ConfigError, database_url, display_url
 from agentdocket.store.dead_letters import DeadLetter, Retried
 from agentdocket.store.derived import Derived, digest, for_dialect
 from agentdocket.store.errors import DatasetConflict, RecordRefused, StoreError, StoreUnavailable
@@ -21,6 +22,7 @@ from agentdocket.store.rows import CaseRun, DatasetVersion, DeadLetterRow, Run, 
 __all__ = [
     "ENV_VAR",
     "AppendResult",
+    "Backend",
     "CaseRun",
     "ConfigError",
     "DatasetConflict",
@@ -38,6 +40,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "VerdictRow",
+    "backend_of",
     "database_url",
     "display_url",
     "open_store",
@@ -67,12 +70,11 @@ def open_store(
     from agentdocket.store import migrate as migrations
 
     url = database_url(url)
-    parsed = parse_url(url)
-    dialect = parsed.get_backend_name()
+    backend = backend_of(url)
     current = migrations.current_revision(url)
     head = migrations.head_revision()
     if current != head:
-        if migrate and (dialect == "sqlite" or current is None):
+        if migrate and (backend.upgrades_on_open or current is None):
             migrations.upgrade(url, derived=derived)
             current = head
         elif current is None:
@@ -84,18 +86,11 @@ def open_store(
                 f"{display_url(url)} is at schema revision {current}, this agentdocket needs "
                 f"{head}: run `agentdocket migrate`"
             )
-    if dialect == "postgresql":
-        from agentdocket.store.postgres import PostgresRecorder
-
-        store = Store(PostgresRecorder(url), redactor, limits)
-    else:
-        from agentdocket.store.sqlite import SqliteRecorder
-
-        store = Store(SqliteRecorder(url), redactor, limits)
+    store = Store(backend.open_recorder(url), redactor, limits)
     if derived:  # compared on the store's own connection: no second one per open
-        wanted = digest(for_dialect(derived, dialect))
+        wanted = digest(for_dialect(derived, backend.name))
         installed = store.derived_digest()
-        if installed != wanted and migrate and dialect == "sqlite":
+        if installed != wanted and migrate and backend.upgrades_on_open:
             migrations.upgrade(url, derived=derived)
             installed = wanted
         store.derived_current = installed == wanted

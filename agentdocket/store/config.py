@@ -7,14 +7,13 @@ from pathlib import Path
 
 from sqlalchemy.engine import URL, make_url
 
-from agentdocket.errors import AgentdocketError
+__all__ = ["ENV_VAR", "ConfigError", "database_url", "display_url", "parse_url", "psycopg_conninfo"]
+
+from agentdocket.store.backends import parse_url
+from agentdocket.store.errors import ConfigError
 
 ENV_VAR = "AGENTDOCKET_DATABASE_URL"
 DEFAULT_FILE = "agentdocket.db"
-
-
-class ConfigError(AgentdocketError, ValueError):
-    """A database URL agentdocket cannot use."""
 
 
 def database_url(explicit: str | None = None) -> str:
@@ -25,30 +24,6 @@ def database_url(explicit: str | None = None) -> str:
     if from_env:
         return from_env
     return f"sqlite:///{Path.cwd() / DEFAULT_FILE}"
-
-
-def parse_url(url: str) -> URL:
-    try:
-        parsed = make_url(url)
-    except Exception as exc:  # sqlalchemy raises ArgumentError with a terse message
-        raise ConfigError(f"{url!r} is not a database URL ({exc})") from None
-    backend = parsed.get_backend_name()
-    if backend == "postgresql":
-        if parsed.get_driver_name() not in ("psycopg", "default", "postgresql"):
-            raise ConfigError(
-                f"{ENV_VAR}: use the psycopg 3 driver, 'postgresql+psycopg://...' (got {url!r})"
-            )
-        return parsed.set(drivername="postgresql+psycopg")
-    if backend == "sqlite":
-        if not parsed.database or parsed.database == ":memory:":
-            raise ConfigError(
-                "an in-memory SQLite database would vanish with the process; give a file: "
-                "sqlite:///path/to/agentdocket.db"
-            )
-        return parsed
-    raise ConfigError(
-        f"unsupported database {backend!r} in {url!r}: use postgresql+psycopg://... or sqlite:///..."
-    )
 
 
 def display_url(url: str) -> str:

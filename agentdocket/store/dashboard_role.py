@@ -6,6 +6,7 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
+from agentdocket.store.backends import backend_of
 from agentdocket.store.config import display_url, parse_url, psycopg_conninfo
 from agentdocket.store.errors import StoreError
 
@@ -15,7 +16,7 @@ def grant_dashboard_role(url: str, name: str, password: str) -> list[str]:
     ``dashboard_*`` views only, read-only by default. Returns the views granted. ``agentdocket
     migrate`` keeps these grants when it re-creates the views."""
     parsed = parse_url(url)
-    if parsed.get_backend_name() != "postgresql":
+    if not backend_of(parsed).rollups:
         raise StoreError(f"{display_url(url)}: the dashboards read PostgreSQL; this is not one")
     try:
         conn = psycopg.connect(psycopg_conninfo(parsed), autocommit=False)

@@ -19,6 +19,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from agentdocket.store.backends import backend_named
+
 STATE = "derived_objects"
 
 
@@ -88,7 +90,7 @@ def installed_digest(conn: sa.Connection) -> str | None:
 
 def _readers(conn: sa.Connection, names: Sequence[str]) -> list[str]:
     """The roles other than the owner that may SELECT one of ``names`` (PostgreSQL)."""
-    if not names or conn.dialect.name != "postgresql":
+    if not names or not backend_named(conn.dialect.name).rollups:  # roles: where Grafana reads
         return []
     rows = conn.exec_driver_sql(
         "SELECT DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' "
@@ -130,7 +132,7 @@ def install(conn: sa.Connection, objects: Sequence[Derived], readers: Sequence[s
         params: Any = (position, o.identity, stamp, o.shared)
         conn.exec_driver_sql(
             f"INSERT INTO {STATE} (position, identity, digest, shared) VALUES "
-            + ("(%s, %s, %s, %s)" if conn.dialect.name == "postgresql" else "(?, ?, ?, ?)"),
+            + "({0}, {0}, {0}, {0})".format(backend_named(conn.dialect.name).placeholder),
             params,
         )
         if o.shared and o.identity.startswith("VIEW "):

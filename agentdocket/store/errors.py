@@ -83,3 +83,7 @@ class RecordRefused(StoreError):
 
 class DatasetConflict(StoreError):
     """A dataset version that already exists with different content."""
+
+
+class ConfigError(AgentdocketError, ValueError):
+    """A database URL agentdocket cannot use."""

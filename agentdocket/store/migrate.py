@@ -14,6 +14,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 import agentdocket.migrations
+from agentdocket.store.backends import backend_named, backend_of
 from agentdocket.store.config import display_url, parse_url
 from agentdocket.store.derived import Derived, drop_installed, install
 from agentdocket.store.derived import installed_digest as derived_digest
@@ -31,7 +32,7 @@ def _config() -> Config:
 
 def _engine(url: str) -> sa.Engine:
     parsed = parse_url(url)
-    if parsed.get_backend_name() == "sqlite":
+    if backend_of(parsed).embedded:  # its folder is made, as the file is
         assert parsed.database
         try:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
@@ -94,7 +95,7 @@ def _run(url: str, action: str, revision: str, derived: Sequence[Derived] = ()) 
                 command.downgrade(cfg, revision)
             if MigrationContext.configure(conn).get_current_revision() == head_revision():
                 install(conn, derived, readers)
-                if conn.dialect.name == "postgresql":  # this month's partitions and the next
+                if backend_named(conn.dialect.name).partitions:  # this month's and the next
                     conn.exec_driver_sql(
                         "SELECT agentdocket_ensure_partitions(%(months)s::date[])",
                         {"months": sorted(months_ahead())},

@@ -1,4 +1,6 @@
-"""PostgreSQL recorder: psycopg 3, binary COPY for events and projection rows."""
+"""PostgreSQL recorder: psycopg 3; its bulk writes (binary COPY) are in
+:mod:`agentdocket.store.postgres_copy`, its months in :mod:`agentdocket.store.postgres_months`,
+its locks for DDL in :mod:`agentdocket.store.postgres_locks`."""
 
 from __future__ import annotations
 
@@ -8,10 +10,7 @@ from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, TypeVar
 
-import orjson
 import psycopg
-from psycopg import errors, sql
-from psycopg.types.json import Jsonb
 
 from agentdocket.events import Event
 from agentdocket.store.config import display_url, parse_url, psycopg_conninfo
@@ -19,21 +18,18 @@ from agentdocket.store.errors import RecordRefused
 from agentdocket.store.escaping import ESC, unescape_text
 from agentdocket.store.escaping import loads as stored_loads
 from agentdocket.store.month_ops import MonthOps
+from agentdocket.store.postgres_copy import copy_events, jsonb, merge_rows
 from agentdocket.store.postgres_errors import classify, mapped_errors
 from agentdocket.store.postgres_locks import with_ddl_lock
-from agentdocket.store.projections import Projection, project
+from agentdocket.store.projections import Projection
 from agentdocket.store.recorder import (
     DATA_ERRORS,
     JSON_COLUMNS,
-    STORED_EVENT_COLUMNS,
     TIME_COLUMNS,
     Recorder,
 )
 from agentdocket.store.rollup_refresh import Refreshed, refresh
 
-EVENT_TYPES = [
-    *("uuid", "text", "text", "text", "int8", "timestamptz", "text", "int2", "jsonb", "date")
-]
 # A partitioned table's unique keys hold its partition key (migration 0010).
 UNIQUE_KEYS = {
     "events": ("trace_id", "event_id", "run_month"),
@@ -43,27 +39,6 @@ UNIQUE_KEYS = {
 # Traces not yet stored are locked while a batch gives them their month: the key's first half
 # says what the lock is about ("agd" "mo"), the second is the trace's hash.
 NEW_TRACE_LOCK = 0x61676D6F
-TYPES = {
-    "runs": {
-        "models": "jsonb",
-        "attributes": "jsonb",
-        "started_at": "timestamptz",
-        "ended_at": "timestamptz",
-        "first_ts": "timestamptz",
-        "last_ts": "timestamptz",
-        "run_month": "date",
-    },
-    "verdicts": {
-        "passed": "bool",
-        "score": "float8",
-        "details": "jsonb",
-        "ts": "timestamptz",
-        "run_month": "date",
-    },
-    "cases": {"ordinal": "int4", "data": "jsonb"},
-    "judge_calls": {"temperature": "float8", "sample": "int4", "ts": "timestamptz"},
-    "dead_letters": {"received_at": "timestamptz"},
-}
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 T = TypeVar("T")
 # How many of these months' partitions are missing.
@@ -102,10 +77,6 @@ HORIZON = """(
     )
     FROM (SELECT pg_current_snapshot() AS s) snap
 )"""
-
-
-def _dumps_jsonb(value: Any) -> Jsonb:
-    return Jsonb(value, dumps=orjson.dumps)
 
 
 class PostgresRecorder(Recorder):
@@ -337,7 +308,7 @@ class PostgresRecorder(Recorder):
 
     def to_db(self, column: str, value: Any) -> Any:
         if column in JSON_COLUMNS and value is not None:
-            return _dumps_jsonb(value)
+            return jsonb(value)
         return value
 
     def converts(self, column: str) -> bool:
@@ -352,111 +323,12 @@ class PostgresRecorder(Recorder):
             return value.astimezone(UTC)
         return value
 
-    # --- bulk writes --------------------------------------------------------------------------
-
-    def _event_rows(
-        self, events: Sequence[Event], months: dict[str, date]
-    ) -> Iterator[tuple[Any, ...]]:
-        for e in events:
-            yield (
-                e.event_id,
-                e.trace_id,
-                e.span_id,
-                e.parent_span_id,
-                e.seq,
-                e.ts,
-                e.kind,
-                e.schema_version,
-                _dumps_jsonb(e.payload),
-                months[e.trace_id],
-            )
-
-    def _copy(
-        self,
-        conn: Any,
-        table: str,
-        columns: Sequence[str],
-        types: list[str],
-        rows: Iterator[tuple[Any, ...]] | list[tuple[Any, ...]],
-        meanwhile: Callable[[], None] | None = None,
-    ) -> None:
-        """Binary COPY of rows. ``meanwhile`` runs after the rows are sent, while the server
-        is still processing them."""
-        stmt = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
-            sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns))
-        )
-        with conn.cursor() as cur, cur.copy(stmt) as copy:
-            copy.set_types(types)
-            for row in rows:
-                copy.write_row(row)
-            if meanwhile is not None:
-                meanwhile()
-
-    def _stage(self, conn: Any, table: str) -> str:
-        """A temporary table shaped like ``table``, emptied at each commit. Created each time
-        it is wanted (IF NOT EXISTS): one made inside a savepoint that rolled back is gone."""
-        name = f"agentdocket_in_{table}"
-        conn.execute(
-            sql.SQL(
-                "CREATE TEMP TABLE IF NOT EXISTS {} (LIKE {} INCLUDING DEFAULTS) "
-                "ON COMMIT DELETE ROWS"
-            ).format(sql.Identifier(name), sql.Identifier(table))
-        )
-        return name
+    # --- bulk writes (agentdocket.store.postgres_copy) ------------------------------------------
 
     def insert_events(
         self, conn: Any, events: Sequence[Event], months: dict[str, date]
     ) -> tuple[int, Projection]:
-        if not events:
-            return 0, Projection()
-        # Fast path: a batch of new events goes straight in with COPY, and their projection is
-        # computed while the server digests the rows. If any of them is already stored (a
-        # retried batch), the savepoint rolls back and the batch goes through a staging table
-        # with ON CONFLICT DO NOTHING, which tells which rows were new.
-        projected: list[Projection] = []
-        try:
-            with conn.transaction():
-                self._copy(
-                    conn,
-                    "events",
-                    STORED_EVENT_COLUMNS,
-                    EVENT_TYPES,
-                    self._event_rows(events, months),
-                    meanwhile=lambda: projected.append(project(events)),
-                )
-            return len(events), projected[0]
-        except errors.UniqueViolation:
-            pass
-        staging = self._stage(conn, "events")
-        conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(staging)))
-        rows = self._event_rows(events, months)
-        self._copy(conn, staging, STORED_EVENT_COLUMNS, EVENT_TYPES, rows)
-        cols = sql.SQL(", ").join(map(sql.Identifier, STORED_EVENT_COLUMNS))
-        cur = conn.execute(
-            sql.SQL(
-                "INSERT INTO events ({cols}) SELECT {cols} FROM {src} ORDER BY trace_id, event_id "
-                "ON CONFLICT (trace_id, event_id, run_month) DO NOTHING RETURNING event_id"
-            ).format(cols=cols, src=sql.Identifier(staging))
-        )
-        new = {row[0] for row in cur.fetchall()}
-        return len(new), project(e for e in events if e.event_id in new)
-
-    def _types(self, table: str, columns: Sequence[str]) -> list[str]:
-        declared = TYPES.get(table, {})
-        return [declared.get(c, "int4" if c.startswith("n_") else "text") for c in columns]
-
-    def _existing(
-        self, conn: Any, table: str, key: Sequence[str], keys: list[tuple[Any, ...]]
-    ) -> set[tuple[Any, ...]]:
-        """Which of ``keys`` are already in ``table`` (one index probe each)."""
-        cols = sql.SQL(", ").join(map(sql.Identifier, key))
-        unnest = sql.SQL(", ").join(sql.SQL("%s::text[]") for _ in key)
-        query = sql.SQL(
-            "SELECT {cols} FROM {table} WHERE ({cols}) IN (SELECT * FROM unnest({unnest}))"
-        ).format(cols=cols, table=sql.Identifier(table), unnest=unnest)
-        params = [[k[i] for k in keys] for i in range(len(key))]
-        # not prepared: a generic plan made while the table was small stays bad (verdict_keys)
-        return {tuple(r) for r in conn.execute(query, params, prepare=False).fetchall()}
+        return copy_events(conn, events, months)
 
     def merge(
         self,
@@ -467,39 +339,4 @@ class PostgresRecorder(Recorder):
         rows: list[tuple[Any, ...]],
         conflict: str,
     ) -> None:
-        types = self._types(table, columns)
-        index = [columns.index(k) for k in key]
-        keyed = [(tuple(r[i] for i in index), r) for r in rows]
-        existing = self._existing(conn, table, key, [k for k, _ in keyed]) if conflict else set()
-        # Rows with a new key go straight in with COPY. Should another writer have inserted one
-        # of those keys meanwhile, the savepoint rolls back and they take the upsert path too.
-        fresh = [r for k, r in keyed if k not in existing]
-        merge = [r for k, r in keyed if k in existing]
-        if fresh:
-            try:
-                with conn.transaction():
-                    self._copy(conn, table, columns, types, fresh)
-            except errors.UniqueViolation:
-                if not conflict:
-                    raise
-                merge = rows
-        if merge:
-            merge.sort(key=lambda r: tuple(r[i] for i in index))
-            staging = self._stage(conn, table)
-            conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(staging)))
-            self._copy(conn, staging, columns, types, merge)
-            cols = sql.SQL(", ").join(map(sql.Identifier, columns))
-            # Key order, so that concurrent writers lock rows in the same order.
-            order = sql.SQL(", ").join(map(sql.Identifier, key))
-            conn.execute(
-                sql.SQL(
-                    "INSERT INTO {dst} ({cols}) SELECT {cols} FROM {src} "
-                    "ORDER BY {order} {conflict}"
-                ).format(
-                    dst=sql.Identifier(table),
-                    cols=cols,
-                    src=sql.Identifier(staging),
-                    order=order,
-                    conflict=sql.SQL(conflict),
-                )
-            )
+        merge_rows(conn, table, columns, key, rows, conflict)

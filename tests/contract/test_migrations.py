@@ -15,6 +15,7 @@ from agentdocket import dashboards
 from agentdocket.dashboards import run
 from agentdocket.store import Derived, open_store
 from agentdocket.store.arrivals import Position
+from agentdocket.store.backends import backend_of
 from agentdocket.store.config import parse_url
 from agentdocket.store.derived import digest
 from agentdocket.store.errors import StoreError
@@ -78,8 +79,7 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
     assert current_revision(bare_url) is None
     upgrade(bare_url, derived=dashboards.objects())
     assert current_revision(bare_url) == head_revision()
-    postgres = parse_url(bare_url).get_backend_name() == "postgresql"
-    if postgres:
+    if backend_of(bare_url).rollups:
         # the same views as 0004-0006 made, now installed from agentdocket/dashboards
         # (dashboard_experiment_verdicts came after 0006, with no migration)
         made_by_migrations = DASHBOARD_VIEWS | ROLLUP_VIEWS | {"dashboard_dead_letters"}
@@ -309,7 +309,7 @@ def test_time_partitions_up_and_down_with_data(bare_url: str) -> None:
             store.append([*events, verdict_event(events, when=T0 + timedelta(days=60))])
     before = _stored(bare_url)
     downgrade(bare_url, "0009")
-    postgres = parse_url(bare_url).get_backend_name() == "postgresql"
+    postgres = backend_of(bare_url).partitions
     for table in ("events", "runs", "verdicts"):
         assert "run_month" not in _columns(bare_url, table)
     engine = sa.create_engine(parse_url(bare_url))

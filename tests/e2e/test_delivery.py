@@ -20,6 +20,7 @@ from agentdocket.events import Event
 from agentdocket.ingest.mapping import spans_to_events
 from agentdocket.ingest.spool import HEADER, Spool
 from agentdocket.store import open_store
+from agentdocket.store.backends import backend_of
 from agentdocket.tracer import StoreSpanExporter
 from tests.helpers.netproxy import TcpProxy
 from tests.helpers.recorder import Recorder, record_runs
@@ -151,7 +152,7 @@ def test_a_crash_between_delivery_and_cleanup_duplicates_nothing(url: str, tmp_p
 
 
 def _unreachable(url: str, tmp_path: Path) -> str:
-    if url.startswith("sqlite"):
+    if backend_of(url).embedded:
         return _blocked_sqlite(tmp_path)
     return _closed_port_url(url)
 

@@ -29,6 +29,7 @@ from starlette.testclient import TestClient
 from agentdocket.ingest.receiver import Receiver
 from agentdocket.ingest.sink import Sink
 from agentdocket.store import open_store
+from agentdocket.store.backends import backend_of
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from agentdocket.store.limits import Limits
 from tests.helpers.otlp_server import START_NS, Server
@@ -249,7 +250,7 @@ def test_a_value_nested_a_thousand_deep_is_no_outage(pg_url: str, tmp_path: Path
 
 def _partitions(url: str) -> set[str]:
     """The log's partitions (PostgreSQL; none on SQLite)."""
-    if not url.startswith("postgresql"):
+    if not backend_of(url).partitions:
         return set()
     with psycopg.connect(psycopg_conninfo(parse_url(url))) as conn:
         rows = conn.execute(

@@ -187,7 +187,14 @@ def test_no_test_module_imports_another() -> None:
     assert wrong == []
 
 
-BACKENDS = {"postgres.py", "postgres_errors.py", "postgres_locks.py", "sqlite.py"}
+BACKENDS = {
+    "postgres.py",
+    "postgres_copy.py",
+    "postgres_errors.py",
+    "postgres_locks.py",
+    "postgres_months.py",
+    "sqlite.py",
+}
 RECORDER_NAMES = {"recorder", "db"}
 
 
@@ -219,3 +226,47 @@ def test_no_module_reaches_an_underscore_member_of_a_recorder() -> None:
         for hit in _reaches_into_a_recorder(p)
     ]
     assert reaching == []
+
+
+DIALECT_NAMES = {"postgresql", "sqlite", "postgres"}
+# the tests' own per-database setup: the fixtures that make each kind of database, the raw SQL
+# that makes a database refuse records, the docs' blocks run on each
+SETUP = {"tests/conftest.py", "tests/helpers/db.py", "tests/e2e/test_docs_blocks.py"}
+
+
+def _branches_on_a_dialect(path: Path) -> list[str]:
+    """A comparison with a database's name (``== "postgresql"``, ``url.startswith("sqlite")``):
+    a branch on which backend this is, instead of on what it can do."""
+    found = []
+    tree = ast.parse(path.read_text(), str(path))
+    asserted = {id(n) for a in ast.walk(tree) if isinstance(a, ast.Assert) for n in ast.walk(a)}
+    for node in ast.walk(tree):
+        if id(node) in asserted:  # a check of data (a span naming its database), no branch
+            continue
+        names: list[object] = []
+        if isinstance(node, ast.Compare):
+            names = [c.value for c in (node.left, *node.comparators) if isinstance(c, ast.Constant)]
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "startswith":
+            names = [a.value for a in node.args if isinstance(a, ast.Constant)]
+        if any(isinstance(n, str) and n in DIALECT_NAMES for n in names):
+            found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    return found
+
+
+def test_no_branch_on_a_database_name_outside_the_backends() -> None:
+    """What differs by database is a recorder's method or a capability of its record in
+    store/backends.py (``backend_of(url).rollups``); nothing else asks which database it is.
+    Migrations are the exception: each is written once for both databases. Tests neither,
+    but for the few that make a database of each kind for the rest (SETUP)."""
+    tests = PACKAGE.parent / "tests"
+    paths = [*PACKAGE.rglob("*.py"), *(p for p in tests.rglob("*.py") if "fixtures" not in p.parts)]
+    allowed = {*BACKENDS, "backends.py"}
+    branching = [
+        hit
+        for p in paths
+        if not (p.parent.name == "store" and p.name in allowed)
+        and "migrations" not in p.parts
+        and str(p.relative_to(PACKAGE.parent)) not in SETUP
+        for hit in _branches_on_a_dialect(p)
+    ]
+    assert branching == []

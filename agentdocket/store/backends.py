@@ -1,0 +1,117 @@
+"""What differs by database before a store is open: one record per backend, in one place.
+
+Once a connection is open, what differs (SQL, bulk inserts, locks, driver errors) belongs to
+the backend's recorder (:mod:`agentdocket.store.recorder`). Before that, a few things differ:
+which recorder to make, whether the database is a file on this machine, whether opening it may
+bring its schema to the head revision, whether it has the dashboards' rollups and partitions,
+its driver's parameter marker, how its URL is checked. They are fields of :class:`Backend`,
+and code elsewhere asks for a capability (``backend_of(url).rollups``), never for a name.
+Adding a backend means adding a record here and a recorder.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sqlalchemy.engine import URL, make_url
+
+from agentdocket.store.errors import ConfigError
+
+if TYPE_CHECKING:
+    from agentdocket.store.recorder import Recorder
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One database agentdocket stores into."""
+
+    name: str  # SQLAlchemy's backend name, as in the URL
+    recorder: str  # "module:Class" of its recorder, imported when a store opens
+    # a file on this machine: a missing one is a mistyped path (only migrate and demo make one)
+    embedded: bool
+    # open_store brings an older schema to the head revision (a shared server is upgraded only
+    # by `agentdocket migrate`)
+    upgrades_on_open: bool
+    rollups: bool  # the dashboards' hourly rollups, their refresh and the Grafana role
+    partitions: bool  # monthly partitions of the log and projections
+    placeholder: str  # the driver's parameter marker
+    check: Callable[[URL, str], URL]  # the URL (parsed, as given), checked and normalised
+    # query parameters a live writer adds to the URL unless given (a bounded connect)
+    live_query: Mapping[str, str] = field(default_factory=dict)
+
+    def open_recorder(self, url: str) -> Recorder:
+        module, name = self.recorder.split(":")
+        cls: Callable[[str], Recorder] = getattr(importlib.import_module(module), name)
+        return cls(url)
+
+
+def _postgres_url(parsed: URL, url: str) -> URL:
+    if parsed.get_driver_name() not in ("psycopg", "default", "postgresql"):
+        raise ConfigError(f"use the psycopg 3 driver, 'postgresql+psycopg://...' (got {url!r})")
+    return parsed.set(drivername="postgresql+psycopg")
+
+
+def _sqlite_url(parsed: URL, url: str) -> URL:
+    if not parsed.database or parsed.database == ":memory:":
+        raise ConfigError(
+            "an in-memory SQLite database would vanish with the process; give a file: "
+            "sqlite:///path/to/agentdocket.db"
+        )
+    return parsed
+
+
+BACKENDS: dict[str, Backend] = {
+    b.name: b
+    for b in (
+        Backend(
+            name="postgresql",
+            recorder="agentdocket.store.postgres:PostgresRecorder",
+            embedded=False,
+            upgrades_on_open=False,
+            rollups=True,
+            partitions=True,
+            placeholder="%s",
+            check=_postgres_url,
+            live_query={"connect_timeout": "5"},
+        ),
+        Backend(
+            name="sqlite",
+            recorder="agentdocket.store.sqlite:SqliteRecorder",
+            embedded=True,
+            upgrades_on_open=True,
+            rollups=False,
+            partitions=False,
+            placeholder="?",
+            check=_sqlite_url,
+        ),
+    )
+}
+
+
+def backend_named(name: str, url: str | None = None) -> Backend:
+    """The backend of SQLAlchemy's backend name ``name`` (from ``url``, for the message)."""
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        where = f" in {url!r}" if url is not None else ""
+        raise ConfigError(
+            f"unsupported database {name!r}{where}: use postgresql+psycopg://... or sqlite:///..."
+        ) from None
+
+
+def backend_of(url: str | URL) -> Backend:
+    """The backend a database URL names."""
+    parsed = parse_url(url) if isinstance(url, str) else url
+    return backend_named(parsed.get_backend_name())
+
+
+def parse_url(url: str) -> URL:
+    """``url`` parsed, checked by its backend and normalised (PostgreSQL through psycopg 3)."""
+    try:
+        parsed = make_url(url)
+    except Exception as exc:  # sqlalchemy raises ArgumentError with a terse message
+        raise ConfigError(f"{url!r} is not a database URL ({exc})") from None
+    return backend_named(parsed.get_backend_name(), url).check(parsed, url)
