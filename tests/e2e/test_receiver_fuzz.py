@@ -202,9 +202,7 @@ def test_the_valid_seeds_are_accepted(tmp_path: Path) -> None:
     fresh = Harness(tmp_path)
     try:
         assert fresh.post(VALID_PB, PROTOBUF) == 200
-        assert (
-            fresh.events() == 6
-        )  # run started + finished, tool called + returned, llm, plan
+        assert fresh.events() == 6  # run started + finished, tool called + returned, llm, plan
         assert fresh.post(orjson.dumps(_valid_json()), JSON) == 200
         assert fresh.events() == 7
     finally:
