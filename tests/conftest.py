@@ -19,6 +19,7 @@ from agentdocket import dashboards
 from agentdocket.store import Store, open_store
 from agentdocket.store.config import parse_url
 from agentdocket.store.migrate import upgrade
+from tests.helpers.citus import CITUS_ENV, Cluster
 from tests.helpers.db import admin, admin_url, drop_database, fresh_pg
 
 
@@ -36,6 +37,27 @@ def pg_template() -> Iterator[tuple[str, str]]:
     upgrade(template, derived=dashboards.objects())
     yield url, name
     drop_database(url, name)
+
+
+@pytest.fixture(scope="session")
+def citus_cluster() -> Cluster:
+    """The local Citus cluster scripts/citus-up started (``AGENTDOCKET_TEST_CITUS_URL``)."""
+    url = os.environ.get(CITUS_ENV)
+    if not url:
+        pytest.skip(
+            "no Citus cluster: scripts/citus-up builds one from ../shared/vendor/citus, which "
+            "is not beside this checkout (scripts/test runs it when it is)"
+        )
+    return Cluster.of(url)
+
+
+@pytest.fixture
+def citus_url(citus_cluster: Cluster) -> Iterator[str]:
+    """A fresh, empty database of the Citus cluster (on the coordinator and every worker)."""
+    name = f"agentdocket_citus_{uuid.uuid4().hex[:8]}"
+    url = citus_cluster.make_database(name)
+    yield url
+    citus_cluster.drop_database(name)
 
 
 @pytest.fixture
