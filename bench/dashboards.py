@@ -98,6 +98,8 @@ SYNTHESIS = [
         r.run_month
     FROM runs r CROSS JOIN generate_series(0, 9) k
     """,
+    # Each trace's month, as the appender records it.
+    "INSERT INTO trace_months (trace_id, run_month) SELECT trace_id, run_month FROM runs",
     # Rule-based verdicts on every run, and planner 1.1 on half of them.
     """
     INSERT INTO verdicts (verdict_id, trace_id, subject_span_id, scorer, scorer_version,

@@ -6,7 +6,8 @@ that column; a join or a correlated lookup between two distributed tables runs o
 only when it equates their distribution columns (co-located joins). agentdocket keys the log
 and its projections by ``trace_id``, so a run and everything about it live on one shard:
 
-- distributed by ``trace_id``, co-located: ``events``, ``runs``, ``verdicts``;
+- distributed by ``trace_id``, co-located: ``events``, ``runs``, ``verdicts``,
+  ``trace_months``;
 - distributed by its own key: ``judge_calls`` (a cache looked up by ``cache_key``, joined to
   nothing);
 - reference tables (small, copied to every worker, joinable with anything): ``datasets``,
@@ -24,6 +25,7 @@ DISTRIBUTED = {
     "events": "trace_id",
     "runs": "trace_id",
     "verdicts": "trace_id",
+    "trace_months": "trace_id",
     "judge_calls": "cache_key",
 }
 CO_LOCATED = frozenset(t for t, column in DISTRIBUTED.items() if column == "trace_id")

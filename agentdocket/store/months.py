@@ -1,4 +1,5 @@
-"""Run months: the month a run and everything about it are stored under (migration 0010).
+"""Run months: the month a run and everything about it are stored under (migration 0010),
+recorded by trace in ``trace_months`` (migration 0012).
 
 A trace takes its month when its first events are stored: the month (UTC) of the earliest of
 them. Every later event of the trace (a late span, a verdict about the run) takes the month
@@ -68,6 +69,7 @@ def assign(db: Recorder, conn: Any, events: Sequence[Event]) -> dict[str, date]:
     new = sorted(set(earliest) - set(months))
     if new and db.lock_new_traces(conn, new):
         months.update(db.stored_months(conn, new))  # stored meanwhile by who held the lock
-    for trace in new:
-        months.setdefault(trace, month_of(earliest[trace]))
+    given = {t: month_of(earliest[t]) for t in new if t not in months}
+    db.keep_months(conn, given)
+    months.update(given)
     return months

@@ -164,17 +164,6 @@ class PostgresRecorder(Recorder):
     def partition_ddl(self, work: Callable[[Any], T], *partitions: str) -> T:
         return with_ddl_lock(self._conn, work, *partitions)
 
-    def stored_months(self, conn: Any, trace_ids: Sequence[str]) -> dict[str, date]:
-        # The primary key holds run_month: an index-only scan of each month's key. (Filtered on
-        # trace_id alone, as Citus routes a query to the shards of its traces.)
-        rows = conn.execute(
-            "SELECT DISTINCT ON (trace_id) trace_id, run_month FROM events "
-            "WHERE trace_id = ANY(%s::text[])",
-            [list(trace_ids)],
-            prepare=False,
-        ).fetchall()
-        return {r[0]: r[1] for r in rows if r[1] is not None}
-
     def lock_new_traces(self, conn: Any, trace_ids: Sequence[str]) -> bool:
         # In hash order, so two writers locking overlapping sets take them in the same order.
         conn.execute(

@@ -38,6 +38,7 @@ TYPES: dict[str, dict[str, str]] = {
     "cases": {"ordinal": "int4", "data": "jsonb"},
     "judge_calls": {"temperature": "float8", "sample": "int4", "ts": "timestamptz"},
     "dead_letters": {"received_at": "timestamptz"},
+    "trace_months": {"run_month": "date"},
 }
 
 

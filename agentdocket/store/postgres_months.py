@@ -77,5 +77,6 @@ class PostgresMonthOps(MonthOps):
             "DELETE FROM judge_calls j WHERE EXISTS "
             f"(SELECT 1 FROM {events} e WHERE e.trace_id = j.trace_id)",
         )
+        self.db.execute(conn, "DELETE FROM trace_months WHERE run_month = ?", [month])
         for table in ("verdicts", "runs", "events"):
             self.db.execute(conn, f"DROP TABLE {self._part(table, month)}")

@@ -31,6 +31,17 @@ TABLES = frozenset(
 )
 
 
+# A trace's month first (trace_months, one key probe), then only that month's partition: on
+# PostgreSQL the executor prunes the others, on Citus the query goes to the trace's shard.
+IN_ITS_MONTH = (
+    "trace_id = ? AND run_month = (SELECT run_month FROM trace_months WHERE trace_id = ?)"
+)
+RUN = f"SELECT * FROM runs WHERE {IN_ITS_MONTH}"
+TRACE_EVENTS = (
+    f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE {IN_ITS_MONTH} ORDER BY seq, ts, event_id"
+)
+
+
 class Reader:
     """Events, traces and runs (a run's row leaves out the projection's own bookkeeping,
     such as the keys its question and answer were chosen by)."""
@@ -53,11 +64,7 @@ class Reader:
 
     def events(self, trace_id: str) -> list[Event]:
         """The stored events of one trace, as stored (not upcast), in trace order."""
-        sql = (
-            f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE trace_id = ? "
-            "ORDER BY seq, ts, event_id"
-        )
-        return [self.db.event_of(r) for r in self.db.read(sql, (trace_id,))]
+        return [self.db.event_of(r) for r in self.db.read(TRACE_EVENTS, (trace_id, trace_id))]
 
     def read_trace(self, trace_id: str) -> Trace | None:
         events = self.events(trace_id)
@@ -147,7 +154,7 @@ class Reader:
 
     def run(self, trace_id: str) -> Run | None:
         """The run of this trace id, if it is stored (a trace that is no run has a row too)."""
-        found = self.db.dicts("SELECT * FROM runs WHERE trace_id = ?", (trace_id,))
+        found = self.db.dicts(RUN, (trace_id, trace_id))
         return next((typed(Run, r) for r in found), None)
 
     def list_runs(

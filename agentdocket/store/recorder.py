@@ -132,9 +132,26 @@ class Recorder(ABC):
         with self.write() as conn:
             return work(conn)
 
-    @abstractmethod
     def stored_months(self, conn: Any, trace_ids: Sequence[str]) -> dict[str, date]:
-        """The month of each of these traces that has events stored."""
+        """The month of each of these traces that has one (``trace_months``: one key probe
+        each)."""
+        months: dict[str, date] = {}
+        for start in range(0, len(trace_ids), 1000):
+            where, params = self.any_of("trace_id", list(trace_ids[start : start + 1000]))
+            rows = self.read_on(
+                conn, f"SELECT trace_id, run_month FROM trace_months WHERE {where}", params
+            )
+            months.update((t, self.from_db("run_month", m)) for t, m in rows)
+        return months
+
+    def keep_months(self, conn: Any, months: dict[str, date]) -> None:
+        """Record the months of these traces, new here (``trace_months``); a trace another
+        writer recorded meanwhile keeps its own."""
+        if months:
+            rows = [(t, self.to_db("run_month", m)) for t, m in sorted(months.items())]
+            conflict = "ON CONFLICT (trace_id) DO NOTHING"
+            columns = ("trace_id", "run_month")
+            self.merge(conn, "trace_months", columns, ("trace_id",), rows, conflict)
 
     def lock_new_traces(self, conn: Any, trace_ids: Sequence[str]) -> bool:
         """Lock these traces, not yet stored, until the transaction ends; whether there are

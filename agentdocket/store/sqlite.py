@@ -141,19 +141,6 @@ class SqliteRecorder(Recorder):
         with mapped_errors():
             self._conn.execute("SELECT 1")
 
-    def stored_months(self, conn: Any, trace_ids: Sequence[str]) -> dict[str, date]:
-        months: dict[str, date] = {}
-        for start in range(0, len(trace_ids), CHUNK):
-            chunk = trace_ids[start : start + CHUNK]
-            values = ", ".join(["(?)"] * len(chunk))
-            rows = conn.execute(
-                "SELECT t.column1, (SELECT e.run_month FROM events e "
-                f"WHERE e.trace_id = t.column1 LIMIT 1) FROM (VALUES {values}) AS t",
-                chunk,
-            )
-            months.update((r[0], self.from_db("run_month", r[1])) for r in rows if r[1])
-        return months
-
     def month_ops(self) -> MonthOps:
         return SqliteMonthOps(self)
 
@@ -375,6 +362,7 @@ class SqliteMonthOps(MonthOps):
         )
         conn.execute("DELETE FROM verdicts WHERE run_month = ?", m)
         conn.execute("DELETE FROM runs WHERE run_month = ?", m)
+        conn.execute("DELETE FROM trace_months WHERE run_month = ?", m)
         # The one DELETE on the log: its trigger set aside in this transaction only.
         conn.execute("DROP TRIGGER events_no_delete")
         conn.execute("DELETE FROM events WHERE run_month = ?", m)

@@ -58,6 +58,7 @@ DEAD_LETTERS = ({"dead_letters"}, {"dead_letters_state"})  # migration 0006
 DERIVED = {"derived_objects"}  # migration 0007; the views are installed by migrate
 CURSORS = {"scoring_cursors"}  # migration 0008
 SAMPLES = {"pipeline_samples", "scoring_samples"}  # migration 0009
+MONTHS = {"trace_months"}  # migration 0012
 INSTALLED = {o.name for o in dashboards.objects() if o.identity.startswith("VIEW ")}
 
 
@@ -92,7 +93,7 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
         }
         assert made_by_migrations | later == INSTALLED
         assert _objects(bare_url) == (
-            TABLES | ROLLUP_TABLES | DEAD_LETTERS[0] | DERIVED | CURSORS | SAMPLES,
+            TABLES | ROLLUP_TABLES | DEAD_LETTERS[0] | DERIVED | CURSORS | SAMPLES | MONTHS,
             VIEWS | INSTALLED | DEAD_LETTERS[1],
         )
         downgrade(bare_url, "0008")
@@ -119,7 +120,7 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
         assert _objects(bare_url) == (TABLES, VIEWS | DASHBOARD_VIEWS)
     else:
         assert _objects(bare_url) == (
-            TABLES | DEAD_LETTERS[0] | DERIVED | CURSORS | SAMPLES,
+            TABLES | DEAD_LETTERS[0] | DERIVED | CURSORS | SAMPLES | MONTHS,
             VIEWS | DEAD_LETTERS[1],
         )
         downgrade(bare_url, "0008")
@@ -352,3 +353,24 @@ def _objects_with_partitions(url: str) -> set[str]:
         return set(sa.inspect(engine).get_table_names())
     finally:
         engine.dispose()
+
+
+def test_trace_months_are_filled_from_what_is_stored_and_dropped_down(bare_url: str) -> None:
+    """0012 records each stored trace's month (a run crossing into February keeps January's,
+    a verdict's trace its run's), as the appender then keeps doing; the downgrade drops it."""
+    upgrade(bare_url)
+    rng = random.Random(12)
+    boundary = datetime(2026, 1, 31, 23, 59, 59, 950_000, tzinfo=UTC)
+    runs = [run_events(rng, start=boundary), run_events(rng, start=T0)]
+    with open_store(bare_url) as store:
+        for events in runs:
+            store.append([*events, verdict_event(events, when=T0 + timedelta(days=60))])
+        recorded = dict(store.recorder.read("SELECT trace_id, run_month FROM trace_months"))
+    downgrade(bare_url, "0011")
+    assert "trace_months" not in _objects(bare_url)[0]
+    upgrade(bare_url)
+    with open_store(bare_url) as store:
+        filled = dict(store.recorder.read("SELECT trace_id, run_month FROM trace_months"))
+        stored = store.recorder.read("SELECT DISTINCT trace_id, run_month FROM events")
+    assert filled == recorded == dict(stored)
+    assert len(filled) == 2 and sorted(map(str, filled.values()))[0].startswith("2026-01")

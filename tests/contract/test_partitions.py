@@ -16,6 +16,7 @@ from agentdocket.store import open_store
 from agentdocket.store.appending import Appender
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from agentdocket.store.months import month_of, months_ahead
+from agentdocket.store.reading import RUN, TRACE_EVENTS
 from tests.helpers.factory import run_events, verdict_event
 from tests.helpers.otlp_server import Server
 
@@ -168,3 +169,39 @@ def test_serve_makes_the_months_ahead_that_are_missing(pg_url: str, tmp_path: Pa
         assert set(names) <= made
     finally:
         server.stop()
+
+
+def _scanned(plan: dict[str, object], prefix: str) -> list[str]:
+    """The partitions of ``prefix`` a plan (EXPLAIN ANALYZE, JSON) actually read."""
+    found = []
+    name = plan.get("Relation Name")
+    if isinstance(name, str) and name.startswith(prefix) and plan.get("Actual Loops", 0):
+        found.append(name)
+    for child in plan.get("Plans", []):  # type: ignore[attr-defined]
+        found += _scanned(child, prefix)
+    return found
+
+
+def test_reading_one_run_by_trace_id_alone_reads_one_partition(pg_url: str) -> None:
+    """A run and its events are found by trace id alone: its month from trace_months (one key
+    probe), then that month's partition only; the other months' partitions are never read."""
+    months = [datetime(2026, m, 10, tzinfo=UTC) for m in (1, 2, 3, 4)]
+    runs = [run_events(random.Random(60 + i), start=t) for i, t in enumerate(months)]
+    with open_store(pg_url) as store:
+        for events in runs:
+            store.append(events)
+        wanted = runs[1][0].trace_id
+        assert store.reader.run(wanted) is not None and len(store.reader.events(wanted)) == len(
+            runs[1]
+        )
+    assert {"runs_2026_01", "runs_2026_03", "runs_2026_04"} <= _partitions(pg_url, "runs")
+    with _conn(pg_url) as conn:
+        for sql, table in ((RUN, "runs_"), (TRACE_EVENTS, "events_")):
+            [(plan,)] = conn.execute(
+                "EXPLAIN (ANALYZE, FORMAT JSON) " + sql.replace("?", "%s"), [wanted, wanted]
+            ).fetchall()
+            assert _scanned(plan[0]["Plan"], table) == [f"{table}2026_02"]
+            [(month,)] = conn.execute(
+                "SELECT run_month FROM trace_months WHERE trace_id = %s", [wanted]
+            ).fetchall()
+            assert month == FEB

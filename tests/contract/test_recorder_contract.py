@@ -89,7 +89,11 @@ class RecorderContract(ABC):
         recorder.ensure_partitions(set(months.values()))
         with recorder.write() as conn:
             inserted, projection = recorder.insert_events(conn, events, months)
-            assert recorder.stored_months(conn, [events[0].trace_id]) == months
+            assert recorder.stored_months(conn, [events[0].trace_id]) == {}  # not recorded yet
+            recorder.keep_months(conn, months)
+            # a trace recorded before keeps its month
+            recorder.keep_months(conn, {events[0].trace_id: date(2030, 1, 1)})
+            assert recorder.stored_months(conn, [events[0].trace_id, "f" * 32]) == months
         with recorder.write() as conn:
             again, _ = recorder.insert_events(conn, events, months)
         assert (inserted, again) == (len(events), 0)

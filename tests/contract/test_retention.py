@@ -130,6 +130,10 @@ def test_retention_drops_exactly_the_runs_of_the_months_past_the_window(store: S
     ]
     assert records[0].payload["refused"][0]["month"] == "2026-03"
     assert store.reader.run(traces["2026-01"][0]) is None
+    # the traces' months went with them; the kept traces keep theirs
+    months = {t: m for t, m in store.recorder.read("SELECT trace_id, run_month FROM trace_months")}
+    assert not gone & months.keys()
+    assert set(traces["2026-03"]) <= months.keys()
     # nothing more to drop under the same window; a shorter one takes March with its late run
     again = store.retention.plan("90d", now=NOW)
     assert again.drop == [] and [m.label for m in again.refused] == ["2026-03"]
