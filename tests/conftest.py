@@ -61,6 +61,14 @@ def citus_url(citus_cluster: Cluster) -> Iterator[str]:
 
 
 @pytest.fixture
+def citus_migrated_url(citus_url: str) -> str:
+    """A fresh database of the Citus cluster, migrated (and so distributed) as `agentdocket
+    migrate` does."""
+    upgrade(citus_url, derived=dashboards.objects())
+    return citus_url
+
+
+@pytest.fixture
 def pg_url(pg_template: tuple[str, str]) -> Iterator[str]:
     url, name = fresh_pg(pg_template)
     yield url

@@ -29,7 +29,7 @@ class Backend:
     """One database agentdocket stores into."""
 
     name: str  # SQLAlchemy's backend name, as in the URL
-    recorder: str  # "module:Class" of its recorder, imported when a store opens
+    recorder: str  # "module:function" making its recorder, imported when a store opens
     # a file on this machine: a missing one is a mistyped path (only migrate and demo make one)
     embedded: bool
     # open_store brings an older schema to the head revision (a shared server is upgraded only
@@ -37,6 +37,7 @@ class Backend:
     upgrades_on_open: bool
     rollups: bool  # the dashboards' hourly rollups, their refresh and the Grafana role
     partitions: bool  # monthly partitions of the log and projections
+    citus: bool  # a database of this kind may be a Citus coordinator (agentdocket.store.citus)
     placeholder: str  # the driver's parameter marker
     check: Callable[[URL, str], URL]  # the URL (parsed, as given), checked and normalised
     # query parameters a live writer adds to the URL unless given (a bounded connect)
@@ -68,11 +69,12 @@ BACKENDS: dict[str, Backend] = {
     for b in (
         Backend(
             name="postgresql",
-            recorder="agentdocket.store.postgres:PostgresRecorder",
+            recorder="agentdocket.store.postgres:open_postgres",
             embedded=False,
             upgrades_on_open=False,
             rollups=True,
             partitions=True,
+            citus=True,
             placeholder="%s",
             check=_postgres_url,
             live_query={"connect_timeout": "5"},
@@ -84,6 +86,7 @@ BACKENDS: dict[str, Backend] = {
             upgrades_on_open=True,
             rollups=False,
             partitions=False,
+            citus=False,
             placeholder="?",
             check=_sqlite_url,
         ),

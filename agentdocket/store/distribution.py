@@ -1,5 +1,6 @@
-"""How the schema would spread over a Citus cluster: which tables are distributed and by what,
-which are reference tables, and which stay on the coordinator.
+"""How the schema spreads over a Citus cluster (``migrate`` applies it there, see
+:mod:`agentdocket.store.citus`): which tables are distributed and by what, which are reference
+tables, and which stay on the coordinator.
 
 Citus shards a distributed table by one column and can only enforce a unique index that holds
 that column; a join or a correlated lookup between two distributed tables runs on the workers

@@ -14,6 +14,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 import agentdocket.migrations
+from agentdocket.store import citus
 from agentdocket.store.backends import backend_named, backend_of
 from agentdocket.store.config import display_url, parse_url
 from agentdocket.store.derived import Derived, drop_installed, install
@@ -87,19 +88,25 @@ def _run(url: str, action: str, revision: str, derived: Sequence[Derived] = ()) 
     cfg = _config()
     try:
         with _mapped(url), engine.begin() as conn:
+            backend = backend_named(conn.dialect.name)
+            distributed = backend.citus and citus.is_coordinator(conn)
             readers = drop_installed(conn, derived)
             cfg.attributes["connection"] = conn
             if action == "upgrade":
                 command.upgrade(cfg, revision)
             else:
+                if distributed:  # every migration runs on plain tables, as it was written
+                    citus.undistribute(conn)
                 command.downgrade(cfg, revision)
             if MigrationContext.configure(conn).get_current_revision() == head_revision():
                 install(conn, derived, readers)
-                if backend_named(conn.dialect.name).partitions:  # this month's and the next
+                if backend.partitions:  # this month's and the next
                     conn.exec_driver_sql(
                         "SELECT agentdocket_ensure_partitions(%(months)s::date[])",
                         {"months": sorted(months_ahead())},
                     )
+                if distributed:
+                    citus.distribute(conn)
     finally:
         engine.dispose()
 

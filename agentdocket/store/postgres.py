@@ -85,6 +85,8 @@ class PostgresRecorder(Recorder):
     dialect = "postgresql"
     least = "least"
     greatest = "greatest"
+    # COPY new rows straight in, falling back to the staging table on a duplicate key
+    copy_first = True
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
@@ -317,7 +319,7 @@ class PostgresRecorder(Recorder):
     def insert_events(
         self, conn: Any, events: Sequence[Event], months: dict[str, date]
     ) -> tuple[int, Projection]:
-        return copy_events(conn, events, months)
+        return copy_events(conn, events, months, copy_first=self.copy_first)
 
     def merge(
         self,
@@ -328,4 +330,21 @@ class PostgresRecorder(Recorder):
         rows: list[tuple[Any, ...]],
         conflict: str,
     ) -> None:
-        merge_rows(conn, table, columns, key, rows, conflict)
+        merge_rows(conn, table, columns, key, rows, conflict, copy_first=self.copy_first)
+
+
+class CitusRecorder(PostgresRecorder):
+    """PostgreSQL's recorder on a Citus coordinator (:mod:`agentdocket.store.citus`): rows that
+    may already be stored always go through the staging table, since a duplicate key found on
+    a worker reaches the coordinator as an internal error, not as one."""
+
+    copy_first = False
+
+
+def open_postgres(url: str) -> PostgresRecorder:
+    """The recorder for the PostgreSQL database at ``url``: Citus's where it is a coordinator."""
+    recorder = PostgresRecorder(url)
+    if recorder.read("SELECT count(*) FROM pg_extension WHERE extname = 'citus'")[0][0]:
+        recorder.close()
+        return CitusRecorder(url)
+    return recorder

@@ -97,28 +97,32 @@ def _stage(conn: Any, table: str) -> str:
 
 
 def copy_events(
-    conn: Any, events: Sequence[Event], months: dict[str, date]
+    conn: Any, events: Sequence[Event], months: dict[str, date], *, copy_first: bool = True
 ) -> tuple[int, Projection]:
+    """Insert the new ones of ``events``: how many, and their projection. ``copy_first``
+    tries COPY into the table before the staging table (where a duplicate key is reported as
+    such: not on Citus, whose workers' errors reach the coordinator as internal errors)."""
     if not events:
         return 0, Projection()
     # Fast path: a batch of new events goes straight in with COPY, and their projection is
     # computed while the server digests the rows. If any of them is already stored (a
     # retried batch), the savepoint rolls back and the batch goes through a staging table
     # with ON CONFLICT DO NOTHING, which tells which rows were new.
-    projected: list[Projection] = []
-    try:
-        with conn.transaction():
-            _copy(
-                conn,
-                "events",
-                STORED_EVENT_COLUMNS,
-                EVENT_TYPES,
-                _event_rows(events, months),
-                meanwhile=lambda: projected.append(project(events)),
-            )
-        return len(events), projected[0]
-    except errors.UniqueViolation:
-        pass
+    if copy_first:
+        projected: list[Projection] = []
+        try:
+            with conn.transaction():
+                _copy(
+                    conn,
+                    "events",
+                    STORED_EVENT_COLUMNS,
+                    EVENT_TYPES,
+                    _event_rows(events, months),
+                    meanwhile=lambda: projected.append(project(events)),
+                )
+            return len(events), projected[0]
+        except errors.UniqueViolation:
+            pass
     staging = _stage(conn, "events")
     conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(staging)))
     rows = _event_rows(events, months)
@@ -160,7 +164,11 @@ def merge_rows(
     key: Sequence[str],
     rows: list[tuple[Any, ...]],
     conflict: str,
+    *,
+    copy_first: bool = True,
 ) -> None:
+    """Insert ``rows``, or merge them into those with the same ``key`` by ``conflict``;
+    ``copy_first`` as in :func:`copy_events`."""
     types = _types(table, columns)
     index = [columns.index(k) for k in key]
     keyed = [(tuple(r[i] for i in index), r) for r in rows]
@@ -169,6 +177,8 @@ def merge_rows(
     # of those keys meanwhile, the savepoint rolls back and they take the upsert path too.
     fresh = [r for k, r in keyed if k not in existing]
     merge = [r for k, r in keyed if k in existing]
+    if fresh and conflict and not copy_first:
+        fresh, merge = [], rows
     if fresh:
         try:
             with conn.transaction():

@@ -1,14 +1,22 @@
-"""The local Citus cluster (scripts/citus-up) is real: a coordinator with two workers, and a
-table distributed by trace id spreads its shards over both, with the rows where the coordinator
-routes them."""
+"""agentdocket on a real Citus cluster (scripts/citus-up: a coordinator and two workers):
+`migrate` spreads the log over the workers, append-only holds on every shard, and what the
+store does on one node it does there."""
 
 from __future__ import annotations
+
+import random
 
 import psycopg
 import pytest
 
+from agentdocket import dashboards
+from agentdocket.store import open_store
 from agentdocket.store.config import parse_url, psycopg_conninfo
+from agentdocket.store.distribution import CO_LOCATED, REFERENCE
+from agentdocket.store.migrate import downgrade, upgrade
 from tests.helpers.citus import WORKERS, Cluster
+from tests.helpers.db import projections
+from tests.helpers.factory import many_runs, run_events
 
 pytestmark = pytest.mark.citus
 
@@ -49,3 +57,115 @@ def test_a_table_distributed_by_trace_id_has_shards_on_every_worker(
             for (shard,) in shards:
                 held += worker.execute(f'SELECT count(*) FROM "{shard}"').fetchone()[0]  # type: ignore[index]
     assert held == 200
+
+
+# --- agentdocket on the cluster -------------------------------------------------------------
+
+
+def _placement(url: str) -> dict[str, set[int]]:
+    with psycopg.connect(psycopg_conninfo(parse_url(url))) as conn:
+        rows = conn.execute(
+            "SELECT p.logicalrelid::regclass::text, s.nodeport FROM pg_dist_partition p "
+            "JOIN citus_shards s ON s.table_name = p.logicalrelid"
+        ).fetchall()
+    out: dict[str, set[int]] = {}
+    for table, port in rows:
+        out.setdefault(table, set()).add(port)
+    return out
+
+
+def test_migrate_spreads_the_log_over_the_workers(
+    citus_migrated_url: str, citus_cluster: Cluster
+) -> None:
+    """The log, runs, verdicts and trace months are distributed by trace id, co-located, on
+    both workers, their monthly partitions too; datasets and cases are on every node."""
+    placed = _placement(citus_migrated_url)
+    workers = set(citus_cluster.ports[1:])
+    for table in (*CO_LOCATED, "judge_calls"):
+        assert placed[table] == workers, table
+    partitions = {t for t in placed if t.startswith("events_")}
+    assert len(partitions) >= 4 and all(placed[t] == workers for t in partitions)
+    for table in REFERENCE:
+        assert placed[table] == set(citus_cluster.ports), table
+    with psycopg.connect(psycopg_conninfo(parse_url(citus_migrated_url))) as conn:
+        groups = conn.execute(
+            "SELECT count(DISTINCT colocationid) FROM pg_dist_partition "
+            "WHERE logicalrelid = ANY(%s::regclass[])",
+            [sorted(CO_LOCATED)],
+        ).fetchone()
+        assert groups == (1,)
+
+
+def test_a_change_to_the_log_is_refused_on_the_workers_shards(
+    citus_migrated_url: str, citus_cluster: Cluster
+) -> None:
+    """Append-only holds on every shard: an UPDATE or DELETE sent to a worker's shard of the
+    log directly (not through the coordinator) is refused, and so it is through the
+    coordinator."""
+    events = run_events(random.Random(70))
+    with open_store(citus_migrated_url) as store:
+        assert store.append(events).inserted == len(events)
+    name = parse_url(citus_migrated_url).database
+    assert name is not None
+    refused = 0
+    for port in citus_cluster.ports[1:]:
+        with psycopg.connect(citus_cluster.conninfo(port, name), autocommit=True) as worker:
+            worker.execute("SET citus.override_table_visibility = off")
+            shards = [
+                r[0]
+                for r in worker.execute(
+                    "SELECT relname FROM pg_class WHERE relkind = 'r' "
+                    "AND relname ~ '^events_[0-9]{4}_[0-9]{2}_[0-9]+$'"
+                ).fetchall()
+            ]
+            for shard in shards:
+                [(n,)] = worker.execute(f'SELECT count(*) FROM "{shard}"').fetchall()
+                if not n:
+                    continue
+                for change in (f'UPDATE "{shard}" SET seq = seq + 1', f'DELETE FROM "{shard}"'):
+                    with pytest.raises(psycopg.Error, match="append-only"):
+                        worker.execute(change)
+                    refused += 1
+    assert refused >= 2  # the run's shard was found, on one worker
+    coordinator = psycopg.connect(psycopg_conninfo(parse_url(citus_migrated_url)))
+    with coordinator, pytest.raises(psycopg.Error, match="append-only"):
+        coordinator.execute("UPDATE events SET seq = seq + 1")
+
+
+def test_runs_are_appended_read_and_rebuilt_on_the_cluster(citus_migrated_url: str) -> None:
+    """Appending (new events, then the same again), reading a run by trace id, and rebuilding
+    the projections from the log give what they give on one node."""
+    events = many_runs(20)
+    with open_store(citus_migrated_url) as store:
+        first = store.append(events)
+        again = store.append(events[:50])
+        assert (first.inserted, again.inserted, again.duplicates) == (len(events), 0, 50)
+        runs = store.reader.list_runs(limit=None)
+        assert len(runs) == 20
+        one = events[0].trace_id
+        assert store.reader.events(one) == sorted(
+            [e for e in events if e.trace_id == one], key=lambda e: (e.seq, e.ts)
+        )
+        before = projections(store)
+        assert store.projections.rebuild() == len(events)
+        assert projections(store) == before
+
+
+def test_migrations_go_down_and_up_again_on_the_cluster(citus_migrated_url: str) -> None:
+    """A downgrade brings the tables back to the coordinator first; the upgrade spreads them
+    again, with what they hold."""
+    events = many_runs(5)
+    with open_store(citus_migrated_url) as store:
+        store.append(events)
+    downgrade(citus_migrated_url, "0011")
+    assert _placement(citus_migrated_url) == {}
+    upgrade(citus_migrated_url, derived=dashboards.objects())
+    assert set(_placement(citus_migrated_url)) >= CO_LOCATED | REFERENCE
+    with open_store(citus_migrated_url) as store:
+        assert store.reader.counts()["events"] == len(events)
+        assert len(store.reader.list_runs(limit=None)) == 5
+    downgrade(citus_migrated_url, "base")
+    upgrade(citus_migrated_url, derived=dashboards.objects())
+    with open_store(citus_migrated_url) as store:
+        assert store.reader.counts()["events"] == 0
+        assert store.append(events).inserted == len(events)

@@ -121,6 +121,14 @@ class TestPostgresRecorder(RecorderContract):
         return str(request.getfixturevalue("pg_url"))
 
 
+@pytest.mark.citus
+class TestCitusRecorder(RecorderContract):
+    """PostgreSQL's recorder on a Citus coordinator, the tables distributed by `migrate`."""
+
+    def url(self, request: pytest.FixtureRequest) -> str:
+        return str(request.getfixturevalue("citus_migrated_url"))
+
+
 # --- every driver error, in the tree ----------------------------------------------------------
 
 

@@ -1,0 +1,110 @@
+"""Citus: the schema spread over a coordinator and its workers, by `agentdocket migrate`.
+
+A PostgreSQL database with the ``citus`` extension is a Citus coordinator. At the head
+revision ``migrate`` distributes what :mod:`agentdocket.store.distribution` says: the log,
+runs, verdicts and trace months by ``trace_id``, co-located (a run and everything about it on
+one shard); the judge cache by its key; datasets and cases as reference tables (on every
+node). The monthly partitions stay: a distributed partitioned table is distributed partition
+by partition, and the partitions made later are distributed as they are made.
+
+Triggers: the log's append-only row triggers go to every shard (Citus runs row triggers on
+the shards when ``citus.enable_unsafe_triggers`` is on, which ``migrate`` sets for the
+database). The dashboards' stale-hour triggers are statement triggers with transition tables,
+which Citus does not run on distributed tables: they are set aside while the tables are
+distributed (the rollups are not kept current on Citus yet), and made again when a downgrade
+brings the tables back to the coordinator.
+
+Before a downgrade the tables are brought back to the coordinator (``undistribute_table``),
+so that every migration runs on plain tables, as it was written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentdocket.store.distribution import CO_LOCATED, DISTRIBUTED, REFERENCE
+
+# The dashboards' stale-hour triggers (migration 0005): (table, event, transition table).
+STALE_HOUR_TRIGGERS = (
+    ("runs", "INSERT", "NEW TABLE AS changed"),
+    ("runs", "UPDATE", "OLD TABLE AS before NEW TABLE AS changed"),
+    ("runs", "DELETE", "OLD TABLE AS before"),
+    ("verdicts", "INSERT", "NEW TABLE AS changed"),
+    ("verdicts", "DELETE", "OLD TABLE AS before"),
+)
+
+
+def _one(conn: Any, sql: str, params: dict[str, Any] | None = None) -> Any:
+    row = conn.exec_driver_sql(sql, params or {}).first()
+    return None if row is None else row[0]
+
+
+def is_coordinator(conn: Any) -> bool:
+    """Whether this PostgreSQL database has the ``citus`` extension."""
+    return bool(_one(conn, "SELECT count(*) FROM pg_extension WHERE extname = 'citus'"))
+
+
+def _placed(conn: Any) -> set[str]:
+    rows = conn.exec_driver_sql("SELECT logicalrelid::regclass::text FROM pg_dist_partition")
+    return {r[0] for r in rows}
+
+
+def _stale_hour_triggers(conn: Any) -> list[tuple[str, str, str]]:
+    rows = conn.exec_driver_sql(
+        "SELECT c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+        "WHERE t.tgname LIKE 'rollup\\_mark\\_%%' AND NOT t.tgisinternal"
+    )
+    present = {(r[0], r[1]) for r in rows}
+    return [
+        (table, event, ref)
+        for table, event, ref in STALE_HOUR_TRIGGERS
+        if (table, f"rollup_mark_{table}_{event.lower()}") in present
+    ]
+
+
+def distribute(conn: Any) -> list[str]:
+    """Distribute what is not yet (idempotent); the tables placed now, in order."""
+    conn.exec_driver_sql("SET LOCAL citus.enable_unsafe_triggers = on")
+    database = _one(conn, "SELECT current_database()")
+    conn.exec_driver_sql(f'ALTER DATABASE "{database}" SET citus.enable_unsafe_triggers = on')
+    for table, event, _ in _stale_hour_triggers(conn):
+        conn.exec_driver_sql(f"DROP TRIGGER rollup_mark_{table}_{event.lower()} ON {table}")
+    placed = _placed(conn)
+    done = []
+    for table in sorted(REFERENCE - placed):
+        conn.exec_driver_sql(f"SELECT create_reference_table('{table}')")
+        done.append(table)
+    for table, column in DISTRIBUTED.items():
+        if table in placed:
+            continue
+        colocate = ", colocate_with => 'events'" if table in CO_LOCATED - {"events"} else ""
+        conn.exec_driver_sql(f"SELECT create_distributed_table('{table}', '{column}'{colocate})")
+        done.append(table)
+    return done
+
+
+def undistribute(conn: Any) -> list[str]:
+    """Bring every distributed and reference table back to the coordinator, and make the
+    stale-hour triggers again; the tables brought back."""
+    placed = _placed(conn)
+    if not placed:
+        return []
+    conn.exec_driver_sql("SET LOCAL citus.enable_unsafe_triggers = on")
+    back = []
+    for table in [*reversed(DISTRIBUTED), *sorted(REFERENCE)]:
+        if table in _placed(conn):  # one may have gone with another (cases' datasets)
+            conn.exec_driver_sql(
+                f"SELECT undistribute_table('{table}', cascade_via_foreign_keys => true)"
+            )
+            back.append(table)
+    # The tables are the coordinator's alone now: what the migrations change (a sequence, a
+    # column) is not the workers' business.
+    conn.exec_driver_sql("SET LOCAL citus.enable_ddl_propagation = off")
+    for table, event, referencing in STALE_HOUR_TRIGGERS:
+        name = f"rollup_mark_{table}_{event.lower()}"
+        if _one(conn, f"SELECT to_regproc('{name}') IS NOT NULL"):
+            conn.exec_driver_sql(
+                f"CREATE TRIGGER {name} AFTER {event} ON {table} REFERENCING {referencing} "
+                f"FOR EACH STATEMENT EXECUTE FUNCTION {name}()"
+            )
+    return back
