@@ -14,6 +14,7 @@ from agentdocket.store import open_store
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from agentdocket.store.distribution import CO_LOCATED, REFERENCE
 from agentdocket.store.migrate import downgrade, upgrade
+from agentdocket.store.reading import RUN, TRACE_EVENTS
 from tests.helpers.citus import WORKERS, Cluster
 from tests.helpers.db import projections
 from tests.helpers.factory import many_runs, run_events
@@ -169,3 +170,19 @@ def test_migrations_go_down_and_up_again_on_the_cluster(citus_migrated_url: str)
     with open_store(citus_migrated_url) as store:
         assert store.reader.counts()["events"] == 0
         assert store.append(events).inserted == len(events)
+
+
+def test_reading_one_run_by_trace_id_alone_goes_to_one_shard(citus_migrated_url: str) -> None:
+    """A run and its events by trace id alone: one task on one shard (the trace's month from
+    its co-located trace_months row), not a query fanned out to every shard."""
+    events = run_events(random.Random(71))
+    with open_store(citus_migrated_url) as store:
+        store.append(events)
+    tid = events[0].trace_id
+    with psycopg.connect(psycopg_conninfo(parse_url(citus_migrated_url))) as conn:
+        for query in (RUN, TRACE_EVENTS):
+            [(plan,)] = conn.execute(
+                "EXPLAIN (FORMAT JSON) " + query.replace("?", "%s"), [tid, tid]
+            ).fetchall()
+            job = plan[0]["Plan"]["Distributed Query"]["Job"]
+            assert job["Task Count"] == 1, query
