@@ -21,6 +21,7 @@ from agentdocket.store.config import parse_url
 from agentdocket.store.migrate import upgrade
 from tests.helpers.citus import CITUS_ENV, Cluster
 from tests.helpers.db import admin, admin_url, drop_database, fresh_pg
+from tests.helpers.fresh import fresh_url
 
 
 @pytest.fixture(scope="session")
@@ -108,10 +109,9 @@ def bare_sqlite_url(tmp_path: Path) -> str:
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def url(request: pytest.FixtureRequest) -> str:
-    """A fresh, migrated database of each kind."""
-    if request.param == "sqlite":
-        return str(request.getfixturevalue("sqlite_url"))
-    return str(request.getfixturevalue("pg_url"))
+    """A fresh, migrated database of each kind. A module whose tests hold on a Citus cluster
+    too overrides it with ``params=list(FRESH)`` (and ``fresh_url``)."""
+    return fresh_url(request)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -24,6 +24,13 @@ from agentdocket.store.projections import Projection
 from agentdocket.store.projector import Projector
 from tests.helpers.db import accept_events_again, refuse_events_containing
 from tests.helpers.factory import AWKWARD, awkward_run_events, many_runs, run_events
+from tests.helpers.fresh import FRESH, fresh_url
+
+
+@pytest.fixture(params=list(FRESH))
+def url(request: pytest.FixtureRequest) -> str:
+    """Each kind of database, a Citus cluster's too."""
+    return fresh_url(request)
 
 
 def _poisoned(event: Event, marker: str = "poison") -> Event:

@@ -25,6 +25,13 @@ from agentdocket.store import (
 )
 from tests.helpers.db import projections
 from tests.helpers.factory import T0, many_runs, run_events, verdict_event
+from tests.helpers.fresh import FRESH, fresh_url
+
+
+@pytest.fixture(params=list(FRESH))
+def url(request: pytest.FixtureRequest) -> str:
+    """Each kind of database, a Citus cluster's too."""
+    return fresh_url(request)
 
 
 def test_append_and_read_back(store: Store) -> None:

@@ -1,0 +1,14 @@
+"""A fresh, migrated database of each kind, by name: what the ``url`` fixture gives."""
+
+from __future__ import annotations
+
+import pytest
+
+# the fixture that makes each kind (conftest.py)
+FRESH = {"sqlite": "sqlite_url", "postgresql": "pg_url", "citus": "citus_migrated_url"}
+ON_ONE_NODE = ["sqlite", "postgresql"]
+
+
+def fresh_url(request: pytest.FixtureRequest) -> str:
+    """The fresh, migrated database of ``request.param``'s kind."""
+    return str(request.getfixturevalue(FRESH[request.param]))
