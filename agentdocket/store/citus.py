@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentdocket.store.distribution import CO_LOCATED, DISTRIBUTED, REFERENCE
+from agentdocket.store.distribution import DISTRIBUTED, REFERENCE, placements
 
 # The dashboards' stale-hour triggers (migration 0005): (table, event, transition table).
 STALE_HOUR_TRIGGERS = (
@@ -39,9 +39,13 @@ def _one(conn: Any, sql: str, params: dict[str, Any] | None = None) -> Any:
     return None if row is None else row[0]
 
 
+# Whether a PostgreSQL database is a Citus coordinator: it has the extension.
+IS_COORDINATOR = "SELECT count(*) FROM pg_extension WHERE extname = 'citus'"
+
+
 def is_coordinator(conn: Any) -> bool:
-    """Whether this PostgreSQL database has the ``citus`` extension."""
-    return bool(_one(conn, "SELECT count(*) FROM pg_extension WHERE extname = 'citus'"))
+    """Whether this PostgreSQL database (a SQLAlchemy connection) has the ``citus`` extension."""
+    return bool(_one(conn, IS_COORDINATOR))
 
 
 def _placed(conn: Any) -> set[str]:
@@ -71,15 +75,10 @@ def distribute(conn: Any) -> list[str]:
         conn.exec_driver_sql(f"DROP TRIGGER rollup_mark_{table}_{event.lower()} ON {table}")
     placed = _placed(conn)
     done = []
-    for table in sorted(REFERENCE - placed):
-        conn.exec_driver_sql(f"SELECT create_reference_table('{table}')")
-        done.append(table)
-    for table, column in DISTRIBUTED.items():
-        if table in placed:
-            continue
-        colocate = ", colocate_with => 'events'" if table in CO_LOCATED - {"events"} else ""
-        conn.exec_driver_sql(f"SELECT create_distributed_table('{table}', '{column}'{colocate})")
-        done.append(table)
+    for table, statement in placements():
+        if table not in placed:
+            conn.exec_driver_sql(statement)
+            done.append(table)
     return done
 
 

@@ -49,11 +49,17 @@ COORDINATOR = frozenset(
 )
 
 
-def citus_sql() -> list[str]:
-    """The statements that distribute a migrated, still empty agentdocket database on Citus
-    (reference tables first: distributed tables may refer to them)."""
-    statements = [f"SELECT create_reference_table('{t}')" for t in ("datasets", "cases")]
+def placements() -> list[tuple[str, str]]:
+    """Each table Citus places, with the statement that places it, in the order to run them
+    (reference tables first, datasets before the cases that refer to it: distributed tables
+    may refer to them)."""
+    out = [(t, f"SELECT create_reference_table('{t}')") for t in ("datasets", "cases")]
     for table, column in DISTRIBUTED.items():
         colocate = ", colocate_with => 'events'" if table in CO_LOCATED - {"events"} else ""
-        statements.append(f"SELECT create_distributed_table('{table}', '{column}'{colocate})")
-    return statements
+        out.append((table, f"SELECT create_distributed_table('{table}', '{column}'{colocate})"))
+    return out
+
+
+def citus_sql() -> list[str]:
+    """The statements that distribute a migrated, still empty agentdocket database on Citus."""
+    return [statement for _, statement in placements()]

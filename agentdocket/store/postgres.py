@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import psycopg
 
 from agentdocket.events import Event
+from agentdocket.store.citus import IS_COORDINATOR
 from agentdocket.store.config import display_url, parse_url, psycopg_conninfo
 from agentdocket.store.errors import RecordRefused
 from agentdocket.store.escaping import ESC, unescape_text
@@ -344,7 +345,7 @@ class CitusRecorder(PostgresRecorder):
 def open_postgres(url: str) -> PostgresRecorder:
     """The recorder for the PostgreSQL database at ``url``: Citus's where it is a coordinator."""
     recorder = PostgresRecorder(url)
-    if recorder.read("SELECT count(*) FROM pg_extension WHERE extname = 'citus'")[0][0]:
+    if recorder.read(IS_COORDINATOR)[0][0]:
         recorder.close()
         return CitusRecorder(url)
     return recorder

@@ -6,7 +6,6 @@ import pytest
 
 # the fixture that makes each kind (conftest.py)
 FRESH = {"sqlite": "sqlite_url", "postgresql": "pg_url", "citus": "citus_migrated_url"}
-ON_ONE_NODE = ["sqlite", "postgresql"]
 
 
 def fresh_url(request: pytest.FixtureRequest) -> str:
