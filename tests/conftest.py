@@ -114,6 +114,13 @@ def url(request: pytest.FixtureRequest) -> str:
     return fresh_url(request)
 
 
+@pytest.fixture(params=["postgresql", pytest.param("citus", marks=pytest.mark.citus)])
+def server_url(request: pytest.FixtureRequest) -> str:
+    """A fresh, migrated database of each server kind: a PostgreSQL database, and a database
+    of the local Citus cluster (a coordinator and two workers)."""
+    return fresh_url(request)
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def bare_url(request: pytest.FixtureRequest) -> str:
     """A fresh database of each kind with no schema."""

@@ -9,10 +9,8 @@ by partition, and the partitions made later are distributed as they are made.
 
 Triggers: the log's append-only row triggers go to every shard (Citus runs row triggers on
 the shards when ``citus.enable_unsafe_triggers`` is on, which ``migrate`` sets for the
-database). The dashboards' stale-hour triggers are statement triggers with transition tables,
-which Citus does not run on distributed tables: they are set aside while the tables are
-distributed (the rollups are not kept current on Citus yet), and made again when a downgrade
-brings the tables back to the coordinator.
+database). The dashboards' stale hours are marked by the store (agentdocket.store.stale_hours),
+not by triggers, since Citus does not run statement triggers with transition tables.
 
 Before a downgrade the tables are brought back to the coordinator (``undistribute_table``),
 so that every migration runs on plain tables, as it was written.
@@ -23,15 +21,6 @@ from __future__ import annotations
 from typing import Any
 
 from agentdocket.store.distribution import DISTRIBUTED, REFERENCE, placements
-
-# The dashboards' stale-hour triggers (migration 0005): (table, event, transition table).
-STALE_HOUR_TRIGGERS = (
-    ("runs", "INSERT", "NEW TABLE AS changed"),
-    ("runs", "UPDATE", "OLD TABLE AS before NEW TABLE AS changed"),
-    ("runs", "DELETE", "OLD TABLE AS before"),
-    ("verdicts", "INSERT", "NEW TABLE AS changed"),
-    ("verdicts", "DELETE", "OLD TABLE AS before"),
-)
 
 
 def _one(conn: Any, sql: str, params: dict[str, Any] | None = None) -> Any:
@@ -53,26 +42,11 @@ def _placed(conn: Any) -> set[str]:
     return {r[0] for r in rows}
 
 
-def _stale_hour_triggers(conn: Any) -> list[tuple[str, str, str]]:
-    rows = conn.exec_driver_sql(
-        "SELECT c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
-        "WHERE t.tgname LIKE 'rollup\\_mark\\_%%' AND NOT t.tgisinternal"
-    )
-    present = {(r[0], r[1]) for r in rows}
-    return [
-        (table, event, ref)
-        for table, event, ref in STALE_HOUR_TRIGGERS
-        if (table, f"rollup_mark_{table}_{event.lower()}") in present
-    ]
-
-
 def distribute(conn: Any) -> list[str]:
     """Distribute what is not yet (idempotent); the tables placed now, in order."""
     conn.exec_driver_sql("SET LOCAL citus.enable_unsafe_triggers = on")
     database = _one(conn, "SELECT current_database()")
     conn.exec_driver_sql(f'ALTER DATABASE "{database}" SET citus.enable_unsafe_triggers = on')
-    for table, event, _ in _stale_hour_triggers(conn):
-        conn.exec_driver_sql(f"DROP TRIGGER rollup_mark_{table}_{event.lower()} ON {table}")
     placed = _placed(conn)
     done = []
     for table, statement in placements():
@@ -83,8 +57,8 @@ def distribute(conn: Any) -> list[str]:
 
 
 def undistribute(conn: Any) -> list[str]:
-    """Bring every distributed and reference table back to the coordinator, and make the
-    stale-hour triggers again; the tables brought back."""
+    """Bring every distributed and reference table back to the coordinator; the tables
+    brought back."""
     placed = _placed(conn)
     if not placed:
         return []
@@ -99,11 +73,4 @@ def undistribute(conn: Any) -> list[str]:
     # The tables are the coordinator's alone now: what the migrations change (a sequence, a
     # column) is not the workers' business.
     conn.exec_driver_sql("SET LOCAL citus.enable_ddl_propagation = off")
-    for table, event, referencing in STALE_HOUR_TRIGGERS:
-        name = f"rollup_mark_{table}_{event.lower()}"
-        if _one(conn, f"SELECT to_regproc('{name}') IS NOT NULL"):
-            conn.exec_driver_sql(
-                f"CREATE TRIGGER {name} AFTER {event} ON {table} REFERENCING {referencing} "
-                f"FOR EACH STATEMENT EXECUTE FUNCTION {name}()"
-            )
     return back

@@ -37,9 +37,25 @@ UNIQUE_KEYS = {
     "runs": ("trace_id", "run_month"),
     "verdicts": ("trace_id", "verdict_id", "run_month"),
 }
-# Traces not yet stored are locked while a batch gives them their month: the key's first half
-# says what the lock is about ("agd" "mo"), the second is the trace's hash.
+# Traces not yet stored are locked while a batch gives them their month, and every trace whose
+# runs a batch reads before it writes them (agentdocket.store.stale_hours): the key's first
+# half says what the lock is about ("agd" "mo", "agd" "mp"), the second is the trace's hash.
 NEW_TRACE_LOCK = 0x61676D6F
+TRACE_LOCK = 0x61676D70
+
+
+def _lock_each(conn: Any, kind: int, trace_ids: Sequence[str]) -> None:
+    """Transaction-level advisory locks on these traces, in hash order, so that two writers
+    locking overlapping sets take them in the same order."""
+    with mapped_errors():
+        conn.execute(
+            "SELECT count(pg_advisory_xact_lock(%s, h)) FROM "
+            "(SELECT DISTINCT hashtext(id) AS h FROM unnest(%s::text[]) AS t(id) ORDER BY h) s",
+            [kind, list(trace_ids)],
+            prepare=False,
+        )
+
+
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 T = TypeVar("T")
 # How many of these months' partitions are missing.
@@ -84,6 +100,7 @@ class PostgresRecorder(Recorder):
     """PostgreSQL through psycopg 3: binary COPY for events and projection rows."""
 
     dialect = "postgresql"
+    rollups = True
     least = "least"
     greatest = "greatest"
     # COPY new rows straight in, falling back to the staging table on a duplicate key
@@ -168,14 +185,13 @@ class PostgresRecorder(Recorder):
         return with_ddl_lock(self._conn, work, *partitions)
 
     def lock_new_traces(self, conn: Any, trace_ids: Sequence[str]) -> bool:
-        # In hash order, so two writers locking overlapping sets take them in the same order.
-        conn.execute(
-            "SELECT count(pg_advisory_xact_lock(%s, h)) FROM "
-            "(SELECT DISTINCT hashtext(id) AS h FROM unnest(%s::text[]) AS t(id) ORDER BY h) s",
-            [NEW_TRACE_LOCK, list(trace_ids)],
-            prepare=False,
-        )
+        _lock_each(conn, NEW_TRACE_LOCK, trace_ids)
         return True
+
+    def lock_traces(self, conn: Any, trace_ids: Sequence[str]) -> None:
+        # Taken after every new-trace lock a transaction takes, and waited for only by
+        # transactions past theirs: the two kinds never wait on each other in a circle.
+        _lock_each(conn, TRACE_LOCK, trace_ids)
 
     # --- arrival order ------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from agentdocket.store.errors import StoreError
 from agentdocket.store.month_ops import Month, MonthOps
+from agentdocket.store.stale_hours import MARK_EVERY_RUN, RUN_TIME
 
 
 class PostgresMonthOps(MonthOps):
@@ -65,13 +66,7 @@ class PostgresMonthOps(MonthOps):
     def drop(self, conn: Any, month: date) -> None:
         events, runs = self._part("events", month), self._part("runs", month)
         # The dashboards' hours of these runs are read live until the next refresh.
-        self.db.execute(
-            conn,
-            "INSERT INTO rollup_stale (hour, what) SELECT DISTINCT "
-            "agentdocket_hour(coalesce(started_at, first_ts)), w "
-            f"FROM {runs} CROSS JOIN (VALUES ('runs'), ('verdicts')) k(w) "
-            "WHERE coalesce(started_at, first_ts) IS NOT NULL",
-        )
+        self.db.execute(conn, MARK_EVERY_RUN.format(t=RUN_TIME, runs=runs))
         self.db.execute(
             conn,
             "DELETE FROM judge_calls j WHERE EXISTS "

@@ -26,6 +26,7 @@ from agentdocket.store.projections import (
 )
 from agentdocket.store.recorder import EVENT_COLUMNS, STORED_EVENT_COLUMNS, Recorder
 from agentdocket.store.rollup_refresh import Refreshed
+from agentdocket.store.stale_hours import StaleHours
 
 # events a rebuild reads and projects at a time
 BATCH = 10_000
@@ -57,13 +58,23 @@ class Projector:
 
     def __init__(self, db: Recorder) -> None:
         self.db = db
+        self.stale = StaleHours(db) if db.rollups else None
         self.runs_upsert = _upsert_runs_clause(db.unique_key("runs"), db.least, db.greatest)
         self.verdicts_conflict = f"ON CONFLICT ({', '.join(db.unique_key('verdicts'))}) DO NOTHING"
 
     def apply(self, conn: Any, proj: Projection, months: dict[str, date]) -> None:
         """Upsert what ``proj`` changes, on ``conn`` (inside the caller's transaction), under
         the runs' ``months``: :func:`agentdocket.store.months.assign` of the same events, the
-        one place a run's month is decided (it covers the runs their verdicts judge)."""
+        one place a run's month is decided (it covers the runs their verdicts judge). Where
+        the dashboards have rollups, the hours it changes are marked stale."""
+        if self.stale is None:
+            self._upsert(conn, proj, months)
+            return
+        before = self.stale.before(conn, proj, months)
+        self._upsert(conn, proj, months)
+        self.stale.mark(conn, proj, months, before)
+
+    def _upsert(self, conn: Any, proj: Projection, months: dict[str, date]) -> None:
         month = self._month_column(months)
         if proj.runs:
             rows = [(*r, month(r[0])) for r in self.db.as_rows(RUN_COLUMNS, proj.runs.values())]
@@ -99,12 +110,16 @@ class Projector:
         Returns the number of events replayed."""
         with self.db.write() as conn:
             self.db.lock_for_rebuild(conn)
+            if self.stale is not None:  # the hours of the runs that were
+                self.stale.mark_all(conn)
             for table in PROJECTION_TABLES:
                 self.db.execute(conn, f"DELETE FROM {table}")
             count = 0
             for chunk, months in self._stream_events(conn, batch_size):
-                self.apply(conn, project(chunk), months)
+                self._upsert(conn, project(chunk), months)
                 count += len(chunk)
+            if self.stale is not None:  # and of the runs that are
+                self.stale.mark_all(conn)
         return count
 
     def _stream_events(self, conn: Any, size: int) -> Iterator[tuple[list[Event], dict[str, date]]]:

@@ -88,6 +88,8 @@ class Recorder(ABC):
     """One database's connection and primitives."""
 
     dialect: str
+    # whether the database has the dashboards' rollups (as its Backend record says)
+    rollups = False
     least: str  # SQL of the two-argument minimum and maximum
     greatest: str
 
@@ -152,6 +154,12 @@ class Recorder(ABC):
             conflict = "ON CONFLICT (trace_id) DO NOTHING"
             columns = ("trace_id", "run_month")
             self.merge(conn, "trace_months", columns, ("trace_id",), rows, conflict)
+
+    def lock_traces(self, conn: Any, trace_ids: Sequence[str]) -> None:
+        """Lock these traces' projection rows for a writer's read-then-write until the
+        transaction ends (:mod:`agentdocket.store.stale_hours`); nothing to do where one
+        writer writes at a time."""
+        return None
 
     def lock_new_traces(self, conn: Any, trace_ids: Sequence[str]) -> bool:
         """Lock these traces, not yet stored, until the transaction ends; whether there are

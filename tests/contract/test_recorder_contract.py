@@ -15,6 +15,7 @@ import psycopg.errors
 import pytest
 
 from agentdocket.store import open_store
+from agentdocket.store.backends import backend_of
 from agentdocket.store.errors import RecordRefused, StoreError, StoreUnavailable, WriteConflict
 from agentdocket.store.months import month_of
 from agentdocket.store.postgres_errors import classify as classify_postgres
@@ -103,6 +104,11 @@ class RecorderContract(ABC):
             "payload FROM events ORDER BY seq"
         )
         assert [recorder.event_of(r) for r in rows] == sorted(events, key=lambda e: e.seq)
+
+    def test_it_has_rollups_where_its_backend_has(self, recorder: Recorder) -> None:
+        assert recorder.rollups == backend_of(recorder.url).rollups
+        if recorder.rollups:  # what the store marks stale hours in is there
+            assert recorder.read("SELECT count(*) FROM rollup_stale")[0][0] >= 0
 
     def test_ping_answers_and_a_closed_recorder_is_unavailable(self, recorder: Recorder) -> None:
         recorder.ping()

@@ -150,7 +150,7 @@ TRIGGERS = {
 }
 
 
-def _trigger_sql(table: str, event: str, referencing: str, body: str) -> list[str]:
+def trigger_sql(table: str, event: str, referencing: str, body: str) -> list[str]:
     name = f"rollup_mark_{table}_{event.lower()}"
     return [
         f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ "
@@ -421,7 +421,7 @@ def upgrade() -> None:
     for name, (table, what) in STATS.items():
         op.execute(_stats_view(name, table, what))
     for (table, event, referencing), body in TRIGGERS.items():
-        for statement in _trigger_sql(table, event, referencing, body):
+        for statement in trigger_sql(table, event, referencing, body):
             op.execute(statement)
     # Everything already stored is stale: the views read it live until the first refresh.
     op.execute(

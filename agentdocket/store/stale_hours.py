@@ -1,0 +1,127 @@
+"""Stale hours: which hours of the dashboards' rollups a write changed, marked by the store.
+
+A rollup hour is never read from its rollup once something it aggregates changed
+(agentdocket/dashboards/rollups.py): the change marks the hour in ``rollup_stale``, in the
+transaction that makes it. The store marks, not the database: statement triggers with
+transition tables (how migration 0005 marked) do not run on a distributed table (Citus), and
+one way of marking for every backend with rollups is one way tested.
+
+What a batch marks, as the triggers did:
+
+- ``runs`` at a run's hour before and after the batch (a run is counted in the hour it
+  started; a later event can move it earlier);
+- ``verdicts`` at both hours too when the run has verdicts and moved, or changed what its
+  verdicts are keyed by (agent, dataset, tool calls);
+- ``verdicts`` at the run's hour for each run-level verdict the batch adds.
+
+A run's hour before the batch is read before the batch's upserts, under a lock on its trace
+(:meth:`~agentdocket.store.recorder.Recorder.lock_traces`), so that two writers changing one
+run mark every hour it passed through. Rebuilding the projections marks every hour before and
+after instead (:meth:`StaleHours.mark_all`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+from agentdocket.store.projections import Projection
+from agentdocket.store.recorder import Recorder
+
+RUN_TIME = "coalesce(started_at, first_ts)"
+MARK = "INSERT INTO rollup_stale (hour, what) SELECT * FROM unnest(?::timestamptz[], ?::text[])"
+# Every stored run's hour, of both kinds (a rebuild, or retention dropping a table of runs).
+MARK_EVERY_RUN = (
+    "INSERT INTO rollup_stale (hour, what) SELECT DISTINCT agentdocket_hour({t}), w "
+    "FROM {runs} CROSS JOIN (VALUES ('runs'), ('verdicts')) k(w) WHERE {t} IS NOT NULL"
+)
+
+
+@dataclass(frozen=True)
+class Keyed:
+    """What a run's rollup rows are keyed by."""
+
+    hour: datetime | None
+    agent: str | None
+    dataset: str | None
+    tool_calls: int
+
+
+def hour(t: datetime | None) -> datetime | None:
+    """The UTC hour of ``t``, as ``agentdocket_hour`` computes it in the database."""
+    if t is None:
+        return None
+    return t.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+class StaleHours:
+    """Marks the hours a batch's projection rows changed, on a recorder with rollups."""
+
+    def __init__(self, db: Recorder) -> None:
+        self.db = db
+
+    def before(self, conn: Any, proj: Projection, months: dict[str, date]) -> dict[str, Keyed]:
+        """Lock the runs ``proj`` changes and read what keys them now (before the upserts)."""
+        traces = sorted(set(proj.runs) | {v.trace_id for v in proj.verdicts})
+        if not traces:
+            return {}
+        self.db.lock_traces(conn, traces)
+        return self._keyed(conn, sorted(proj.runs), months)
+
+    def mark(
+        self, conn: Any, proj: Projection, months: dict[str, date], before: dict[str, Keyed]
+    ) -> int:
+        """Mark what ``proj`` changed (after its upserts); how many marks."""
+        judged = {v.trace_id for v in proj.verdicts if v.subject_span_id is None}
+        after = self._keyed(conn, sorted(set(proj.runs) | judged), months)
+        with_verdicts = self._with_verdicts(conn, [t for t in proj.runs if t in after], months)
+        marks: set[tuple[datetime, str]] = set()
+        for trace in proj.runs:
+            old, new = before.get(trace), after.get(trace)
+            hours = {k.hour for k in (old, new) if k is not None and k.hour is not None}
+            marks.update((h, "runs") for h in hours)
+            if trace in with_verdicts and (old is None or old != new):
+                marks.update((h, "verdicts") for h in hours)
+        for trace in judged:
+            keyed = after.get(trace)
+            if keyed is not None and keyed.hour is not None:
+                marks.add((keyed.hour, "verdicts"))
+        if marks:
+            ordered = sorted(marks)
+            self.db.execute(conn, MARK, [[h for h, _ in ordered], [w for _, w in ordered]])
+        return len(marks)
+
+    def mark_all(self, conn: Any) -> None:
+        """Mark every stored run's hour, for runs and verdicts."""
+        self.db.execute(conn, MARK_EVERY_RUN.format(t=RUN_TIME, runs="runs"))
+
+    def _keyed(self, conn: Any, traces: Sequence[str], months: dict[str, date]) -> dict[str, Keyed]:
+        found: dict[str, Keyed] = {}
+        sql = f"SELECT trace_id, {RUN_TIME}, agent, dataset, n_tool_calls FROM runs WHERE "
+        for where, params in self._of(traces, months):
+            for trace, t, agent, dataset, tools in self.db.read_on(conn, sql + where, params):
+                found[trace] = Keyed(hour(self.db.from_db("ts", t)), agent, dataset, tools)
+        return found
+
+    def _with_verdicts(self, conn: Any, traces: Sequence[str], months: dict[str, date]) -> set[str]:
+        sql = "SELECT DISTINCT trace_id FROM verdicts WHERE "
+        return {
+            r[0]
+            for where, ps in self._of(traces, months)
+            for r in self.db.read_on(conn, sql + where, ps)
+        }
+
+    def _of(
+        self, traces: Sequence[str], months: dict[str, date]
+    ) -> Iterator[tuple[str, list[Any]]]:
+        """Conditions picking these traces a thousand at a time, in their months' partitions."""
+        for start in range(0, len(traces), 1000):
+            chunk = list(traces[start : start + 1000])
+            by_trace, params = self.db.any_of("trace_id", chunk)
+            in_months = sorted({months[t] for t in chunk if t in months})
+            by_month, more = self.db.any_of(
+                "run_month", [self.db.to_db("run_month", m) for m in in_months]
+            )
+            yield f"{by_trace} AND {by_month}", [*params, *more]
