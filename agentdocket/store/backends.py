@@ -69,7 +69,7 @@ BACKENDS: dict[str, Backend] = {
     for b in (
         Backend(
             name="postgresql",
-            recorder="agentdocket.store.postgres:open_postgres",
+            recorder="agentdocket.store.postgres_citus:open_postgres",
             embedded=False,
             upgrades_on_open=False,
             rollups=True,

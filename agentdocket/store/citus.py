@@ -28,6 +28,11 @@ def _one(conn: Any, sql: str, params: dict[str, Any] | None = None) -> Any:
     return None if row is None else row[0]
 
 
+# Arrival ledger rows older than this are taken as settled, and retention drops them
+# (agentdocket.store.postgres_citus): a two-phase commit in doubt that long is a worker lost
+# for that long.
+LEDGER_KEEP = "1 day"
+
 # Whether a PostgreSQL database is a Citus coordinator: it has the extension.
 IS_COORDINATOR = "SELECT count(*) FROM pg_extension WHERE extname = 'citus'"
 

@@ -51,6 +51,10 @@ class MonthOps:
     def drop(self, conn: Any, month: date) -> None:
         raise NotImplementedError  # pragma: no cover
 
+    def prune(self, conn: Any) -> int:
+        """Drop what the backend keeps for a while only, whatever the window; how many rows."""
+        return 0
+
     def _one(self, conn: Any, sql: str, *params: Any) -> int:
         [(n,)] = self.db.read_on(conn, sql, list(params))
         return int(n or 0)

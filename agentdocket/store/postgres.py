@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 import psycopg
 
 from agentdocket.events import Event
-from agentdocket.store.citus import IS_COORDINATOR
 from agentdocket.store.config import display_url, parse_url, psycopg_conninfo
 from agentdocket.store.errors import RecordRefused
 from agentdocket.store.escaping import ESC, unescape_text
@@ -348,20 +347,3 @@ class PostgresRecorder(Recorder):
         conflict: str,
     ) -> None:
         merge_rows(conn, table, columns, key, rows, conflict, copy_first=self.copy_first)
-
-
-class CitusRecorder(PostgresRecorder):
-    """PostgreSQL's recorder on a Citus coordinator (:mod:`agentdocket.store.citus`): rows that
-    may already be stored always go through the staging table, since a duplicate key found on
-    a worker reaches the coordinator as an internal error, not as one."""
-
-    copy_first = False
-
-
-def open_postgres(url: str) -> PostgresRecorder:
-    """The recorder for the PostgreSQL database at ``url``: Citus's where it is a coordinator."""
-    recorder = PostgresRecorder(url)
-    if recorder.read(IS_COORDINATOR)[0][0]:
-        recorder.close()
-        return CitusRecorder(url)
-    return recorder

@@ -126,6 +126,7 @@ class Retention:
                 progress(counted)
         with self.db.write() as conn:
             samples = self._samples(conn, plan.window_start, delete=True)
+            self.db.month_ops().prune(conn)
         rollups = self._refresh() if dropped else "refreshed"
         return Applied(
             plan, dropped, refused, samples, trace_id if dropped else None, failed, rollups

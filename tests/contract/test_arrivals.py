@@ -88,12 +88,12 @@ def test_cursors_only_move_forward(store: Store) -> None:
 
 
 @pytest.mark.postgres
-def test_an_open_transaction_holds_back_everything_after_it(pg_url: str) -> None:
+def test_an_open_transaction_holds_back_everything_after_it(server_url: str) -> None:
     """Events of a transaction still running are not followed, nor are events committed after
     it began: a follower must not pass a position that an earlier commit could still fill."""
     rng = random.Random(2)
     slow, fast = run_events(rng), run_events(rng)
-    with open_store(pg_url) as a, open_store(pg_url) as b:
+    with open_store(server_url) as a, open_store(server_url) as b:
         a.append(run_events(rng))
         before = a.arrivals.after(Position(), 1000)
         with b.recorder.write() as conn:
@@ -107,8 +107,8 @@ def test_an_open_transaction_holds_back_everything_after_it(pg_url: str) -> None
 
 
 @pytest.mark.postgres
-def test_claims_keep_a_run_to_one_follower_until_released_or_gone(pg_url: str) -> None:
-    a, b = open_store(pg_url), open_store(pg_url)
+def test_claims_keep_a_run_to_one_follower_until_released_or_gone(server_url: str) -> None:
+    a, b = open_store(server_url), open_store(server_url)
     try:
         assert a.arrivals.claim("f", ["t1", "t2"]) == ["t1", "t2"]
         assert b.arrivals.claim("f", ["t1", "t2", "t3"]) == ["t3"]
@@ -249,13 +249,13 @@ def test_sampling_is_a_fixed_tenth_of_runs(sqlite_url: str) -> None:
 
 
 @pytest.mark.postgres
-def test_two_followers_at_once_write_each_verdict_once(pg_url: str) -> None:
+def test_two_followers_at_once_write_each_verdict_once(server_url: str) -> None:
     """Two followers of one config, on their own connections, while runs keep arriving."""
     rng = random.Random(7)
     runs = [run_events(rng) for _ in range(300)]
     stop = threading.Event()
     followers = []
-    stores = [open_store(pg_url) for _ in range(3)]
+    stores = [open_store(server_url) for _ in range(3)]
     try:
         for store in stores[:2]:
             followers.append(Follower(store, _config("pair")))

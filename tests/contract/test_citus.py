@@ -5,12 +5,14 @@ store does on one node it does there."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import psycopg
 import pytest
 
 from agentdocket import dashboards
 from agentdocket.store import open_store
+from agentdocket.store.arrivals import Position
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from agentdocket.store.distribution import CO_LOCATED, REFERENCE
 from agentdocket.store.migrate import downgrade, upgrade
@@ -186,3 +188,76 @@ def test_reading_one_run_by_trace_id_alone_goes_to_one_shard(citus_migrated_url:
             ).fetchall()
             job = plan[0]["Plan"]["Distributed Query"]["Job"]
             assert job["Task Count"] == 1, query
+
+
+def _shard_of(worker: psycopg.Connection[Any], trace_id: str) -> str | None:
+    """The worker's shard of the log holding ``trace_id``'s events, if it is on this worker."""
+    worker.execute("SET citus.override_table_visibility = off")
+    for (shard,) in worker.execute(
+        "SELECT relname FROM pg_class WHERE relkind = 'r' "
+        "AND relname ~ '^events_[0-9]{4}_[0-9]{2}_[0-9]+$'"
+    ).fetchall():
+        found = worker.execute(f'SELECT 1 FROM "{shard}" WHERE trace_id = %s', [trace_id])
+        if found.fetchone():
+            return str(shard)
+    return None
+
+
+def test_a_follower_waits_for_a_transaction_committed_on_the_coordinator_but_not_a_worker(
+    citus_migrated_url: str, citus_cluster: Cluster
+) -> None:
+    """Two-phase commit: the coordinator commits first, each worker a moment later. A follower
+    must not read past a transaction whose events a worker does not show yet, or it would
+    never read them. The moment cannot be held open from outside Citus, so the test makes the
+    state it leaves: a transaction committed on the coordinator, its ledger count there, and
+    its event in a transaction prepared (not yet committed) on the worker."""
+    rng = random.Random(71)
+    first, later = run_events(rng), run_events(rng)
+    name = parse_url(citus_migrated_url).database
+    assert name is not None
+    coordinator = psycopg.connect(psycopg_conninfo(parse_url(citus_migrated_url)), autocommit=True)
+    with open_store(citus_migrated_url) as store:
+        store.append(first)
+        with coordinator.transaction():  # the coordinator's commit of the transaction in doubt
+            [(in_doubt,)] = coordinator.execute(
+                "INSERT INTO arrival_ledger (events) VALUES (1) RETURNING tx::text::int8"
+            ).fetchall()
+        store.append(later)  # committed everywhere, after it
+        for port in citus_cluster.ports[1:]:
+            worker = psycopg.connect(citus_cluster.conninfo(port, name), autocommit=True)
+            shard = _shard_of(worker, first[0].trace_id)
+            if shard is not None:
+                break
+            worker.close()
+        assert shard is not None
+        columns = [
+            r[0]
+            for r in worker.execute(
+                "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
+                "AND NOT attisdropped ORDER BY attnum",
+                [shard],
+            ).fetchall()
+        ]
+        made = {"event_id": "gen_random_uuid()", "tx": f"'{in_doubt}'::xid8"}
+        values = ", ".join(made.get(c, c) for c in columns)
+        worker.execute("BEGIN")
+        worker.execute(f'INSERT INTO "{shard}" SELECT {values} FROM "{shard}" LIMIT 1')
+        worker.execute("PREPARE TRANSACTION 'agentdocket_in_doubt'")
+        try:
+            read = store.arrivals.after(Position(), 1000)
+            assert {a.trace_id for a in read} == {first[0].trace_id}
+            assert len(read) == len(first)
+            assert all(a.position.tx < in_doubt for a in read)
+            assert store.arrivals.head() == read[-1].position
+            worker.execute("COMMIT PREPARED 'agentdocket_in_doubt'")
+            read = store.arrivals.after(Position(), 1000)
+            assert len(read) == len(first) + 1 + len(later)
+            assert {a.trace_id for a in read} == {first[0].trace_id, later[0].trace_id}
+        finally:
+            held = worker.execute(
+                "SELECT 1 FROM pg_prepared_xacts WHERE gid = 'agentdocket_in_doubt'"
+            )
+            if held.fetchone():
+                worker.execute("ROLLBACK PREPARED 'agentdocket_in_doubt'")
+            worker.close()
+            coordinator.close()

@@ -59,6 +59,7 @@ DERIVED = {"derived_objects"}  # migration 0007; the views are installed by migr
 CURSORS = {"scoring_cursors"}  # migration 0008
 SAMPLES = {"pipeline_samples", "scoring_samples"}  # migration 0009
 MONTHS = {"trace_months"}  # migration 0012
+LEDGER = {"arrival_ledger"}  # migration 0015
 INSTALLED = {o.name for o in dashboards.objects() if o.identity.startswith("VIEW ")}
 
 
@@ -93,7 +94,14 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
         }
         assert made_by_migrations | later == INSTALLED
         assert _objects(bare_url) == (
-            TABLES | ROLLUP_TABLES | DEAD_LETTERS[0] | DERIVED | CURSORS | SAMPLES | MONTHS,
+            TABLES
+            | ROLLUP_TABLES
+            | DEAD_LETTERS[0]
+            | DERIVED
+            | CURSORS
+            | SAMPLES
+            | MONTHS
+            | LEDGER,
             VIEWS | INSTALLED | DEAD_LETTERS[1],
         )
         downgrade(bare_url, "0008")

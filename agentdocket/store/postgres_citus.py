@@ -1,0 +1,101 @@
+"""The recorder of a Citus coordinator (:mod:`agentdocket.store.citus`): PostgreSQL's, with
+what a cluster changes.
+
+- Rows that may already be stored always go through the staging table: a duplicate key found
+  on a worker reaches the coordinator as an internal error, not as a unique violation.
+- **Arrival order across nodes.** A follower reads events of transactions older than every
+  transaction still running (``HORIZON``), which on a cluster is the coordinator's view only.
+  A transaction that wrote to several workers commits on the coordinator first and then on
+  each worker (two-phase commit): for a moment the coordinator has it as committed while a
+  worker does not show its events yet, and a follower that read past it then would never read
+  them. So each appending transaction also counts its events in ``arrival_ledger`` on the
+  coordinator (migration 0015), and a transaction is *settled* once that many of its events
+  are visible; a follower reads only up to the first transaction that is not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+from typing import Any
+
+from agentdocket.events import Event
+from agentdocket.store.citus import IS_COORDINATOR, LEDGER_KEEP
+from agentdocket.store.postgres import HORIZON, PostgresRecorder
+from agentdocket.store.postgres_errors import mapped_errors
+from agentdocket.store.projections import Projection
+
+# transactions checked per read (a follower far behind catches up this many at a time)
+SETTLE = 1000
+
+COUNT = (
+    "INSERT INTO arrival_ledger (events) VALUES (%s) "
+    "ON CONFLICT (tx) DO UPDATE SET events = arrival_ledger.events + excluded.events"
+)
+LEDGER = (
+    "SELECT tx::text::int8, events FROM arrival_ledger "
+    "WHERE tx >= %s::text::xid8 AND tx < %s::text::xid8 "
+    f"AND at > statement_timestamp() - interval '{LEDGER_KEEP}' "
+    "ORDER BY tx {order} LIMIT %s"
+)
+VISIBLE = (
+    "SELECT tx::text::int8, count(*) FROM events WHERE tx = ANY(%s::text[]::xid8[]) GROUP BY tx"
+)
+
+
+class CitusRecorder(PostgresRecorder):
+    """PostgreSQL's recorder on a Citus coordinator (see the module)."""
+
+    copy_first = False
+
+    def insert_events(
+        self, conn: Any, events: Sequence[Event], months: dict[str, date]
+    ) -> tuple[int, Projection]:
+        inserted, projection = super().insert_events(conn, events, months)
+        if inserted:  # in the caller's savepoint: undone with the rows it counts
+            with mapped_errors():
+                conn.execute(COUNT, [inserted])
+        return inserted, projection
+
+    def arrived_after(self, tx: int, seq: int) -> tuple[str, list[Any]]:
+        horizon = self.settled_horizon(tx)
+        return "(tx, position) > (?::text::xid8, ?) AND tx < ?::text::xid8", [
+            str(tx),
+            seq,
+            str(horizon),
+        ]
+
+    def readable(self) -> str:
+        return f"tx < '{int(self.settled_horizon(None))}'::xid8"
+
+    def settled_horizon(self, after_tx: int | None) -> int:
+        """The first transaction a follower may not read yet: the coordinator's horizon, or
+        an earlier transaction the ledger counts more events of than are visible. From
+        ``after_tx`` on (a follower's cursor), or among the latest ledger rows (None)."""
+        with mapped_errors():
+            [(horizon,)] = self._conn.execute(f"SELECT {HORIZON}::text::int8").fetchall()
+            order = "DESC" if after_tx is None else ""
+            counted = self._conn.execute(
+                LEDGER.format(order=order), [str(after_tx or 0), str(horizon), SETTLE + 1]
+            ).fetchall()
+            checked = sorted(counted[:SETTLE])
+            if not checked:
+                return int(horizon)
+            visible: dict[int, int] = dict(
+                self._conn.execute(VISIBLE, [[str(t) for t, _ in checked]]).fetchall()
+            )
+        for tx, events in checked:
+            if visible.get(tx, 0) < events:
+                return int(tx)
+        if after_tx is not None and len(counted) > SETTLE:
+            return int(counted[SETTLE][0])  # the rest is checked on the next read
+        return int(horizon)
+
+
+def open_postgres(url: str) -> PostgresRecorder:
+    """The recorder for the PostgreSQL database at ``url``: Citus's where it is a coordinator."""
+    recorder = PostgresRecorder(url)
+    if recorder.read(IS_COORDINATOR)[0][0]:
+        recorder.close()
+        return CitusRecorder(url)
+    return recorder
