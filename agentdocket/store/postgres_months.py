@@ -12,6 +12,10 @@ from agentdocket.store.errors import StoreError
 from agentdocket.store.month_ops import Month, MonthOps
 from agentdocket.store.stale_hours import MARK_EVERY_RUN, RUN_TIME
 
+# The judge calls made in a month's traces. Not a join on the trace: the judge cache is
+# distributed by its key on Citus, so the month's traces are read first (one subquery).
+OF_MONTH = "WHERE trace_id IN (SELECT trace_id FROM trace_months WHERE run_month = ?)"
+
 
 class PostgresMonthOps(MonthOps):
     BOUND = re.compile(r"FROM \('(\d{4}-\d{2}-\d{2})'\)")
@@ -51,11 +55,7 @@ class PostgresMonthOps(MonthOps):
             "events": self._one(conn, f"SELECT count(*) FROM {events}"),
             "runs": self._one(conn, f"SELECT count(*) FROM {runs}"),
             "verdicts": self._one(conn, f"SELECT count(*) FROM {verdicts}"),
-            "judge_calls": self._one(
-                conn,
-                "SELECT count(*) FROM judge_calls j WHERE EXISTS "
-                f"(SELECT 1 FROM {events} e WHERE e.trace_id = j.trace_id)",
-            ),
+            "judge_calls": self._one(conn, f"SELECT count(*) FROM judge_calls {OF_MONTH}", month),
         }
         newer = self._one(
             conn,
@@ -70,14 +70,10 @@ class PostgresMonthOps(MonthOps):
         return int(self.db.execute(conn, sql))
 
     def drop(self, conn: Any, month: date) -> None:
-        events, runs = self._part("events", month), self._part("runs", month)
+        runs = self._part("runs", month)
         # The dashboards' hours of these runs are read live until the next refresh.
         self.db.execute(conn, MARK_EVERY_RUN.format(t=RUN_TIME, runs=runs))
-        self.db.execute(
-            conn,
-            "DELETE FROM judge_calls j WHERE EXISTS "
-            f"(SELECT 1 FROM {events} e WHERE e.trace_id = j.trace_id)",
-        )
+        self.db.execute(conn, f"DELETE FROM judge_calls {OF_MONTH}", [month])
         self.db.execute(conn, "DELETE FROM trace_months WHERE run_month = ?", [month])
         for table in ("verdicts", "runs", "events"):
             self.db.execute(conn, f"DROP TABLE {self._part(table, month)}")

@@ -14,6 +14,14 @@ from agentdocket.events.payloads import ChatMessage
 from agentdocket.store import Store
 from agentdocket.store.projections import JUDGE_CACHE_KEY
 from tests.helpers.factory import run_events, verdict_event
+from tests.helpers.fresh import FRESH, fresh_url
+
+
+@pytest.fixture(params=list(FRESH))
+def url(request: pytest.FixtureRequest) -> str:
+    """Each kind of database, a Citus cluster's too."""
+    return fresh_url(request)
+
 
 NOW = datetime(2026, 7, 15, 12, tzinfo=UTC)  # keep 90d: the window starts on 16 April
 STARTS = {  # month -> run starts
@@ -142,7 +150,7 @@ def test_retention_drops_exactly_the_runs_of_the_months_past_the_window(store: S
 
 
 @pytest.mark.postgres
-def test_postgres_drops_the_months_partitions_and_their_rollups(pg_url: str) -> None:
+def test_postgres_drops_the_months_partitions_and_their_rollups(server_url: str) -> None:
     from agentdocket import dashboards
     from agentdocket.store import open_store
 
@@ -152,7 +160,7 @@ def test_postgres_drops_the_months_partitions_and_their_rollups(pg_url: str) -> 
         )
         return {str(m): int(n) for m, n in rows}
 
-    with open_store(pg_url, derived=dashboards.objects()) as store:
+    with open_store(server_url, derived=dashboards.objects()) as store:
         _seed(store)
         store.projections.refresh_dashboards()
         before = hours(store)

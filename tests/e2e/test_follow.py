@@ -146,8 +146,8 @@ def config(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def server(pg_url: str, tmp_path: Path, config: Path) -> Iterator[Server]:
-    s = Server(pg_url, tmp_path / "spool", "--config", str(config)).start()
+def server(server_url: str, tmp_path: Path, config: Path) -> Iterator[Server]:
+    s = Server(server_url, tmp_path / "spool", "--config", str(config)).start()
     yield s
     s.stop()
 
@@ -155,9 +155,9 @@ def server(pg_url: str, tmp_path: Path, config: Path) -> Iterator[Server]:
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_two_followers_killed_and_restarted_judge_each_run_once(
-    server: Server, pg_url: str, config: Path, tmp_path: Path
+    server: Server, server_url: str, config: Path, tmp_path: Path
 ) -> None:
-    follow = Follow(pg_url, config, tmp_path / "follow.log").start()
+    follow = Follow(server_url, config, tmp_path / "follow.log").start()
     agent = Agent(server.endpoint)
     try:
         for i in range(60):
@@ -170,18 +170,18 @@ def test_two_followers_killed_and_restarted_judge_each_run_once(
             if i == 45:
                 follow.kill()
                 follow.start()
-        finished = _finished(pg_url)
+        finished = _finished(server_url)
         assert len(finished) == 60
-        _wait(lambda: {t for t, _ in _verdicts(pg_url)} == finished)
-        verdicts = _verdicts(pg_url)
+        _wait(lambda: {t for t, _ in _verdicts(server_url)} == finished)
+        verdicts = _verdicts(server_url)
         assert set(verdicts.values()) == {1}  # one verdict per run and input
         assert Counter(t for t, _ in verdicts) == Counter(dict.fromkeys(finished, 1))
         # a late event: judged again, under a new input hash
         late = format(agent.roots[3].trace_id, "032x")
         agent.late_query(agent.roots[3])
-        _wait(lambda: sum(1 for t, _ in _verdicts(pg_url) if t == late) == 2)
+        _wait(lambda: sum(1 for t, _ in _verdicts(server_url) if t == late) == 2)
         time.sleep(1.0)  # both followers have had their rounds
-        verdicts = _verdicts(pg_url)
+        verdicts = _verdicts(server_url)
         assert set(verdicts.values()) == {1}
         assert sum(1 for t, _ in verdicts if t == late) == 2
     finally:
@@ -191,7 +191,7 @@ def test_two_followers_killed_and_restarted_judge_each_run_once(
 
 @pytest.mark.postgres
 def test_follower_metrics_match_the_database(
-    server: Server, pg_url: str, config: Path, tmp_path: Path
+    server: Server, server_url: str, config: Path, tmp_path: Path
 ) -> None:
     """`serve --score`'s /metrics carries the follower's figures, and they agree with what
     the database holds after a known number of runs."""
@@ -201,7 +201,7 @@ def test_follower_metrics_match_the_database(
             agent.run(i)
     finally:
         agent.close()
-    _wait(lambda: len(_verdicts(pg_url)) == 12)
+    _wait(lambda: len(_verdicts(server_url)) == 12)
     metrics = server.endpoint.replace("/v1/traces", "/metrics")
     label = (("scorer", f"{SCORER}@1"),)
 
@@ -221,14 +221,14 @@ def test_follower_metrics_match_the_database(
     assert samples[("agentdocket_spans_received_total", ())] == 36
     # the panels' hourly view has the follower's verdicts at once (their hours are read live
     # until serve's next refresh, a minute after its first)
-    with open_store(pg_url) as store:
+    with open_store(server_url) as store:
         [(counted,)] = store.recorder.read(
             "SELECT sum(verdicts) FROM dashboard_verdict_stats WHERE scorer = ?", [SCORER]
         )
     assert counted == 12
     # stopping writes the last samples the pipeline dashboard reads
     server.stop()
-    with open_store(pg_url) as store:
+    with open_store(server_url) as store:
         [receiver] = store.pipeline.latest("pipeline_samples")
         [follower] = store.pipeline.latest("scoring_samples")
         events = store.reader.counts()["events"]

@@ -26,7 +26,15 @@ from agentdocket.ingest.receiver import Receiver
 from agentdocket.ingest.sink import Sink
 from agentdocket.store import open_store
 from tests.helpers.db import assert_absent, cli
+from tests.helpers.fresh import FRESH, fresh_url
 from tests.helpers.otlp_server import START_NS, Server, free_port, start_cli
+
+
+@pytest.fixture(params=list(FRESH))
+def url(request: pytest.FixtureRequest) -> str:
+    """Each kind of database, a Citus cluster's too."""
+    return fresh_url(request)
+
 
 OPENAI_KEY = "sk-proj-Zq8T3xLw0aVbN4mR7yCe2uKd"
 

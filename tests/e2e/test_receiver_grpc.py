@@ -8,6 +8,7 @@ from typing import Any
 
 import grpc
 import orjson
+import pytest
 from google.rpc.error_details_pb2 import RetryInfo
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -18,6 +19,14 @@ from agentdocket.ingest.grpc_receiver import SERVICE, GrpcReceiver
 from agentdocket.ingest.receiver import Receiver
 from agentdocket.ingest.sink import Sink
 from agentdocket.store import open_store
+from tests.helpers.fresh import FRESH, fresh_url
+
+
+@pytest.fixture(params=list(FRESH))
+def url(request: pytest.FixtureRequest) -> str:
+    """Each kind of database, a Citus cluster's too."""
+    return fresh_url(request)
+
 
 TOKEN = "s3cret-token"
 
