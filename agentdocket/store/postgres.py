@@ -73,6 +73,14 @@ SCORING_EVENTS = (
 )
 
 
+# The verdicts a scorer version gave some runs, in those runs' months (from trace_months,
+# read first: the partitions of the other months are never read).
+VERDICT_KEYS = (
+    "SELECT trace_id, input_hash FROM verdicts WHERE scorer = %s AND scorer_version = %s "
+    "AND trace_id = ANY(%s) AND run_month = ANY(%s::date[])"
+)
+
+
 # The horizon of arrivals a follower may read (PostgreSQL): the oldest transaction still in
 # progress in this database, as the current snapshot sees it. The snapshot's xmin would do,
 # but it counts every database of the cluster, so that one long transaction elsewhere (an
@@ -268,11 +276,9 @@ class PostgresRecorder(Recorder):
         if not ids:
             return set()
         with mapped_errors():
+            months = sorted(set(self.stored_months(self._conn, ids).values()))
             rows = self._conn.execute(
-                "SELECT trace_id, input_hash FROM verdicts WHERE scorer = %s "
-                "AND scorer_version = %s AND trace_id = ANY(%s)",
-                [scorer, version, list(ids)],
-                prepare=False,
+                VERDICT_KEYS, [scorer, version, list(ids), months], prepare=False
             ).fetchall()
         return {(r[0], r[1]) for r in rows}
 

@@ -16,6 +16,7 @@ from agentdocket.store import open_store
 from agentdocket.store.appending import Appender
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from agentdocket.store.months import month_of, months_ahead
+from agentdocket.store.postgres import VERDICT_KEYS
 from agentdocket.store.reading import RUN, TRACE_EVENTS
 from tests.helpers.factory import run_events, verdict_event
 from tests.helpers.otlp_server import Server
@@ -205,3 +206,21 @@ def test_reading_one_run_by_trace_id_alone_reads_one_partition(pg_url: str) -> N
                 "SELECT run_month FROM trace_months WHERE trace_id = %s", [wanted]
             ).fetchall()
             assert month == FEB
+
+
+def test_the_runners_verdict_check_reads_the_runs_months_only(pg_url: str) -> None:
+    """Which runs a scorer version already judged: read in those runs' months alone (found in
+    trace_months first)."""
+    months = [datetime(2026, m, 10, tzinfo=UTC) for m in (1, 2, 3)]
+    runs = [run_events(random.Random(80 + i), start=t) for i, t in enumerate(months)]
+    with open_store(pg_url) as store:
+        for events in runs:
+            store.append(events)
+            store.append([verdict_event(events, "s", "1", when=events[-1].ts)])
+        wanted = [runs[1][0].trace_id]
+        assert {t for t, _ in store.scoring.verdict_keys("s", "1", wanted)} == set(wanted)
+    with _conn(pg_url) as conn:
+        [(plan,)] = conn.execute(
+            "EXPLAIN (ANALYZE, FORMAT JSON) " + VERDICT_KEYS, ["s", "1", wanted, [FEB]]
+        ).fetchall()
+    assert _scanned(plan[0]["Plan"], "verdicts_") == ["verdicts_2026_02"]
