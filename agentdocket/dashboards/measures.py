@@ -66,20 +66,24 @@ def _extra_steps() -> str:
 
 
 def _tool() -> str:
-    """A tool-use verdict's pass, once for each tool its run called."""
+    """A tool-use verdict's pass, once for each tool its run called (each run's tools read
+    once, from its own events: a lateral subquery per run, which Citus sends to the run's
+    shard; its DISTINCT holds trace_id, which Citus needs of a subquery correlated on rows of
+    the coordinator's)."""
     return f"""
                 SELECT g.hour, g.agent, g.dataset, x.scorer, x.scorer_version, 'tool', t.tool,
                     CASE WHEN x.passed THEN 1.0 ELSE 0.0 END
                 FROM (
-                    SELECT hour, agent, dataset, array_agg(scorer) AS scorers,
-                        array_agg(scorer_version) AS versions, array_agg(passed) AS passed,
-                        (SELECT array_agg(DISTINCT e.payload->>'tool') FROM events e
-                         WHERE e.trace_id = l.trace_id AND e.run_month = l.run_month
-                           AND e.kind = 'tool.called') AS tools
+                    SELECT hour, agent, dataset, trace_id, run_month, array_agg(scorer) AS scorers,
+                        array_agg(scorer_version) AS versions, array_agg(passed) AS passed
                     FROM l WHERE l.scorer IN {names(*TOOL_SCORERS)} AND l.passed IS NOT NULL
                     GROUP BY hour, agent, dataset, trace_id, run_month
                 ) g
-                CROSS JOIN LATERAL unnest(g.tools) t(tool)
+                CROSS JOIN LATERAL (
+                    SELECT DISTINCT e.trace_id, e.payload->>'tool' AS tool FROM events e
+                    WHERE e.trace_id = g.trace_id AND e.run_month = g.run_month
+                      AND e.kind = 'tool.called'
+                ) t
                 CROSS JOIN LATERAL unnest(g.scorers, g.versions, g.passed)
                     x(scorer, scorer_version, passed)
                 WHERE t.tool IS NOT NULL"""

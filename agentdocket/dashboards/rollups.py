@@ -45,15 +45,23 @@ OUTCOME = (
 # The runs of the stale hours (r), and the latest run-level verdicts of the stale hours' runs
 # (l, from ``verdicts_latest``), which the aggregations below read. Both are driven from the
 # stale hours through the runs' time index to each run's verdicts: the cost follows the stale
-# hours, never the whole tables. (OFFSET 0 keeps a lateral subquery a per-row index lookup:
-# without it the planner, which cannot estimate a range per hour, may scan every run against
-# every stale hour; and, for the verdicts, hash the whole verdicts table twice for the
-# anti-join of verdicts_latest: 9-10 s a panel at 5M verdicts, against milliseconds.)
+# hours, never the whole tables. Each lateral subquery must stay a per-row index lookup: as a
+# join, the planner, which cannot estimate a range per hour, may scan every run against every
+# stale hour, and hash the whole verdicts table twice for the anti-join of verdicts_latest (9-10
+# s a panel at 5M verdicts, against milliseconds). The runs' subquery is kept apart by its
+# DISTINCT (its rows are distinct anyway), not by OFFSET 0 as the verdicts' is: on Citus the
+# stale hours are the coordinator's, and a lateral subquery correlated on such rows may not have
+# an OFFSET, but may have a DISTINCT that holds trace_id (each shard's runs then hold their own
+# distinct rows). Correlated on a run, the verdicts' lookup goes to the run's shard.
+RUN_COLUMNS = (
+    "r.trace_id, r.run_month, r.agent, r.agent_version, r.strategy, r.model, r.dataset, "
+    "r.is_error, r.latency_ms, r.n_steps, r.n_tool_calls, r.n_llm_calls"
+)
 STALE_RUNS = f"""
     SELECT h.hour, r.* FROM {STALE.format("runs")} h
     CROSS JOIN LATERAL (
-        SELECT * FROM dashboard_runs r
-        WHERE r.time >= h.hour AND r.time < h.hour + interval '1 hour' OFFSET 0
+        SELECT DISTINCT {RUN_COLUMNS} FROM dashboard_runs r
+        WHERE r.time >= h.hour AND r.time < h.hour + interval '1 hour'
     ) r
 """
 LATEST = f"""
@@ -61,8 +69,8 @@ LATEST = f"""
         v.passed, v.score, v.label, v.failure_type, v.details
     FROM {STALE.format("verdicts")} h
     CROSS JOIN LATERAL (
-        SELECT r.trace_id, r.run_month, r.agent, r.dataset FROM dashboard_runs r
-        WHERE r.time >= h.hour AND r.time < h.hour + interval '1 hour' OFFSET 0
+        SELECT DISTINCT r.trace_id, r.run_month, r.agent, r.dataset FROM dashboard_runs r
+        WHERE r.time >= h.hour AND r.time < h.hour + interval '1 hour'
     ) r
     CROSS JOIN LATERAL (
         SELECT * FROM verdicts_latest v
