@@ -87,18 +87,30 @@ VERDICTS = """
 
 
 # For the template variables: a skip scan of the (scorer, scorer_version) index, one probe
-# per pair instead of a pass over every verdict.
+# per pair instead of a pass over every verdict. A loop in a function, not a recursive query:
+# Citus runs no recursive query over a distributed table; it sends each probe to every shard
+# (each probes its own index) and keeps the least. SECURITY DEFINER: it reads the verdicts with
+# its owner's rights, as a view does (and gives only what the view gives).
+SCORER_VERSIONS_FUNCTION = """
+    CREATE FUNCTION agentdocket_scorer_versions()
+    RETURNS TABLE (scorer text, scorer_version text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+    DECLARE s text; sv text;
+    BEGIN
+        SELECT v.scorer, v.scorer_version INTO s, sv FROM verdicts v
+        ORDER BY v.scorer, v.scorer_version LIMIT 1;
+        WHILE FOUND LOOP
+            scorer := s;
+            scorer_version := sv;
+            RETURN NEXT;
+            SELECT v.scorer, v.scorer_version INTO s, sv FROM verdicts v
+            WHERE (v.scorer, v.scorer_version) > (s, sv)
+            ORDER BY v.scorer, v.scorer_version LIMIT 1;
+        END LOOP;
+    END $$
+"""
 SCORER_VERSIONS = """
-            WITH RECURSIVE pairs AS (
-                (SELECT scorer, scorer_version FROM verdicts
-                 ORDER BY scorer, scorer_version LIMIT 1)
-                UNION ALL
-                SELECT n.scorer, n.scorer_version FROM pairs p CROSS JOIN LATERAL (
-                    SELECT v.scorer, v.scorer_version FROM verdicts v
-                    WHERE (v.scorer, v.scorer_version) > (p.scorer, p.scorer_version)
-                    ORDER BY v.scorer, v.scorer_version LIMIT 1) n
-            )
-            SELECT scorer, scorer_version FROM pairs
+            SELECT scorer, scorer_version FROM agentdocket_scorer_versions()
         """
 
 
@@ -162,32 +174,24 @@ def _peer_review() -> str:
 
 
 def _peer_decisions() -> str:
-    """Every reviewer's and meta-reviewer's decision, with its judge model."""
+    """Every reviewer's and meta-reviewer's decision, with its judge model (the model at the
+    decision's position in the role's list of models). The two roles are rows of a VALUES
+    list, not a UNION of two set-returning functions, which Citus does not run."""
     return f"""
             SELECT v.time, v.trace_id, v.scorer_version,
                 {_text(PEER, "subtask", "v.details")} AS subtask,
-                d.role, coalesce(m.model, '(unknown)') AS judge_model, d.decision,
-                v.agent, v.agent_version, v.strategy, v.model, v.dataset
+                d.role, coalesce(d.models->>(CAST(x.i AS integer) - 1), '(unknown)')
+                    AS judge_model,
+                x.decision, v.agent, v.agent_version, v.strategy, v.model, v.dataset
             FROM dashboard_verdicts v
-            CROSS JOIN LATERAL (
-                SELECT 'reviewer' AS role, x.decision, x.i
-                FROM jsonb_array_elements_text(coalesce(
-                    v.details->{detail(PEER, "reviewer_decisions")}, '[]'::jsonb
-                )) WITH ORDINALITY x(decision, i)
-                UNION ALL
-                SELECT 'meta_reviewer', x.decision, x.i
-                FROM jsonb_array_elements_text(coalesce(
-                    v.details->{detail(PEER, "meta_reviewer_decisions")}, '[]'::jsonb
-                )) WITH ORDINALITY x(decision, i)
-            ) d
-            LEFT JOIN LATERAL (
-                SELECT y.model FROM jsonb_array_elements_text(coalesce(
-                    v.details->(CASE d.role
-                        WHEN 'reviewer' THEN {detail(PEER, "reviewer_models")}
-                        ELSE {detail(PEER, "meta_reviewer_models")} END),
-                    '[]'::jsonb
-                )) WITH ORDINALITY y(model, j) WHERE y.j = d.i
-            ) m ON true
+            CROSS JOIN LATERAL (VALUES
+                ('reviewer', v.details->{detail(PEER, "reviewer_decisions")},
+                 v.details->{detail(PEER, "reviewer_models")}),
+                ('meta_reviewer', v.details->{detail(PEER, "meta_reviewer_decisions")},
+                 v.details->{detail(PEER, "meta_reviewer_models")})
+            ) d(role, decisions, models)
+            CROSS JOIN LATERAL jsonb_array_elements_text(coalesce(d.decisions, '[]'::jsonb))
+                WITH ORDINALITY x(decision, i)
             WHERE v.scorer LIKE {family("review.peer")}
         """
 
@@ -248,7 +252,9 @@ TELEMETRY_DROPPED = """
 
 
 # Each run-level latest verdict of a run with a case, once per selection that picks its run,
-# as `agentdocket compare` names them: experiment:NAME, AGENT@VERSION, AGENT.
+# as `agentdocket compare` names them: experiment:NAME, AGENT@VERSION, AGENT. (The selections
+# are rows of a VALUES list, each with whether it applies: Citus does not run a UNION of
+# subqueries without a FROM.)
 EXPERIMENT_VERDICTS = """
             SELECT coalesce(r.started_at, r.first_ts) AS time, r.dataset, r.case_id,
                 v.trace_id, v.scorer, v.scorer_version,
@@ -256,14 +262,12 @@ EXPERIMENT_VERDICTS = """
                 v.score, v.failure_type, s.selection
             FROM verdicts_latest v
             JOIN runs r ON r.trace_id = v.trace_id AND r.run_month = v.run_month
-            CROSS JOIN LATERAL (
-                SELECT 'experiment:' || (r.attributes->>'experiment')
-                WHERE r.attributes ? 'experiment'
-                UNION ALL SELECT r.agent || '@' || r.agent_version
-                WHERE r.agent_version IS NOT NULL
-                UNION ALL SELECT r.agent
-            ) s(selection)
-            WHERE v.subject_span_id IS NULL AND r.started_at IS NOT NULL
+            CROSS JOIN LATERAL (VALUES
+                (r.attributes ? 'experiment', 'experiment:' || (r.attributes->>'experiment')),
+                (r.agent_version IS NOT NULL, r.agent || '@' || r.agent_version),
+                (true, r.agent)
+            ) s(applies, selection)
+            WHERE s.applies AND v.subject_span_id IS NULL AND r.started_at IS NOT NULL
               AND r.case_id IS NOT NULL AND r.dataset IS NOT NULL AND r.agent IS NOT NULL
         """
 
@@ -289,7 +293,11 @@ def _views() -> dict[str, str]:
 
 
 def objects() -> list[Derived]:
-    return [
+    """The scorer versions' function, then the views."""
+    function = Derived(
+        "FUNCTION agentdocket_scorer_versions()", SCORER_VERSIONS_FUNCTION, False, "postgresql"
+    )
+    return [function] + [
         Derived(f"VIEW {name}", f"CREATE VIEW {name} AS {body}", True, "postgresql")
         for name, body in _views().items()
     ]
