@@ -1,21 +1,25 @@
-"""The seeded PostgreSQL database the dashboard tests share (built once per session)."""
+"""The seeded databases the dashboard tests share (built once per session): one on PostgreSQL
+and one on the Citus cluster, seeded alike."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-from agentdocket import scorers
+from agentdocket import dashboards, scorers
 from agentdocket.demo import run_demo
 from agentdocket.scorers.base import Outcome
 from agentdocket.scorers.runner import score_runs
 from agentdocket.store import DeadLetter, Store, open_store
+from agentdocket.store.migrate import upgrade
 from agentdocket.store.pipeline import PipelineSample, ScoringSample
 from tests.helpers.db import SHARED, cli, drop_database, fresh_pg, require_shared
 from tests.helpers.grammar_records import RECORDS
@@ -39,11 +43,37 @@ def _stricter(trace: Any, config: Any) -> Outcome | None:
     return outcome
 
 
-@pytest.fixture(scope="session")
-def seeded(pg_template: tuple[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+# The kinds of database the seeded tests run on; Citus's needs the cluster.
+SEEDED = [pytest.param("postgresql"), pytest.param("citus", marks=pytest.mark.citus)]
+
+
+@pytest.fixture(scope="session", params=SEEDED)
+def seeded(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """A database of each kind seeded by the demo, two IBM imports, GRAMMAR results, the
+    rule-based scorers and fake judges (the same rows on both)."""
     require_shared(IBM_CASE)
-    url, name = fresh_pg(pg_template)
-    tmp = tmp_path_factory.mktemp("seed")
+    drop: Callable[[], None]
+    if request.param == "postgresql":
+        pg_template = request.getfixturevalue("pg_template")
+        url, name = fresh_pg(pg_template)
+        drop = lambda: drop_database(pg_template[0], name)  # noqa: E731
+    else:
+        cluster = request.getfixturevalue("citus_cluster")
+        name = f"agentdocket_seeded_{uuid.uuid4().hex[:8]}"
+        url = cluster.make_database(name)
+        drop = lambda: cluster.drop_database(name)  # noqa: E731
+        upgrade(url, derived=dashboards.objects())
+    try:
+        seed(url, tmp_path_factory.mktemp(f"seed-{request.param}"))
+        yield url
+    finally:
+        drop()
+
+
+def seed(url: str, tmp: Path) -> None:
+    """What the seeded tests read, stored into the migrated database at ``url``."""
     run_demo(url, spool_dir=tmp / "spool")
     cli(url, "import", "ibm-coalitions", str(IBM_CASE), "--dataset", "ibm-mistral")
     # a second model on the same cases: what the experiments dashboard compares
@@ -75,8 +105,6 @@ def seeded(pg_template: tuple[str, str], tmp_path_factory: pytest.TempPathFactor
         score_runs(store, [stricter], trace_ids=ibm)
         store.dead_letters.keep([DeadLetter.of_raw('{"x": 1}', "test: refused", "seed")])
         _pipeline_samples(store)
-    yield url
-    drop_database(pg_template[0], name)
 
 
 def _pipeline_samples(store: Store) -> None:

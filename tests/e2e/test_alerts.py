@@ -17,9 +17,16 @@ from agentdocket.store import DeadLetter, Store, open_store
 from agentdocket.store.pipeline import PipelineSample, ScoringSample
 from tests.helpers.db import ROOT
 from tests.helpers.factory import run_events, verdict_event
+from tests.helpers.fresh import fresh_url
 from tests.helpers.grafana import grafana_role
 
 SCORER = "tools.procedural"
+
+
+@pytest.fixture(params=["postgresql", pytest.param("citus", marks=pytest.mark.citus)])
+def url(request: pytest.FixtureRequest) -> str:
+    """A fresh, migrated PostgreSQL database, and one on the Citus cluster."""
+    return fresh_url(request)
 
 
 def _runs(
@@ -52,10 +59,10 @@ def _firing(conn: Any) -> dict[str, list[tuple[Any, ...]]]:
 
 
 @pytest.mark.postgres
-def test_rules_are_quiet_on_a_healthy_week_and_fire_on_a_regression(pg_url: str) -> None:
+def test_rules_are_quiet_on_a_healthy_week_and_fire_on_a_regression(url: str) -> None:
     rng = random.Random(19)
     now = datetime.now(UTC)
-    with open_store(pg_url) as store:
+    with open_store(url) as store:
         # a week of steady traffic: 10% errors, 80% pass, every 8 hours, and the last hour too
         for hours in range(8, 7 * 24, 8):
             _runs(store, rng, now - timedelta(hours=hours), 10, errors=1, passes=8)
@@ -63,10 +70,10 @@ def test_rules_are_quiet_on_a_healthy_week_and_fire_on_a_regression(pg_url: str)
         for minutes in (12, 6, 1):
             _samples(store, now - timedelta(minutes=minutes), dropped=3, behind=10, lag=0.5)
         store.projections.refresh_dashboards()
-    with grafana_role(pg_url) as conn:
+    with grafana_role(url) as conn:
         assert _firing(conn) == {rule.uid: [] for rule in alerts.rules()}
     # the last hour goes wrong in every way the rules watch
-    with open_store(pg_url) as store:
+    with open_store(url) as store:
         _runs(store, rng, now - timedelta(minutes=5), 10, errors=6, passes=0)
         _samples(store, now, dropped=40, behind=5000, lag=120.0)
         store.append(
@@ -81,7 +88,7 @@ def test_rules_are_quiet_on_a_healthy_week_and_fire_on_a_regression(pg_url: str)
             ]
         )
         store.dead_letters.keep([DeadLetter.of_raw('{"x": 1}', "refused", "receiver")])
-    with grafana_role(pg_url) as conn:
+    with grafana_role(url) as conn:
         firing = _firing(conn)
     assert firing["agentdocket-pass-rate-drop"] == [("support", SCORER, "1", pytest.approx(0.4))]
     assert firing["agentdocket-error-rate-rise"] == [("support", pytest.approx(0.25))]
