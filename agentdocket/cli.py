@@ -242,14 +242,13 @@ main.add_command(retention_commands.retention)
 @click.option(
     "--password",
     envvar="AGENTDOCKET_GRAFANA_PASSWORD",
-    prompt=True,
-    hide_input=True,
-    confirmation_prompt=True,
     help="Its password (or $AGENTDOCKET_GRAFANA_PASSWORD; asked when absent).",
 )
+@click.option("--drop", is_flag=True, help="Take the role's rights away and drop it instead.")
 @click.pass_context
-def grafana_role(ctx: click.Context, name: str, password: str) -> None:
-    """Create a read-only PostgreSQL role for Grafana: SELECT on the dashboard_* views only.
+def grafana_role(ctx: click.Context, name: str, password: str | None, drop: bool) -> None:
+    """Create a read-only PostgreSQL role for Grafana: SELECT on the dashboard_* views only
+    (on Citus, also on the tables under them, which Citus reads as the reader of a view).
 
     Run it again after `agentdocket migrate` adds views; it also resets the password.
 
@@ -257,8 +256,22 @@ def grafana_role(ctx: click.Context, name: str, password: str) -> None:
     Examples:
       agentdocket grafana-role --password s3cret
       agentdocket grafana-role --name grafana_ro --password s3cret
+      agentdocket grafana-role --name grafana_ro --drop
     """
-    from agentdocket.store.dashboard_role import grant_dashboard_role
+    from agentdocket.store.dashboard_role import drop_dashboard_role, grant_dashboard_role
 
-    views = grant_dashboard_role(database_url(ctx.obj.get("url")), name, password)
+    url = database_url(ctx.obj.get("url"))
+    if drop:
+        dropped = drop_dashboard_role(url, name)
+        console.print(f"role {name}: {'dropped' if dropped else 'no such role'}")
+        return
+    if password is None:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    granted = grant_dashboard_role(url, name, password)
+    views = granted.views
     console.print(f"role {name}: SELECT on {len(views)} views ({', '.join(views)})")
+    if granted.tables:
+        console.print(
+            f"and, as Citus reads the tables under a view as its reader, on "
+            f"{len(granted.tables)} tables ({', '.join(granted.tables)})"
+        )

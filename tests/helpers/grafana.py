@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from psycopg import sql
 
 from agentdocket.dashboards import panels
 from agentdocket.dashboards.macros import expand
@@ -67,16 +66,5 @@ def grafana_role(url: str) -> Iterator[psycopg.Connection[Any]]:
 
 
 def drop_role(url: str, name: str) -> None:
-    """Take a Grafana role's rights away and drop it."""
-    with psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True) as admin:
-        db = sql.Identifier(admin.info.dbname)
-        role = sql.Identifier(name)
-        for statement in (
-            "REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {role}",
-            "REVOKE ALL ON ALL FUNCTIONS IN SCHEMA public FROM {role}",
-            "REVOKE USAGE ON SCHEMA public FROM {role}",
-            "REVOKE CONNECT ON DATABASE {db} FROM {role}",
-            "ALTER ROLE {role} IN DATABASE {db} RESET ALL",
-            "DROP ROLE {role}",
-        ):
-            admin.execute(sql.SQL(statement).format(role=role, db=db))
+    """Take a Grafana role's rights away and drop it (``agentdocket grafana-role --drop``)."""
+    cli(url, "grafana-role", "--name", name, "--drop")
