@@ -25,13 +25,7 @@ pytestmark = pytest.mark.postgres
 
 # Views that Citus could not yet run on the workers, each with why (docs/operations.md): a
 # new one fails the test, and one that stops being an exception must leave this list.
-NOT_YET = {
-    "dashboard_scorer_versions": "a loose index scan (recursive, correlated on the scorer)",
-    **{
-        f"rollup_{t}_pending": "the stale hours' runs, a lateral correlated on the hour"
-        for t in ("runs", "latency", "verdicts", "measures", "transitions")
-    },
-}
+NOT_YET: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +126,16 @@ def test_the_citus_statements_name_every_distributed_and_reference_table() -> No
             True,
         ),  # aggregates: Citus joins the results
         ("SELECT 1 FROM runs r JOIN cases c ON c.case_id = r.case_id", True),  # reference
+        (  # correlated on the coordinator's rows, which Citus sends to every shard
+            "SELECT 1 FROM (SELECT DISTINCT hour FROM rollup_stale) h CROSS JOIN LATERAL "
+            "(SELECT DISTINCT r.trace_id FROM runs r WHERE r.started_at >= h.hour) r",
+            True,
+        ),
+        (
+            "SELECT 1 FROM runs a CROSS JOIN LATERAL (SELECT DISTINCT e.trace_id FROM events e "
+            "WHERE e.ts >= a.started_at) e",
+            False,
+        ),
     ],
 )
 def test_the_check_tells_joins_on_the_key_from_others(sql: str, fine: bool) -> None:

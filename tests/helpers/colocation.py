@@ -66,6 +66,16 @@ def _is_trace(source: object, keyed: set[str]) -> bool:
     return False
 
 
+def _outer_is_trace(scope: Scope, alias: str, keyed: set[str]) -> bool:
+    """Whether ``alias``, a source of a query around ``scope``, is trace-keyed."""
+    outer = scope.parent
+    while outer is not None:
+        if alias in outer.sources:
+            return _is_trace(outer.sources[alias], keyed)
+        outer = outer.parent
+    return False
+
+
 def _own(scope: Scope) -> set[str]:
     """The sources in the scope's own FROM and JOINs (a lateral subquery also sees those of
     the query around it)."""
@@ -130,8 +140,11 @@ def problems(sql: str, keyed: set[str]) -> list[str]:
         outer = parts.find("^outer")
         if scope.parent is not None and trace and outer in inner_trace_groups:
             tied_out.setdefault(id(scope), set()).update(trace)
+        # correlated on rows of trace-keyed data: on rows of anything else (the coordinator's
+        # stale hours, an aggregate), Citus sends those rows to every shard instead
         correlated = scope.parent is not None and any(
-            c.table and c.table not in own for c in scope.find_all(exp.Column)
+            c.table and c.table not in own and _outer_is_trace(scope, c.table, keyed)
+            for c in scope.find_all(exp.Column)
         )
         if correlated and trace and "in" not in tied_out.get(id(scope), set()):
             loose = [a for a in trace if parts.find(a) != outer]
