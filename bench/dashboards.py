@@ -14,11 +14,11 @@ every variable at "All", is timed: the median of ``--rounds``. Target: every pan
 the run dashboard's panels, which read the newest failing run, < 50 ms (its list of failing
 runs, 200 ms).
 
-The synthesis marks every hour stale (the rollup triggers fire on the inserts), so a full
-refresh of the rollups is timed first. Then the panels, three times: on fresh rollups; with the
-newest hour's runs stale, as while agents record (read live); and with its verdicts stale too,
-as after scoring outside the runner, before a refresh. The panels run as Grafana runs them,
-connected as the role ``agentdocket grafana-role`` creates.
+The synthesis writes past the store, which marks the hours it changes stale, so it marks every
+hour stale itself, and a full refresh of the rollups is timed first. Then the panels, three
+times: on fresh rollups; with the newest hour's runs stale, as while agents record (read live);
+and with its verdicts stale too, as after scoring outside the runner, before a refresh. The
+panels run as Grafana runs them, connected as the role ``agentdocket grafana-role`` creates.
 """
 
 from __future__ import annotations
@@ -200,6 +200,12 @@ SYNTHESIS = [
                                          ELSE 'Non-robust' END AS tag) t
     CROSS JOIN LATERAL (SELECT CASE tag WHEN 'Gap' THEN false WHEN 'Robust' THEN true
                                        ELSE n % 2 = 0 END AS correct) c
+    """,
+    # Every hour stale, as the store marks the hours it writes.
+    """
+    INSERT INTO rollup_stale (hour, what)
+    SELECT DISTINCT agentdocket_hour(coalesce(started_at, first_ts)), w FROM runs
+    CROSS JOIN (VALUES ('runs'), ('verdicts')) k(w)
     """,
 ]
 
