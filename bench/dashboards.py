@@ -108,9 +108,9 @@ SYNTHESIS = [
     SELECT md5(r.trace_id || s.scorer || s.version), r.trace_id, NULL, s.scorer, s.version,
         md5(r.trace_id), p, CASE WHEN p THEN 1.0 ELSE 0.0 END, NULL,
         CASE WHEN NOT p THEN s.failure END, NULL,
-        CASE s.scorer
-            WHEN 'planner.suffix_match' THEN jsonb_build_object('extra_steps', h % 3)
-            WHEN 'tools.slot_fill' THEN jsonb_build_object('matched_fraction', (h % 4) / 3.0)
+        CASE WHEN s.scorer = 'planner.suffix_match' THEN jsonb_build_object('extra_steps', h % 3)
+            WHEN s.scorer = 'tools.slot_fill'
+            THEN jsonb_build_object('matched_fraction', (h % 4) / 3.0)
             ELSE '{}'::jsonb END,
         NULL, r.ended_at + interval '1 hour', r.run_month
     FROM (SELECT r.*, abs(hashtext(r.trace_id)::bigint) AS h FROM runs r) r

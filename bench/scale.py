@@ -17,6 +17,14 @@ bench/dashboards.py times full refreshes). Then, timed (medians of ``--rounds``)
    unpartitioned table needs, DELETE of the month's rows (append-only trigger set aside);
    both then refresh the dropped hours' rollups, as retention does.
 
+With ``--citus`` the two layouts are instead one PostgreSQL server and a Citus cluster (the
+coordinator and two workers of scripts/citus-up, ``--citus-url``), the same schema distributed
+by ``agentdocket migrate``, and two more figures come first: ingest through ``Store.append``
+(events/s, ``--ingest`` events) and scoring (traces/s). For the cluster it prints what each
+worker holds of the log and how many tasks the plans of reading one run, scoring's read and
+the slowest panel fan out to (EXPLAIN). Ratios are the cluster's time over the single node's
+(its rate over the cluster's): above 1, the single node is faster.
+
 The two layouts: the current schema (migration 0010: ``events``, ``runs`` and ``verdicts``
 partitioned by ``run_month``), and the same schema with those three as plain tables (same
 columns, keys and indexes), made here from 0010's own downgrade. Ratios are unpartitioned over
@@ -27,12 +35,15 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import random
+import re
 import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -53,11 +64,16 @@ from agentdocket.store import open_store  # noqa: E402
 from agentdocket.store.config import parse_url, psycopg_conninfo  # noqa: E402
 from agentdocket.store.dashboard_role import grant_dashboard_role  # noqa: E402
 from agentdocket.store.derived import drop_installed, install  # noqa: E402
+from agentdocket.store.migrate import upgrade  # noqa: E402
 from bench.common import fresh_database, postgres_url  # noqa: E402
 from bench.dashboards import ROLE, synthesise, timed  # noqa: E402
+from bench.ingest import synthetic_events  # noqa: E402
 from bench.scoring import fresh_version  # noqa: E402
+from tests.helpers.citus import Cluster  # noqa: E402
 
 LAYOUTS = ("partitioned", "unpartitioned")
+CLUSTER = ("single node", "citus")
+CITUS_URL = "postgresql+psycopg://agentdocket:agentdocket@127.0.0.1:5440/agentdocket"
 RECENT_DAYS = 8  # the hours rolled up: the panels' last 7 days, and a day to spare
 
 
@@ -216,6 +232,73 @@ def drop_oldest(url: str, layout: str, oldest: date) -> tuple[float, int]:
         return (time.perf_counter() - start) * 1000, gone
 
 
+@contextmanager
+def citus_database(server: str) -> Iterator[str]:
+    """A new database on the Citus cluster (every node, workers registered), dropped after."""
+    cluster = Cluster.of(server)
+    name = f"agentdocket_bench_{uuid.uuid4().hex[:8]}"
+    try:
+        yield cluster.make_database(name)
+    finally:
+        cluster.drop_database(name)
+
+
+def ingest(url: str, n: int) -> float:
+    """Events per second through ``Store.append`` (batches of 1,000), into a store holding
+    only what the synthesis wrote."""
+    events = list(synthetic_events(n, seed=11))
+    with open_store(url, migrate=False) as store:
+        start = time.perf_counter()
+        result = store.append(events, batch_size=1000)
+        seconds = time.perf_counter() - start
+    assert result.inserted == len(events), result
+    return len(events) / seconds
+
+
+def tasks(conn: psycopg.Connection[Any], sql: str) -> str:
+    """How many tasks (shards) Citus's plan of ``sql`` sends work to."""
+    plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {sql}".encode()).fetchall())
+    counts = re.findall(r"Task Count: (\d+)", plan)
+    return "+".join(counts) if counts else "0 (coordinator)"
+
+
+def cluster_report(url: str, end: datetime) -> None:
+    """What each worker holds of the log, and how far a few plans fan out."""
+    with psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True) as conn:
+        held = conn.execute(
+            "SELECT nodeport, count(*), sum(shard_size) FROM citus_shards "
+            "WHERE table_name::text LIKE 'events%' GROUP BY nodeport ORDER BY nodeport"
+        ).fetchall()
+        for port, shards, size in held:
+            mb = float(size) / 1e6
+            print(f"[citus] worker :{port} holds {shards} shards of the log, {mb:.0f} MB")
+        [(trace,)] = conn.execute("SELECT trace_id FROM runs LIMIT 1").fetchall()
+        since = (end - timedelta(days=1)).isoformat()
+        plans = {
+            "read one run by trace id": f"SELECT * FROM runs WHERE trace_id = '{trace}' "
+            "AND run_month = (SELECT run_month FROM trace_months "
+            f"WHERE trace_id = '{trace}')",
+            "runs of the last day (scoring)": "SELECT trace_id FROM runs "
+            f"WHERE started_at >= '{since}'",
+            "runs per hour, last day": "SELECT date_trunc('hour', started_at), count(*) "
+            f"FROM runs WHERE started_at >= '{since}' GROUP BY 1",
+        }
+        for label, sql in plans.items():
+            print(f"[citus] tasks of {label}: {tasks(conn, sql)}")
+
+
+def score_rate(url: str, end: datetime) -> float:
+    """Traces per second scored by ``interaction.metrics`` over the last day."""
+    with open_store(url, migrate=False) as store:
+        scorer = fresh_version("interaction.metrics")
+        start = time.perf_counter()
+        result = score_runs(
+            store, [scorer], since=end - timedelta(days=1), refresh_dashboards=False
+        )
+        seconds = time.perf_counter() - start
+    return result.tallies[(scorer.name, scorer.version)].added / seconds
+
+
 def measure(server: str, layout: str, args: argparse.Namespace, end: datetime) -> dict[str, Any]:
     runs = args.events // 10
     # from the first day of the month --months before this one: the oldest month is whole
@@ -223,8 +306,9 @@ def measure(server: str, layout: str, args: argparse.Namespace, end: datetime) -
         end.year - (args.months - end.month + 12) // 12, (end.month - args.months - 1) % 12 + 1, 1
     )
     days = (end.date() - first).days
-    with fresh_database(server) as url:
-        open_store(url, derived=dashboards.objects()).close()
+    made = citus_database(args.citus_url) if layout == "citus" else fresh_database(server)
+    with made as url:
+        upgrade(url, derived=dashboards.objects())
         if layout == "unpartitioned":
             unpartition(url)
         print(f"[{layout}] synthesising {runs:,} runs over {days} days ...", flush=True)
@@ -244,19 +328,31 @@ def measure(server: str, layout: str, args: argparse.Namespace, end: datetime) -
             conn.execute("ANALYZE")  # what autovacuum would soon do, after the refresh
             [(size,)] = conn.execute("SELECT pg_database_size(current_database())").fetchall()
             [(oldest,)] = conn.execute("SELECT min(run_month) FROM runs").fetchall()
+            if layout == "citus":  # and what the workers hold
+                [(shards,)] = conn.execute("SELECT sum(shard_size) FROM citus_shards").fetchall()
+                size += int(shards or 0)
         print(
             f"[{layout}] {counts['events']:,} events, {counts['verdicts']:,} verdicts, "
             f"{size / 1e9:.1f} GB, loaded in {load_s:.0f} s; rollups: {refreshed}",
             flush=True,
         )
         result: dict[str, Any] = {"counts": counts, "gb": size / 1e9, "load_s": load_s}
+        if args.citus:
+            result["score the last day, traces/s"] = score_rate(url, end)
+            if layout == "citus":
+                cluster_report(url, end)
         result.update(read_runs(url, args.rounds, end, args.months))
         result["score the last day"], result["runs scored"] = score_last_day(url, args.rounds, end)
         total, slowest, which = panels_last_week(url, args.rounds, end)
         result["every panel, last 7 days (sum)"] = total
         result["slowest panel"] = slowest
         result["slowest panel is"] = which
-        result["drop the oldest month"], result["events dropped"] = drop_oldest(url, layout, oldest)
+        dropping = "unpartitioned" if layout == "unpartitioned" else "partitioned"
+        result["drop the oldest month"], result["events dropped"] = drop_oldest(
+            url, dropping, oldest
+        )
+        if args.citus:  # last: the synthetic events fall in months of their own
+            result["ingest, events/s"] = ingest(url, args.ingest)
         print(f"[{layout}] {result}", flush=True)
         return result
 
@@ -272,35 +368,53 @@ def main() -> None:
     parser.add_argument(
         "--layouts", default=",".join(LAYOUTS), help="which to measure (default: both)"
     )
+    parser.add_argument(
+        "--citus", action="store_true", help="one node against a Citus cluster, not layouts"
+    )
+    parser.add_argument(
+        "--citus-url", default=os.environ.get("AGENTDOCKET_TEST_CITUS_URL", CITUS_URL)
+    )
+    parser.add_argument("--ingest", type=int, default=50_000, help="events appended (--citus)")
     args = parser.parse_args()
     end = datetime.now(UTC).replace(microsecond=0)
     server = postgres_url(args.url)
+    layouts = CLUSTER if args.citus else LAYOUTS
     try:
-        chosen = [layout for layout in LAYOUTS if layout in args.layouts.split(",")]
+        chosen = [x for x in layouts if args.citus or x in args.layouts.split(",")]
         results = {layout: measure(server, layout, args, end) for layout in chosen}
     finally:
-        with psycopg.connect(psycopg_conninfo(parse_url(server)), autocommit=True) as admin:
-            admin.execute(f"DROP ROLE IF EXISTS {ROLE}")
-    if len(results) < len(LAYOUTS):
+        for admin_url in (server, args.citus_url) if args.citus else (server,):
+            with psycopg.connect(psycopg_conninfo(parse_url(admin_url)), autocommit=True) as admin:
+                admin.execute(f"DROP ROLE IF EXISTS {ROLE}")
+    if len(results) < len(layouts):
         return  # one layout: its figures were printed as it went
-    part, flat = results["partitioned"], results["unpartitioned"]
+    if args.citus:
+        side_by_side(results, args, "single node", "citus")
+        return
+    side_by_side(results, args, "partitioned", "unpartitioned")
+
+
+def side_by_side(results: dict[str, Any], args: argparse.Namespace, a: str, b: str) -> None:
+    """The two layouts' figures and a ratio: above 1, the first is faster."""
+    first, second = results[a], results[b]
     print(
-        f"\n{part['counts']['events']:,} events over {args.months} months "
-        f"({part['gb']:.1f} GB partitioned, {flat['gb']:.1f} GB unpartitioned); "
-        f"median of {args.rounds}, milliseconds"
+        f"\n{first['counts']['events']:,} events over {args.months} months "
+        f"({first['gb']:.1f} GB {a}, {second['gb']:.1f} GB {b}); median of {args.rounds}, "
+        "milliseconds unless a rate"
     )
-    print(f"  {'':34} {'partitioned':>12} {'unpartitioned':>14} {'ratio':>7}")
-    for key, value in part.items():
+    print(f"  {'':34} {a:>14} {b:>14} {'ratio':>7}")
+    for key, value in first.items():
         if key in ("counts", "gb", "load_s", "runs scored", "events dropped", "slowest panel is"):
             continue
-        ratio = flat[key] / value if value else float("nan")
-        print(f"  {key:34} {value:12.1f} {flat[key]:14.1f} {ratio:6.2f}x")
+        # above 1, the first layout is faster
+        faster = value / second[key] if "/s" in key else second[key] / value
+        print(f"  {key:34} {value:14.1f} {second[key]:14.1f} {faster:6.2f}x")
     print(
-        f"  runs scored in the last day: {part['runs scored']:,}; events dropped with the "
-        f"oldest month: {part['events dropped']:,} (partitioned), {flat['events dropped']:,}"
+        f"  runs scored in the last day: {first['runs scored']:,}; events dropped with the "
+        f"oldest month: {first['events dropped']:,} ({a}), {second['events dropped']:,} ({b})"
     )
-    print(f"  slowest panel: {part['slowest panel is']} / {flat['slowest panel is']}")
-    print(f"  load: {part['load_s']:.0f} s partitioned, {flat['load_s']:.0f} s unpartitioned")
+    print(f"  slowest panel: {first['slowest panel is']} / {second['slowest panel is']}")
+    print(f"  load: {first['load_s']:.0f} s {a}, {second['load_s']:.0f} s {b}")
 
 
 if __name__ == "__main__":

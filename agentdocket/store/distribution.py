@@ -37,6 +37,7 @@ COORDINATOR = frozenset(
         "derived_objects",
         "dead_letters",
         "scoring_cursors",
+        "arrival_ledger",  # read with the coordinator's own snapshot (postgres_citus)
         "pipeline_samples",
         "scoring_samples",
         "rollup_stale",
