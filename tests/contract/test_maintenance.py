@@ -58,20 +58,20 @@ class _Loop(threading.Thread):
 
 
 @pytest.mark.slow
-def test_retention_refresh_and_late_ingestion_never_deadlock(pg_url: str) -> None:
+def test_retention_refresh_and_late_ingestion_never_deadlock(server_url: str) -> None:
     rng = random.Random(29)
-    with open_store(pg_url) as store:
+    with open_store(server_url) as store:
         for n in (3, 4, 5):
             events = run_events(rng, start=_months_ago(n))
             store.append([*events, verdict_event(events, when=_months_ago(n))])
-    loops = [_Loop(pg_url, "ingest"), _Loop(pg_url, "refresh")]
+    loops = [_Loop(server_url, "ingest"), _Loop(server_url, "refresh")]
     for loop in loops:
         loop.start()
     outcomes = []
     try:
         for _ in range(ROUNDS):
             done = subprocess.run(
-                [*CLI, "--database", pg_url, "retention", "--keep", "40d", "--format", "json"],
+                [*CLI, "--database", server_url, "retention", "--keep", "40d", "--format", "json"],
                 capture_output=True,
                 text=True,
                 timeout=300,
