@@ -4,6 +4,7 @@ store does on one node it does there."""
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -18,10 +19,11 @@ from agentdocket.store.distribution import CO_LOCATED, REFERENCE
 from agentdocket.store.migrate import downgrade, upgrade
 from agentdocket.store.reading import RUN, TRACE_EVENTS
 from tests.helpers.citus import WORKERS, Cluster
-from tests.helpers.db import projections
+from tests.helpers.db import SHARED, cli, projections, require_shared
 from tests.helpers.factory import many_runs, run_events
 
 pytestmark = pytest.mark.citus
+IBM = SHARED / "datasets" / "ibm-coalitions" / "single-models"
 
 
 def test_the_cluster_has_a_coordinator_and_its_workers(citus_url: str) -> None:
@@ -261,3 +263,30 @@ def test_a_follower_waits_for_a_transaction_committed_on_the_coordinator_but_not
                 worker.execute("ROLLBACK PREPARED 'agentdocket_in_doubt'")
             worker.close()
             coordinator.close()
+
+
+@pytest.mark.slow
+def test_reports_and_comparisons_on_the_cluster_are_those_of_one_server(
+    citus_migrated_url: str, sqlite_url: str
+) -> None:
+    """Two models of the IBM study, imported and scored on SQLite and on the cluster: the
+    report and the comparison (counts, discordant pairs, p-values) are the same."""
+    require_shared(IBM)
+    models = ("mistral_all", "mixtral-all")
+    scorers = [f"--scorer={s}" for s in ("planner.suffix_match", "tools.slot_fill")]
+
+    def outputs(url: str) -> tuple[Any, Any]:
+        for model in models:
+            cli(url, "import", "ibm-coalitions", str(IBM / model))
+        cli(url, "score", "--dataset", "ibm-coalitions", *scorers)
+        report = cli(url, "report", "--dataset", "ibm-coalitions", "--by", "agent")
+        compared = cli(
+            url,
+            *("compare", "--dataset", "ibm-coalitions", "--baseline", models[0]),
+            *("--candidate", models[1], "--format", "json"),
+        )
+        return report, json.loads(compared)
+
+    on_one, on_cluster = outputs(sqlite_url), outputs(citus_migrated_url)
+    assert on_cluster == on_one
+    assert "mistral_all" in on_one[0] and on_one[1]

@@ -47,6 +47,24 @@ def _stricter(trace: Any, config: Any) -> Outcome | None:
 SEEDED = [pytest.param("postgresql"), pytest.param("citus", marks=pytest.mark.citus)]
 
 
+def _postgres(request: pytest.FixtureRequest) -> tuple[str, Callable[[], None]]:
+    pg_template = request.getfixturevalue("pg_template")
+    url, name = fresh_pg(pg_template)
+    return url, lambda: drop_database(pg_template[0], name)
+
+
+def _citus(request: pytest.FixtureRequest) -> tuple[str, Callable[[], None]]:
+    cluster = request.getfixturevalue("citus_cluster")
+    name = f"agentdocket_seeded_{uuid.uuid4().hex[:8]}"
+    url = cluster.make_database(name)
+    upgrade(url, derived=dashboards.objects())
+    return url, lambda: cluster.drop_database(name)
+
+
+# a migrated database of each kind, and how to drop it
+MAKE = {"postgresql": _postgres, "citus": _citus}
+
+
 @pytest.fixture(scope="session", params=SEEDED)
 def seeded(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -54,17 +72,7 @@ def seeded(
     """A database of each kind seeded by the demo, two IBM imports, GRAMMAR results, the
     rule-based scorers and fake judges (the same rows on both)."""
     require_shared(IBM_CASE)
-    drop: Callable[[], None]
-    if request.param == "postgresql":
-        pg_template = request.getfixturevalue("pg_template")
-        url, name = fresh_pg(pg_template)
-        drop = lambda: drop_database(pg_template[0], name)  # noqa: E731
-    else:
-        cluster = request.getfixturevalue("citus_cluster")
-        name = f"agentdocket_seeded_{uuid.uuid4().hex[:8]}"
-        url = cluster.make_database(name)
-        drop = lambda: cluster.drop_database(name)  # noqa: E731
-        upgrade(url, derived=dashboards.objects())
+    url, drop = MAKE[request.param](request)
     try:
         seed(url, tmp_path_factory.mktemp(f"seed-{request.param}"))
         yield url
