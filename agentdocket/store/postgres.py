@@ -205,16 +205,20 @@ class PostgresRecorder(Recorder):
     def arrival_order(self) -> tuple[str, tuple[str, ...]]:
         return "tx::text::int8", ("tx", "position")
 
+    def horizon(self, after_tx: int | None) -> str:
+        """SQL of the first transaction a follower may not read yet (reading on from
+        ``after_tx``, or for the head): the oldest one still running. Nothing can later be
+        committed before a position a follower has passed."""
+        return HORIZON
+
     def arrived_after(self, tx: int, seq: int) -> tuple[str, list[Any]]:
-        # Only transactions older than every one still running: nothing can later be
-        # committed before a position a follower has passed.
-        return f"(tx, position) > (?::text::xid8, ?) AND tx < {HORIZON}", [str(tx), seq]
+        return f"(tx, position) > (?::text::xid8, ?) AND tx < {self.horizon(tx)}", [str(tx), seq]
 
     def arrived_by(self, tx: int, seq: int, alias: str) -> tuple[str, list[Any]]:
         return f"({alias}.tx, {alias}.position) <= (?::text::xid8, ?)", [str(tx), seq]
 
     def readable(self) -> str:
-        return f"tx < {HORIZON}"
+        return f"tx < {self.horizon(None)}"
 
     def claim_runs(self, key: str, trace_ids: Sequence[str]) -> list[str]:
         # A session advisory lock per (key, run): a killed follower's connection ends, and

@@ -57,16 +57,8 @@ class CitusRecorder(PostgresRecorder):
                 conn.execute(COUNT, [inserted])
         return inserted, projection
 
-    def arrived_after(self, tx: int, seq: int) -> tuple[str, list[Any]]:
-        horizon = self.settled_horizon(tx)
-        return "(tx, position) > (?::text::xid8, ?) AND tx < ?::text::xid8", [
-            str(tx),
-            seq,
-            str(horizon),
-        ]
-
-    def readable(self) -> str:
-        return f"tx < '{int(self.settled_horizon(None))}'::xid8"
+    def horizon(self, after_tx: int | None) -> str:
+        return f"'{int(self.settled_horizon(after_tx))}'::xid8"
 
     def settled_horizon(self, after_tx: int | None) -> int:
         """The first transaction a follower may not read yet: the coordinator's horizon, or
