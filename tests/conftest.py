@@ -21,7 +21,7 @@ from agentdocket.store.config import parse_url
 from agentdocket.store.migrate import upgrade
 from tests.helpers.citus import CITUS_ENV, Cluster
 from tests.helpers.db import admin, admin_url, drop_database, fresh_pg
-from tests.helpers.fresh import fresh_url
+from tests.helpers.fresh import SERVERS, fresh_url
 
 
 @pytest.fixture(scope="session")
@@ -110,11 +110,11 @@ def bare_sqlite_url(tmp_path: Path) -> str:
 @pytest.fixture(params=["sqlite", "postgresql"])
 def url(request: pytest.FixtureRequest) -> str:
     """A fresh, migrated database of each kind. A module whose tests hold on a Citus cluster
-    too overrides it with ``params=list(FRESH)`` (and ``fresh_url``)."""
+    too overrides it with ``params=EVERY`` (and ``fresh_url``)."""
     return fresh_url(request)
 
 
-@pytest.fixture(params=["postgresql", pytest.param("citus", marks=pytest.mark.citus)])
+@pytest.fixture(params=SERVERS)
 def server_url(request: pytest.FixtureRequest) -> str:
     """A fresh, migrated database of each server kind: a PostgreSQL database, and a database
     of the local Citus cluster (a coordinator and two workers)."""

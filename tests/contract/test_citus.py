@@ -101,6 +101,18 @@ def test_migrate_spreads_the_log_over_the_workers(
         assert groups == (1,)
 
 
+def _log_shards(worker: psycopg.Connection[Any]) -> list[str]:
+    """The shards of the log's monthly partitions on this worker (hidden unless asked for)."""
+    worker.execute("SET citus.override_table_visibility = off")
+    return [
+        str(r[0])
+        for r in worker.execute(
+            "SELECT relname FROM pg_class WHERE relkind = 'r' "
+            "AND relname ~ '^events_[0-9]{4}_[0-9]{2}_[0-9]+$'"
+        ).fetchall()
+    ]
+
+
 def test_a_change_to_the_log_is_refused_on_the_workers_shards(
     citus_migrated_url: str, citus_cluster: Cluster
 ) -> None:
@@ -115,15 +127,7 @@ def test_a_change_to_the_log_is_refused_on_the_workers_shards(
     refused = 0
     for port in citus_cluster.ports[1:]:
         with psycopg.connect(citus_cluster.conninfo(port, name), autocommit=True) as worker:
-            worker.execute("SET citus.override_table_visibility = off")
-            shards = [
-                r[0]
-                for r in worker.execute(
-                    "SELECT relname FROM pg_class WHERE relkind = 'r' "
-                    "AND relname ~ '^events_[0-9]{4}_[0-9]{2}_[0-9]+$'"
-                ).fetchall()
-            ]
-            for shard in shards:
+            for shard in _log_shards(worker):
                 [(n,)] = worker.execute(f'SELECT count(*) FROM "{shard}"').fetchall()
                 if not n:
                     continue
@@ -194,11 +198,7 @@ def test_reading_one_run_by_trace_id_alone_goes_to_one_shard(citus_migrated_url:
 
 def _shard_of(worker: psycopg.Connection[Any], trace_id: str) -> str | None:
     """The worker's shard of the log holding ``trace_id``'s events, if it is on this worker."""
-    worker.execute("SET citus.override_table_visibility = off")
-    for (shard,) in worker.execute(
-        "SELECT relname FROM pg_class WHERE relkind = 'r' "
-        "AND relname ~ '^events_[0-9]{4}_[0-9]{2}_[0-9]+$'"
-    ).fetchall():
+    for shard in _log_shards(worker):
         found = worker.execute(f'SELECT 1 FROM "{shard}" WHERE trace_id = %s', [trace_id])
         if found.fetchone():
             return str(shard)

@@ -24,10 +24,10 @@ from agentdocket.store.projections import Projection
 from agentdocket.store.projector import Projector
 from tests.helpers.db import accept_events_again, refuse_events_containing
 from tests.helpers.factory import AWKWARD, awkward_run_events, many_runs, run_events
-from tests.helpers.fresh import FRESH, fresh_url
+from tests.helpers.fresh import EVERY, fresh_url
 
 
-@pytest.fixture(params=list(FRESH))
+@pytest.fixture(params=EVERY)
 def url(request: pytest.FixtureRequest) -> str:
     """Each kind of database, a Citus cluster's too."""
     return fresh_url(request)

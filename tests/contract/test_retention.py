@@ -14,10 +14,10 @@ from agentdocket.events.payloads import ChatMessage
 from agentdocket.store import Store
 from agentdocket.store.projections import JUDGE_CACHE_KEY
 from tests.helpers.factory import run_events, verdict_event
-from tests.helpers.fresh import FRESH, fresh_url
+from tests.helpers.fresh import EVERY, fresh_url
 
 
-@pytest.fixture(params=list(FRESH))
+@pytest.fixture(params=EVERY)
 def url(request: pytest.FixtureRequest) -> str:
     """Each kind of database, a Citus cluster's too."""
     return fresh_url(request)

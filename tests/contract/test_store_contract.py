@@ -25,10 +25,10 @@ from agentdocket.store import (
 )
 from tests.helpers.db import projections
 from tests.helpers.factory import T0, many_runs, run_events, verdict_event
-from tests.helpers.fresh import FRESH, fresh_url
+from tests.helpers.fresh import EVERY, fresh_url
 
 
-@pytest.fixture(params=list(FRESH))
+@pytest.fixture(params=EVERY)
 def url(request: pytest.FixtureRequest) -> str:
     """Each kind of database, a Citus cluster's too."""
     return fresh_url(request)

@@ -22,6 +22,7 @@ from agentdocket.store import DeadLetter, Store, open_store
 from agentdocket.store.migrate import upgrade
 from agentdocket.store.pipeline import PipelineSample, ScoringSample
 from tests.helpers.db import SHARED, cli, drop_database, fresh_pg, require_shared
+from tests.helpers.fresh import SERVERS
 from tests.helpers.grammar_records import RECORDS
 
 IBM_CASE = SHARED / "datasets" / "ibm-coalitions" / "single-models" / "mistral_all"
@@ -43,10 +44,6 @@ def _stricter(trace: Any, config: Any) -> Outcome | None:
     return outcome
 
 
-# The kinds of database the seeded tests run on; Citus's needs the cluster.
-SEEDED = [pytest.param("postgresql"), pytest.param("citus", marks=pytest.mark.citus)]
-
-
 def _postgres(request: pytest.FixtureRequest) -> tuple[str, Callable[[], None]]:
     pg_template = request.getfixturevalue("pg_template")
     url, name = fresh_pg(pg_template)
@@ -65,7 +62,7 @@ def _citus(request: pytest.FixtureRequest) -> tuple[str, Callable[[], None]]:
 MAKE = {"postgresql": _postgres, "citus": _citus}
 
 
-@pytest.fixture(scope="session", params=SEEDED)
+@pytest.fixture(scope="session", params=SERVERS)
 def seeded(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:

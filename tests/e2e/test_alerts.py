@@ -17,13 +17,13 @@ from agentdocket.store import DeadLetter, Store, open_store
 from agentdocket.store.pipeline import PipelineSample, ScoringSample
 from tests.helpers.db import ROOT
 from tests.helpers.factory import run_events, verdict_event
-from tests.helpers.fresh import fresh_url
+from tests.helpers.fresh import SERVERS, fresh_url
 from tests.helpers.grafana import grafana_role
 
 SCORER = "tools.procedural"
 
 
-@pytest.fixture(params=["postgresql", pytest.param("citus", marks=pytest.mark.citus)])
+@pytest.fixture(params=SERVERS)
 def url(request: pytest.FixtureRequest) -> str:
     """A fresh, migrated PostgreSQL database, and one on the Citus cluster."""
     return fresh_url(request)

@@ -26,11 +26,11 @@ from agentdocket.ingest.receiver import Receiver
 from agentdocket.ingest.sink import Sink
 from agentdocket.store import open_store
 from tests.helpers.db import assert_absent, cli
-from tests.helpers.fresh import FRESH, fresh_url
+from tests.helpers.fresh import EVERY, fresh_url
 from tests.helpers.otlp_server import START_NS, Server, free_port, start_cli
 
 
-@pytest.fixture(params=list(FRESH))
+@pytest.fixture(params=EVERY)
 def url(request: pytest.FixtureRequest) -> str:
     """Each kind of database, a Citus cluster's too."""
     return fresh_url(request)

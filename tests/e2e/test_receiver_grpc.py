@@ -19,10 +19,10 @@ from agentdocket.ingest.grpc_receiver import SERVICE, GrpcReceiver
 from agentdocket.ingest.receiver import Receiver
 from agentdocket.ingest.sink import Sink
 from agentdocket.store import open_store
-from tests.helpers.fresh import FRESH, fresh_url
+from tests.helpers.fresh import EVERY, fresh_url
 
 
-@pytest.fixture(params=list(FRESH))
+@pytest.fixture(params=EVERY)
 def url(request: pytest.FixtureRequest) -> str:
     """Each kind of database, a Citus cluster's too."""
     return fresh_url(request)

@@ -17,11 +17,11 @@ from agentdocket.events import Case, Event, validate_payload
 from agentdocket.store import Store, open_store
 from agentdocket.store.sqlite import SqliteRecorder
 from agentdocket.tracer import Tracer
-from tests.helpers.fresh import FRESH, fresh_url
+from tests.helpers.fresh import EVERY, fresh_url
 from tests.helpers.recorder import Recorder
 
 
-@pytest.fixture(params=list(FRESH))
+@pytest.fixture(params=EVERY)
 def url(request: pytest.FixtureRequest) -> str:
     """Each kind of database, a Citus cluster's too."""
     return fresh_url(request)

@@ -6,6 +6,9 @@ import pytest
 
 # the fixture that makes each kind (conftest.py)
 FRESH = {"sqlite": "sqlite_url", "postgresql": "pg_url", "citus": "citus_migrated_url"}
+# the kinds as fixture params, Citus's marked (it needs the local cluster)
+SERVERS = ["postgresql", pytest.param("citus", marks=pytest.mark.citus)]
+EVERY = ["sqlite", *SERVERS]
 
 
 def fresh_url(request: pytest.FixtureRequest) -> str:
