@@ -58,7 +58,7 @@ PANELS: tuple[PanelSpec, ...] = (
         "Runs over time, by agent",
         "timeseries",
         f"SELECT $__timeGroupAlias(time, $__interval), agent AS metric, {total('runs')} AS runs "
-        f"FROM dashboard_run_stats WHERE {RUNS} GROUP BY 1, 2 ORDER BY 1",
+        f"FROM dashboard_run_stats WHERE {RUNS} GROUP BY 1, 2 ORDER BY 1, 2",
         "time metric runs",
     ),
     panel(
@@ -117,7 +117,7 @@ PANELS: tuple[PanelSpec, ...] = (
         "Dead letters over time, by source",
         "timeseries",
         "SELECT $__timeGroupAlias(time, $__interval), source AS metric, count(*) AS dead_letters "
-        "FROM dashboard_dead_letters WHERE $__timeFilter(time) GROUP BY 1, 2 ORDER BY 1",
+        "FROM dashboard_dead_letters WHERE $__timeFilter(time) GROUP BY 1, 2 ORDER BY 1, 2",
         "time metric dead_letters",
         width=18,
     ),

@@ -59,7 +59,7 @@ PANELS: tuple[PanelSpec, ...] = (
         "timeseries",
         f"SELECT $__timeGroupAlias(time, $__interval), {SUBTASK} AS metric, "
         f"{ratio('passed', 'decided')} AS perfect_rate FROM dashboard_verdict_stats "
-        f"WHERE {VERDICTS} AND {PEER} GROUP BY 1, 2 ORDER BY 1",
+        f"WHERE {VERDICTS} AND {PEER} GROUP BY 1, 2 ORDER BY 1, 2",
         "time metric perfect_rate",
         unit="percentunit",
         width=24,

@@ -79,7 +79,7 @@ PANELS: tuple[PanelSpec, ...] = (
         "SELECT follower, process, max(time) AS last_seen, max(verdicts) AS verdicts, "
         "max(errors) AS errors, max(behind_runs) FILTER (WHERE time = last) AS behind_runs "
         "FROM (SELECT *, max(time) OVER (PARTITION BY follower, process) AS last "
-        f"FROM dashboard_scoring_samples WHERE {WINDOW}) s GROUP BY 1, 2 ORDER BY 3 DESC",
+        f"FROM dashboard_scoring_samples WHERE {WINDOW}) s GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2",
         "follower process last_seen verdicts errors behind_runs",
         description="Each follower process's latest report (counts since it started).",
     ),
@@ -90,7 +90,7 @@ PANELS: tuple[PanelSpec, ...] = (
         "SELECT process, max(time) AS last_seen, max(spans_received) AS spans_received, "
         "max(events_stored) AS events_stored, max(events_dead_lettered) AS dead_lettered, "
         "max(spans_dropped) AS spans_dropped "
-        f"FROM dashboard_pipeline_samples WHERE {WINDOW} GROUP BY 1 ORDER BY 2 DESC",
+        f"FROM dashboard_pipeline_samples WHERE {WINDOW} GROUP BY 1 ORDER BY 2 DESC, 1",
         "process last_seen spans_received events_stored dead_lettered spans_dropped",
         description="Each receiver process's latest report (counts since it started).",
     ),

@@ -37,7 +37,7 @@ PANELS: tuple[PanelSpec, ...] = (
         "timeseries",
         f"SELECT $__timeGroupAlias(time, $__interval), scorer AS metric, "
         f"{ratio('passed', 'decided')} AS pass_rate FROM dashboard_verdict_stats "
-        f"WHERE {VERDICTS} AND {TOOL_SCORERS} GROUP BY 1, 2 ORDER BY 1",
+        f"WHERE {VERDICTS} AND {TOOL_SCORERS} GROUP BY 1, 2 ORDER BY 1, 2",
         "time metric pass_rate",
         unit="percentunit",
         links={"*": run.FAILING},
