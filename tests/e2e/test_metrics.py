@@ -46,6 +46,7 @@ def test_metrics_count_what_the_database_holds(server: Server, url: str) -> None
             tool = {"openinference.span.kind": "TOOL", "tool.name": "t", "input.value": "{}"}
             tracer.start_span("t", attributes=tool).end()
     provider.shutdown()
+    server.settled()  # 200 means stored or spooled: what was spooled is stored once drained
     bad = httpx.post(server.endpoint, content=b"x", headers={"content-type": "text/csv"})
     assert bad.status_code == 415
     samples = _samples(server.endpoint)
