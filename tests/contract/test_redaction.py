@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentdocket.events import (
     KINDS,
@@ -208,3 +210,46 @@ def test_tool_called_payload_type_is_redactable() -> None:
     )
     assert event.payload["arguments"] == {"password": "[REDACTED:password]"}
     validate_payload("tool.called", dict(event.payload))
+
+
+# Pieces of text a payload may hold: every rule's trigger, near misses, case variants.
+_PIECES = [
+    "sk-proj-Zq8T3xLw0aVbN4mR7yCe2uKd",
+    "SK-",
+    "AKIAIOSFODNN7EXAMPLE",
+    "asia",
+    "ghp_" + "a1" * 18,
+    "github_pat_" + "B2" * 21,
+    "xoxb-1234567890-abc",
+    "AIza" + "x" * 35,
+    "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.SflKxwRJSMeKKF2QT4f",
+    "Bearer abcdefghijklmnopqrstuv",
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "ada@example.org",
+    "key",
+    "Token",
+    "passwort",
+    "\u212aey",  # KELVIN SIGN: lowercases to k
+    " ",
+    "\u00e9t\u00e9",
+]
+
+
+@given(
+    st.dictionaries(
+        st.lists(st.sampled_from(_PIECES), max_size=3).map("".join),
+        st.lists(st.sampled_from(_PIECES), max_size=4).map("".join),
+        max_size=4,
+    ),
+    st.sampled_from(["secrets", "email"]),
+)
+@settings(max_examples=300, deadline=None)
+def test_the_probe_never_says_no_where_a_rule_redacts(value: dict[str, str], extra: str) -> None:
+    """The probe (one pass of an automaton over every rule's literal) may say yes where no rule
+    matches, never no where one does: whatever it passes unchanged is what the rules keep."""
+    r = Redactor.from_settings({"builtins": ["secrets", extra], "keys": ["employee_number"]})
+    if r.value(value) != value:
+        assert r.needs(value)
+    for text in (*value, *value.values()):
+        if r.value(text) != text:
+            assert r.needs(text)
