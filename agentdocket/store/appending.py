@@ -6,9 +6,12 @@ The event log only ever receives INSERTs. A re-sent event (same id) adds nothing
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
@@ -30,6 +33,37 @@ log = logging.getLogger("agentdocket.store")
 BATCH = 10_000
 CONFLICT_RETRIES = 5
 Refusals = list[tuple[Event, RecordRefused]]
+# A prepared payload's JSON as it is stored, by event id, where preparing it wrote that.
+Encoded = dict[uuid.UUID, bytes]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A batch ready to write: how many events it was given, those to write (each once,
+    prepared), their payloads' JSON as stored where preparing wrote it, and those refused
+    before the database saw them (outside the time window, or not preparable)."""
+
+    given: int
+    events: list[Event]
+    encoded: Encoded
+    refused: Refusals
+
+
+def _batches(events: Iterable[Event], size: int) -> Iterator[list[Event]]:
+    batch: list[Event] = []
+    for event in events:
+        batch.append(event)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _raise_first(refusals: Refusals) -> None:
+    if refusals:
+        event, exc = refusals[0]
+        raise exc.about(str(event.event_id))
 
 
 @dataclass(frozen=True)
@@ -61,44 +95,62 @@ class Appender:
     def append(
         self, events: Iterable[Event], batch_size: int = BATCH, *, source: str = "append"
     ) -> AppendResult:
-        """See :meth:`agentdocket.store.Store.append`."""
+        """See :meth:`agentdocket.store.Store.append`. Each batch is prepared (limits,
+        escaping, redaction: Python's work) on a second thread while the one before it is
+        written (the database's work), so that neither waits for the other."""
         inserted = duplicates = refused = 0
-        batch: list[Event] = []
-        for event in events:
-            batch.append(event)
-            if len(batch) >= batch_size:
-                n, r = self._append_batch(batch, source)
-                inserted, duplicates, refused = (
-                    inserted + n,
-                    duplicates + len(batch) - n - r,
-                    refused + r,
-                )
-                batch = []
-        if batch:
-            n, r = self._append_batch(batch, source)
+        for batch in self._prepared_ahead(_batches(events, batch_size)):
+            n, r = self._write(batch, source)
             inserted, duplicates, refused = (
                 inserted + n,
-                duplicates + len(batch) - n - r,
+                duplicates + batch.given - n - r,
                 refused + r,
             )
         return AppendResult(inserted, duplicates, refused)
 
-    def _append_batch(self, events: list[Event], source: str) -> tuple[int, int]:
+    def _prepared_ahead(self, batches: Iterator[list[Event]]) -> Iterator[Prepared]:
+        """The batches prepared, each while the caller writes the one before. The batches are
+        taken from ``batches`` on the caller's thread (an iterator may belong to it); a single
+        batch is prepared there too, with no second thread."""
+        first = next(batches, None)
+        if first is None:
+            return
+        second = next(batches, None)
+        if second is None:
+            yield self.prepare(first)
+            return
+        with ThreadPoolExecutor(1, thread_name_prefix="agentdocket-prepare") as pool:
+            ahead = pool.submit(self.prepare, first)
+            for batch in itertools.chain([second], batches):
+                ready = ahead.result()
+                ahead = pool.submit(self.prepare, batch)
+                yield ready
+            yield ahead.result()
+
+    def prepare(self, events: Sequence[Event], *, in_time: bool = True) -> Prepared:
+        """``events`` made ready to write, before any database work: each once, inside the
+        limits' time window (``in_time``), escaped and redacted."""
+        unique = list({e.event_id: e for e in events}.values())
+        timely, late = self._in_time(unique) if in_time else (unique, [])
+        ready, encoded, refused = self._prepare(timely)
+        return Prepared(len(events), ready, encoded, late + refused)
+
+    def _write(self, batch: Prepared, source: str) -> tuple[int, int]:
         # A conflict with a concurrent writer of the same traces (a deadlock) is retried: the
         # batch is idempotent, and the failed transaction left nothing behind.
         for attempt in range(CONFLICT_RETRIES):
             try:
-                return self._append_batch_once(events, source)
+                return self._write_once(batch, source)
             except WriteConflict:
                 if attempt == CONFLICT_RETRIES - 1:
                     raise
                 time.sleep(0.05 * (attempt + 1))
         raise AssertionError("unreachable")
 
-    def _append_batch_once(self, events: list[Event], source: str) -> tuple[int, int]:
-        with self._write_for(events) as (conn, timely, late):
-            inserted, refusals = self.append_on(conn, timely)
-            refusals = late + refusals
+    def _write_once(self, batch: Prepared, source: str) -> tuple[int, int]:
+        with self._write_for([batch]) as conn:
+            inserted, refusals = self._insert(conn, batch)
+            refusals = batch.refused + refusals
             if refusals:
                 letters = [DeadLetter.of_event(e, exc, source) for e, exc in refusals]
                 self.dead_letters.keep_on(conn, letters)
@@ -116,41 +168,38 @@ class Appender:
     def append_strict(self, events: list[Event]) -> int:
         """Append, raising :class:`RecordRefused` (naming the event) instead of keeping a dead
         letter; nothing is written then."""
-        with self._write_for(events) as (conn, timely, late):
-            inserted, refusals = self.append_on(conn, timely)
-            if late or refusals:
-                event, exc = (late + refusals)[0]
-                raise exc.about(str(event.event_id))
+        batch = self.prepare(events)
+        _raise_first(batch.refused)
+        with self._write_for([batch]) as conn:
+            inserted, refusals = self._insert(conn, batch)
+            _raise_first(refusals)
             return inserted
 
     def import_all(
         self, datasets: Sequence[Dataset], events: Sequence[Event], batch_size: int = BATCH
     ) -> AppendResult:
         """See :meth:`agentdocket.store.Store.import_all`."""
-        with self._write_for(events) as (conn, timely, late):
-            if late:
-                event, exc = late[0]
-                raise exc.about(str(event.event_id))
+        batches = [self.prepare(chunk) for chunk in _batches(iter(events), batch_size)]
+        for batch in batches:
+            _raise_first(batch.refused)
+        inserted = 0
+        with self._write_for(batches) as conn:
             for dataset in datasets:
                 self.datasets.register_on(conn, dataset)
-            inserted = 0
-            for start in range(0, len(timely), batch_size):
-                n, refusals = self.append_on(conn, timely[start : start + batch_size])
-                if refusals:
-                    event, exc = refusals[0]
-                    raise exc.about(str(event.event_id))
+            for batch in batches:
+                n, refusals = self._insert(conn, batch)
+                _raise_first(refusals)
                 inserted += n
         return AppendResult(inserted, len(events) - inserted)
 
     @contextmanager
-    def _write_for(self, events: Sequence[Event]) -> Iterator[tuple[Any, list[Event], Refusals]]:
-        """A write transaction for ``events``: the connection, the events inside the time
-        window, and those outside it refused. The timely events' months get their partitions
-        first (DDL never runs inside a batch's transaction); the others' never do."""
-        timely, late = self._in_time(events)
-        self.db.ensure_partitions(run_months.needed(timely))
+    def _write_for(self, batches: Sequence[Prepared]) -> Iterator[Any]:
+        """A write transaction for prepared ``batches``, their months' partitions made first
+        (DDL never runs inside a batch's transaction; the refused events' months never get
+        theirs)."""
+        self.db.ensure_partitions(set().union(*(run_months.needed(b.events) for b in batches)))
         with self.db.write() as conn:
-            yield conn, timely, late
+            yield conn
 
     def _in_time(self, events: Sequence[Event]) -> tuple[list[Event], Refusals]:
         """``events`` inside the limits' time window, and those outside it refused with why
@@ -169,41 +218,58 @@ class Appender:
         return timely, late
 
     def append_on(self, conn: Any, events: list[Event]) -> tuple[int, Refusals]:
-        """Insert and project ``events`` on ``conn``: how many were new, and the events the
-        database refused (everything else is written)."""
-        unique = list({e.event_id: e for e in events}.values())
-        prepared, refusals = self._prepare(unique)
-        months = run_months.assign(self.db, conn, prepared) if prepared else {}
-        inserted, refused = self._insert_isolating(conn, prepared, months)
-        return inserted, refusals + refused
+        """Insert and project ``events`` on ``conn`` (no time window): how many were new, and
+        the events refused (everything else is written)."""
+        batch = self.prepare(events, in_time=False)
+        inserted, refused = self._insert(conn, batch)
+        return inserted, batch.refused + refused
 
-    def _prepare(self, events: list[Event]) -> tuple[list[Event], Refusals]:
+    def _insert(self, conn: Any, batch: Prepared) -> tuple[int, Refusals]:
+        """Insert and project a prepared batch on ``conn``: how many events were new, and
+        those the database refused."""
+        if not batch.events:
+            return 0, []
+        months = run_months.assign(self.db, conn, batch.events)
+        return self._insert_isolating(conn, batch.events, months, batch.encoded)
+
+    def _prepare(self, events: list[Event]) -> tuple[list[Event], Encoded, Refusals]:
         """Events as they are written: within the limits (:mod:`agentdocket.store.limits`),
-        escaped (:mod:`agentdocket.store.escaping`), then redacted. An event that cannot be
+        escaped (:mod:`agentdocket.store.escaping`), then redacted; with the JSON of each
+        payload as stored where preparing it wrote that already. An event that cannot be
         prepared (an error of its data's making, never the database's) is refused."""
-        try:
-            return [self._prepared(e) for e in events], []
-        except DATA_ERRORS:
-            pass
-        prepared, refused = [], []
+        encoded: Encoded = {}
+        prepared: list[Event] = []
+        refused: Refusals = []
         for event in events:
             try:
-                prepared.append(self._prepared(event))
+                ready, raw = self._prepared(event)
             except DATA_ERRORS as exc:
                 refused.append((event, RecordRefused(f"{type(exc).__name__}: {exc}")))
-        return prepared, refused
+                continue
+            prepared.append(ready)
+            if raw is not None:
+                encoded[ready.event_id] = raw
+        return prepared, encoded, refused
 
-    def _prepared(self, event: Event) -> Event:
-        # one serialisation of the payload serves the three probes: the limits', escaping's
-        # and redaction's
+    def _prepared(self, event: Event) -> tuple[Event, bytes | None]:
+        # one serialisation of the payload serves the three probes (the limits', escaping's
+        # and redaction's) and, when none of them changed the payload, the database
         payload, raw = bound_json(event.payload, self.limits)
         payload, text = escape_json(payload, raw)
+        if text is None:
+            raw = None
+        elif raw is None:  # bound to the limits: escaping's probe wrote the new JSON
+            raw = text.encode()
         if payload is not event.payload:
             event = replace(event, payload=payload)
-        return self.redactor.event(event, text) if self.redactor.active else event
+        if self.redactor.active:
+            redacted = self.redactor.event(event, text)
+            if redacted is not event:
+                return redacted, None
+        return event, raw
 
     def _insert_isolating(
-        self, conn: Any, events: list[Event], months: dict[str, date]
+        self, conn: Any, events: list[Event], months: dict[str, date], encoded: Encoded
     ) -> tuple[int, Refusals]:
         """Insert and project ``events`` in a savepoint. If the database refuses the batch, or
         our own code fails on some record of it (projecting it, say), halve it until the
@@ -214,7 +280,8 @@ class Appender:
             return 0, []
         try:
             with self.db.savepoint(conn):
-                inserted, projection = self.db.insert_events(conn, events, months)
+                payloads = [encoded.get(e.event_id) for e in events]
+                inserted, projection = self.db.insert_events(conn, events, months, payloads)
                 self.projector.apply(conn, projection, months)
             return inserted, []
         except RecordRefused as exc:
@@ -228,6 +295,6 @@ class Appender:
         if len(events) == 1:
             return 0, [(events[0], refusal.about(str(events[0].event_id)))]
         middle = len(events) // 2
-        first, refused_first = self._insert_isolating(conn, events[:middle], months)
-        second, refused_second = self._insert_isolating(conn, events[middle:], months)
+        first, refused_first = self._insert_isolating(conn, events[:middle], months, encoded)
+        second, refused_second = self._insert_isolating(conn, events[middle:], months, encoded)
         return first + second, refused_first + refused_second

@@ -343,9 +343,13 @@ class PostgresRecorder(Recorder):
     # --- bulk writes (agentdocket.store.postgres_copy) ------------------------------------------
 
     def insert_events(
-        self, conn: Any, events: Sequence[Event], months: dict[str, date]
+        self,
+        conn: Any,
+        events: Sequence[Event],
+        months: dict[str, date],
+        payloads: Sequence[bytes | None] | None = None,
     ) -> tuple[int, Projection]:
-        return copy_events(conn, events, months, copy_first=self.copy_first)
+        return copy_events(conn, events, months, payloads, copy_first=self.copy_first)
 
     def merge(
         self,

@@ -49,9 +49,13 @@ class CitusRecorder(PostgresRecorder):
     copy_first = False
 
     def insert_events(
-        self, conn: Any, events: Sequence[Event], months: dict[str, date]
+        self,
+        conn: Any,
+        events: Sequence[Event],
+        months: dict[str, date],
+        payloads: Sequence[bytes | None] | None = None,
     ) -> tuple[int, Projection]:
-        inserted, projection = super().insert_events(conn, events, months)
+        inserted, projection = super().insert_events(conn, events, months, payloads)
         if inserted:  # in the caller's savepoint: undone with the rows it counts
             with mapped_errors():
                 conn.execute(COUNT, [inserted])

@@ -47,8 +47,15 @@ def jsonb(value: Any) -> Jsonb:
     return Jsonb(value, dumps=orjson.dumps)
 
 
-def _event_rows(events: Sequence[Event], months: dict[str, date]) -> Iterator[tuple[Any, ...]]:
-    for e in events:
+def _as_is(data: bytes) -> bytes:
+    return data
+
+
+def _event_rows(
+    events: Sequence[Event], months: dict[str, date], payloads: Sequence[bytes | None] | None
+) -> Iterator[tuple[Any, ...]]:
+    encoded = payloads or [None] * len(events)
+    for e, raw in zip(events, encoded, strict=True):
         yield (
             e.event_id,
             e.trace_id,
@@ -58,7 +65,7 @@ def _event_rows(events: Sequence[Event], months: dict[str, date]) -> Iterator[tu
             e.ts,
             e.kind,
             e.schema_version,
-            jsonb(e.payload),
+            jsonb(e.payload) if raw is None else Jsonb(raw, dumps=_as_is),
             months[e.trace_id],
         )
 
@@ -97,9 +104,15 @@ def _stage(conn: Any, table: str) -> str:
 
 
 def copy_events(
-    conn: Any, events: Sequence[Event], months: dict[str, date], *, copy_first: bool = True
+    conn: Any,
+    events: Sequence[Event],
+    months: dict[str, date],
+    payloads: Sequence[bytes | None] | None = None,
+    *,
+    copy_first: bool = True,
 ) -> tuple[int, Projection]:
-    """Insert the new ones of ``events``: how many, and their projection. ``copy_first``
+    """Insert the new ones of ``events``: how many, and their projection. ``payloads`` as in
+    :meth:`~agentdocket.store.recorder.Recorder.insert_events`. ``copy_first``
     tries COPY into the table before the staging table (where a duplicate key is reported as
     such: not on Citus, whose workers' errors reach the coordinator as internal errors)."""
     if not events:
@@ -117,7 +130,7 @@ def copy_events(
                     "events",
                     STORED_EVENT_COLUMNS,
                     EVENT_TYPES,
-                    _event_rows(events, months),
+                    _event_rows(events, months, payloads),
                     meanwhile=lambda: projected.append(project(events)),
                 )
             return len(events), projected[0]
@@ -125,7 +138,7 @@ def copy_events(
             pass
     staging = _stage(conn, "events")
     conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(staging)))
-    rows = _event_rows(events, months)
+    rows = _event_rows(events, months, payloads)
     _copy(conn, staging, STORED_EVENT_COLUMNS, EVENT_TYPES, rows)
     cols = sql.SQL(", ").join(map(sql.Identifier, STORED_EVENT_COLUMNS))
     cur = conn.execute(

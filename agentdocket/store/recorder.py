@@ -286,11 +286,16 @@ class Recorder(ABC):
 
     @abstractmethod
     def insert_events(
-        self, conn: Any, events: Sequence[Event], months: dict[str, date]
+        self,
+        conn: Any,
+        events: Sequence[Event],
+        months: dict[str, date],
+        payloads: Sequence[bytes | None] | None = None,
     ) -> tuple[int, Projection]:
         """Insert events under their traces' ``months``, skipping those already stored; return
         how many were inserted and the projection of those (a backend may compute it while the
-        database digests the rows)."""
+        database digests the rows). ``payloads``: each event's payload as the JSON (UTF-8) to
+        store, where the caller has it (None: the recorder encodes that one)."""
 
     @abstractmethod
     def merge(

@@ -240,11 +240,19 @@ class Redactor:
                 text = orjson.dumps(value, default=str).decode()
             except TypeError:  # a lone surrogate, an integer past 64 bits: the slower encoder
                 text = json.dumps(value, ensure_ascii=False, default=str)
-        automaton: AhoCorasick | None = self._automaton  # type: ignore[attr-defined]
-        if automaton is not None and automaton.find_matches_as_indexes(text.lower()):
+        if self._has_literal(text.lower()):
             return True
         probe: re.Pattern[str] | None = self._probe  # type: ignore[attr-defined]
         return probe is not None and probe.search(text) is not None
+
+    def _has_literal(self, lower: str) -> bool:
+        automaton: AhoCorasick | None = self._automaton  # type: ignore[attr-defined]
+        if automaton is None:
+            return False
+        try:
+            return bool(automaton.find_matches_as_indexes(lower))
+        except UnicodeEncodeError:  # a lone surrogate, which the automaton cannot read
+            return any(literal in lower for literal in self._literals)  # type: ignore[attr-defined]
 
     def value(self, value: Any) -> Any:
         """``value`` (any JSON) with every rule applied."""

@@ -257,7 +257,11 @@ class SqliteRecorder(Recorder):
         return value
 
     def insert_events(
-        self, conn: Any, events: Sequence[Event], months: dict[str, date]
+        self,
+        conn: Any,
+        events: Sequence[Event],
+        months: dict[str, date],
+        payloads: Sequence[bytes | None] | None = None,
     ) -> tuple[int, Projection]:
         ids = [str(e.event_id) for e in events]
         stored: set[str] = set()
@@ -266,7 +270,10 @@ class SqliteRecorder(Recorder):
             marks = ", ".join("?" * len(chunk))
             rows = conn.execute(f"SELECT event_id FROM events WHERE event_id IN ({marks})", chunk)
             stored.update(r[0] for r in rows)
-        new = [e for e in events if str(e.event_id) not in stored]
+        encoded = payloads or [None] * len(events)
+        new = [
+            (e, p) for e, p in zip(events, encoded, strict=True) if str(e.event_id) not in stored
+        ]
         # Arrival order: the writer holds the database's one write lock (BEGIN IMMEDIATE), so
         # numbering after the highest stored position is the order of commits too.
         [(last,)] = conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchall()
@@ -284,15 +291,15 @@ class SqliteRecorder(Recorder):
                     _ts(e.ts),
                     e.kind,
                     e.schema_version,
-                    dumps(e.payload),
+                    dumps(e.payload) if p is None else p.decode(),
                     months[e.trace_id].isoformat(),
                     last + i,
                     received,
                 )
-                for i, e in enumerate(new, 1)
+                for i, (e, p) in enumerate(new, 1)
             ],
         )
-        return len(new), project(new)
+        return len(new), project(e for e, _ in new)
 
     def merge(
         self,

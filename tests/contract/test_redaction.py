@@ -232,6 +232,7 @@ _PIECES = [
     "\u212aey",  # KELVIN SIGN: lowercases to k
     " ",
     "\u00e9t\u00e9",
+    "\ud800",  # a lone surrogate
 ]
 
 
