@@ -53,6 +53,14 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> timedel
     help="Requests in flight before new ones get 503 with Retry-After.",
 )
 @click.option(
+    "--connections",
+    default=2,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Database connections writing at once; each takes the traces whose id hashes to it. "
+    "Requests that arrive together share one commit.",
+)
+@click.option(
     "--max-age",
     default="400d",
     show_default=True,
@@ -99,6 +107,7 @@ def serve(
     token: str | None,
     max_body_mib: float,
     max_pending: int,
+    connections: int,
     max_age: timedelta,
     max_ahead: timedelta,
     spool_dir: Path | None,
@@ -142,6 +151,7 @@ def serve(
         token=token,
         max_body=int(max_body_mib * 1024 * 1024),
         max_pending=max_pending,
+        connections=connections,
         spool_dir=spool_dir,
         limits=Limits(max_age=max_age, max_ahead=max_ahead),
         refresh_every=refresh_every,

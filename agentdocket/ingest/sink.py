@@ -8,7 +8,9 @@ is spooled is replayed in order, in the background, before new batches. Every ev
 bound to the limits (:mod:`agentdocket.store.limits`: nesting depth, string length, items),
 before it is spooled or stored. A record the database refuses, or one that cannot be prepared
 for it, is not an outage: the store keeps it as a dead letter and stores the rest of its batch,
-so one bad record never holds up the others. Only the store's own errors
+so one bad record never holds up the others. Deliveries that arrive together are committed
+together (:mod:`agentdocket.ingest.group_commit`), on one or more connections. Only the store's
+own errors
 (:mod:`agentdocket.store.errors`) mean the database is away. Nothing is raised into the
 caller: errors are logged (rate-limited) and counted in :attr:`Sink.stats`, and events that
 could be kept nowhere are counted as dropped and reported as a ``telemetry.dropped`` event
@@ -30,11 +32,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
 
 from agentdocket.events import Event, TelemetryDropped, format_ts
+from agentdocket.ingest.group_commit import Delivered, Lane, Request, split, worst
 from agentdocket.ingest.spool import DEFAULT_MAX_BYTES, Spool
 from agentdocket.store import AppendResult, Store, StoreError, database_url, display_url, open_store
 from agentdocket.store.backends import backend_of
@@ -45,10 +48,8 @@ from agentdocket.store.redaction import Redactor
 log = logging.getLogger("agentdocket.ingest")
 
 SPOOL_ENV = "AGENTDOCKET_SPOOL_DIR"
-# What became of a batch: in the database, in the spool, lost (spool full or unwritable), or
-# nothing to deliver and the database unreachable.
-Delivered = Literal["stored", "spooled", "dropped", "unavailable"]
 CONNECT_TIMEOUT_S = 5
+__all__ = ["Delivered", "DeliveryStats", "Sink", "default_spool_dir"]
 
 
 @dataclass
@@ -100,7 +101,9 @@ class Sink:
     are dropped and counted. ``source`` is named in the dead letters of what this sink delivers
     (``tracer``, ``receiver``, ``langchain``). ``limits`` (default: live ingestion's, with its
     time window) and then ``redactor`` (default: ``AGENTDOCKET_REDACT``'s rules) are applied
-    before anything is stored or spooled.
+    before anything is stored or spooled. ``connections``: how many database connections
+    write at once, each taking the traces whose id hashes to it
+    (:mod:`agentdocket.ingest.group_commit`).
     """
 
     def __init__(
@@ -117,7 +120,10 @@ class Sink:
         redactor: Redactor | None = None,
         source: str = "tracer",
         limits: Limits = LIVE,
+        connections: int = 1,
     ) -> None:
+        if connections < 1:
+            raise ValueError(f"connections: {connections}, at least 1")
         self.url = _with_connect_timeout(database_url(url))
         directory = Path(spool_dir) if spool_dir else default_spool_dir(self.url)
         self.redactor = redactor if redactor is not None else Redactor.from_env()
@@ -128,8 +134,11 @@ class Sink:
         self._open = store_factory or (
             lambda url: open_store(url, redactor=self.redactor, limits=limits)
         )
-        self._store: Store | None = None
-        self._lock = threading.RLock()
+        if not backend_of(parse_url(self.url)).concurrent_writers:
+            connections = 1  # one write lock: a second connection would only wait for it
+        self._lanes = [Lane(i) for i in range(connections)]
+        # the sink's shared state (back-off, counts, drops), changed by every lane
+        self._state = threading.RLock()
         self._retry_initial = retry_initial_s
         self._retry_max = retry_max_s
         self._backoff = retry_initial_s
@@ -150,19 +159,21 @@ class Sink:
         """Stop replaying, report what was dropped (a last chance), close the store and the
         spool (an empty spool file is removed)."""
         self._closed.set()
-        with self._lock:
+        with self._working(), self._lanes[0].lock:
             if self._drops:
-                self._deliver([], 0)
-            self._close_store()
-            self.spool.close()
+                self._deliver(self._lanes[0], {})
+        for lane in self._lanes:
+            with lane.lock:
+                self._close_store(lane)
+        self.spool.close()
 
     # --- delivery -------------------------------------------------------------------------------
 
     def flush_spool(self) -> bool:
         """Try now to deliver what is spooled (ignoring the back-off); True when nothing waits."""
-        with self._working():
+        with self._working(), self._lanes[0].lock:
             self._retry_at = 0.0
-            return self._deliver([], 0) == "stored"
+            return self._deliver(self._lanes[0], {})[0] == "stored"
 
     def _ensure_replayer(self) -> None:
         if self._closed.is_set() or (self._replayer is not None and self._replayer.is_alive()):
@@ -179,10 +190,10 @@ class Sink:
         while first or not self._closed.wait(self._replay_every):
             first = False
             try:
-                with self._working():
+                with self._working(), self._lanes[0].lock:
                     if self._closed.is_set() or not self.spool.pending():
                         return
-                    self._deliver([], 0)
+                    self._deliver(self._lanes[0], {})
             except Exception:
                 log.exception("agentdocket: replaying the spool failed")
 
@@ -196,11 +207,23 @@ class Sink:
         the dead letters of refused events. Never raises."""
         try:
             with self._working():
-                self.stats.spans += n_spans
-                self.stats.events += len(events)
-                return self._deliver(self._bound(events), n_spans, source or self.source)
+                with self._state:
+                    self.stats.spans += n_spans
+                    self.stats.events += len(events)
+                parts = split(self._bound(events), len(self._lanes))
+                requests = [
+                    (self._lanes[lane], Request(part, source or self.source))
+                    for lane, part in sorted(parts.items())
+                ]
+                if not requests:
+                    return "stored"
+                requests[0][1].n_spans = n_spans  # counted once, if lost
+                for lane, request in requests:
+                    lane.submit(request)
+                return worst([lane.settle(request, self._commit) for lane, request in requests])
         except Exception:
-            self.stats.failures += 1
+            with self._state:
+                self.stats.failures += 1
             log.exception("agentdocket: delivering %d events failed", len(events))
             return "dropped"
 
@@ -209,27 +232,27 @@ class Sink:
         dead letters kept (None while the database is away). Never raises."""
         reachable, letters = False, None
         try:
-            with self._working():
+            lane = self._lanes[0]
+            with self._working(), lane.lock:
                 if time.monotonic() >= self._retry_at:
                     try:
-                        store = self._connect()
+                        store = self._connect(lane)
                         store.ping()
                         letters = store.dead_letters.counts()
                         reachable = True
                     except Exception as exc:
-                        self._failed(exc)
+                        self._failed(lane, exc)
         except Exception:
             log.exception("agentdocket: the health check failed")
         return {"database": reachable, "spooled": self.spool.pending(), "dead_letters": letters}
 
     @contextmanager
     def _working(self) -> Iterator[None]:
-        """The sink's own work: under its lock, with OpenTelemetry instrumentation
-        suppressed, so that its database calls are never traced."""
+        """The sink's own work: with OpenTelemetry instrumentation suppressed, so that its
+        database calls are never traced."""
         token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
         try:
-            with self._lock:
-                yield
+            yield
         finally:
             detach(token)
 
@@ -244,37 +267,63 @@ class Sink:
                 out[i] = replace(event, payload=payload)
         return out
 
-    def _deliver(self, events: list[Event], n_spans: int, source: str | None = None) -> Delivered:
-        """Store ``events`` (after the spool), or spool them."""
+    def _commit(self, lane: Lane, group: list[Request]) -> Delivered:
+        """Deliver a lane's group of requests at once (one append per source); the spans of
+        what is lost are counted. Never raises."""
+        batches: dict[str, list[Event]] = {}
+        for request in group:
+            batches.setdefault(request.source, []).extend(request.events)
+        try:
+            outcome, lost = self._deliver(lane, batches)
+        except Exception:
+            with self._state:
+                self.stats.failures += 1
+            log.exception("agentdocket: delivering %d requests failed", len(group))
+            outcome, lost = "dropped", "error"
+        if lost is not None:
+            for request in group:
+                self.dropped(lost, request.n_spans)
+        return outcome
+
+    def _deliver(self, lane: Lane, batches: dict[str, list[Event]]) -> tuple[Delivered, str | None]:
+        """Store ``batches`` (events by source) on ``lane``, after the spool, or spool them:
+        what became of them, and why they were lost if they were. Under ``lane.lock``."""
         if time.monotonic() >= self._retry_at:
             try:
-                store = self._connect()
+                store = self._connect(lane)
             except Exception as exc:  # whatever the driver raised: the database is away
-                self._failed(exc)
+                self._failed(lane, exc)
             else:
                 try:
-                    self._store_all(store, events, source or self.source)
-                    self._backoff = self._retry_initial
-                    return "stored"
+                    self._store_all(store, batches)
+                    with self._state:
+                        self._backoff = self._retry_initial
+                    return "stored", None
                 except StoreError as exc:  # the database is away, or the store cannot work
-                    self._failed(exc)
+                    self._failed(lane, exc)
                 except Exception:  # not the database's doing: no outage, no back-off
-                    self.stats.failures += 1
-                    log.exception("agentdocket: storing %d events failed", len(events))
+                    with self._state:
+                        self.stats.failures += 1
+                    log.exception("agentdocket: storing events failed")
+        events = [e for batch in batches.values() for e in batch]
         if not events:
-            return "unavailable"
-        return "spooled" if self._spool(events, n_spans) else "dropped"
+            return "unavailable", None
+        lost = self._spool(events)
+        return ("spooled", None) if lost is None else ("dropped", lost)
 
-    def _store_all(self, store: Store, events: list[Event], source: str) -> None:
-        """What waits in the spool, then ``events``, then the report of what was dropped."""
+    def _store_all(self, store: Store, batches: dict[str, list[Event]]) -> None:
+        """What waits in the spool, then ``batches``, then the report of what was dropped."""
         if self.spool.pending():
-            self.stats.replayed += self.spool.replay(
+            replayed = self.spool.replay(
                 lambda batch, origin: self._append(store, batch, origin),
                 store.dead_letters.keep,
             )
-        if events:
+            with self._state:
+                self.stats.replayed += replayed
+        for source, events in batches.items():
             self._append(store, events, source)
-            self.stats.delivered += len(events)
+            with self._state:
+                self.stats.delivered += len(events)
         self._report_drops(store)
 
     def _append(self, store: Store, events: list[Event], source: str) -> AppendResult:
@@ -282,35 +331,39 @@ class Sink:
         and kept as a dead letter; a :class:`StoreError` (the database away) reaches the
         caller, which spools and retries."""
         result = store.append(events, source=source)
-        self.stats.refused += result.refused
+        with self._state:
+            self.stats.refused += result.refused
         return result
 
-    def _spool(self, events: list[Event], n_spans: int) -> bool:
+    def _spool(self, events: list[Event]) -> str | None:
+        """Spool ``events``: None once they are, else why they are lost."""
         try:
             if self.spool.append(events):
-                self.stats.spooled += len(events)
+                with self._state:
+                    self.stats.spooled += len(events)
                 self._ensure_replayer()
-                return True
-            reason = "spool_full"
+                return None
+            return "spool_full"
         except OSError:
             log.exception("agentdocket: could not write the spool %s", self.spool.path)
-            reason = "spool_error"
-        self.dropped(reason, n_spans)
-        return False
+            return "spool_error"
 
-    def _connect(self) -> Store:
-        if self._store is None:
-            self._store = self._open(self.url)
-        return self._store
+    def _connect(self, lane: Lane) -> Store:
+        if lane.store is None:
+            lane.store = self._open(self.url)
+        return lane.store
 
-    def _failed(self, exc: Exception) -> None:
-        self.stats.failures += 1
-        self._close_store()
-        self._retry_at = time.monotonic() + self._backoff
-        self._backoff = min(self._backoff * 2, self._retry_max)
-        now = time.monotonic()
-        if now - self._last_warning > 60:
-            self._last_warning = now
+    def _failed(self, lane: Lane, exc: Exception) -> None:
+        self._close_store(lane)
+        with self._state:
+            self.stats.failures += 1
+            self._retry_at = time.monotonic() + self._backoff
+            self._backoff = min(self._backoff * 2, self._retry_max)
+            now = time.monotonic()
+            warn = now - self._last_warning > 60
+            if warn:
+                self._last_warning = now
+        if warn:
             log.warning(
                 "agentdocket: the store at %s is unavailable (%s: %s); spooling to %s and retrying",
                 display_url(self.url),
@@ -319,8 +372,8 @@ class Sink:
                 self.spool.directory,
             )
 
-    def _close_store(self) -> None:
-        store, self._store = self._store, None
+    def _close_store(self, lane: Lane) -> None:
+        store, lane.store = lane.store, None
         if store is not None:
             try:
                 store.close()
@@ -333,15 +386,22 @@ class Sink:
         """Count ``n`` spans lost for ``reason``; reported once the database is back."""
         if n <= 0:
             return
-        self.stats.dropped[reason] = self.stats.dropped.get(reason, 0) + n
-        drops = self._drops.setdefault(reason, _Drops())
-        now = datetime.now(UTC)
-        drops.count += n
-        drops.first = drops.first or now
-        drops.last = now
+        with self._state:
+            self.stats.dropped[reason] = self.stats.dropped.get(reason, 0) + n
+            drops = self._drops.setdefault(reason, _Drops())
+            now = datetime.now(UTC)
+            drops.count += n
+            drops.first = drops.first or now
+            drops.last = now
         log.warning("agentdocket: dropped %d spans (%s)", n, reason)
 
     def _report_drops(self, store: Store) -> None:
+        if not self._drops:
+            return
+        with self._state:  # the report and the clearing, one lane at a time
+            self._report_drops_locked(store)
+
+    def _report_drops_locked(self, store: Store) -> None:
         if not self._drops:
             return
         events = []

@@ -38,6 +38,7 @@ class ReceiverSettings:
     token: str | None = None
     max_body: int = 16 * 1024 * 1024
     max_pending: int = 8
+    connections: int = 2  # database connections writing at once (by trace id)
     spool_dir: Path | None = None
     limits: Limits = LIVE
     refresh_every: float = 60.0  # 0: never
@@ -154,7 +155,12 @@ def run_receiver(settings: ReceiverSettings, say: Say) -> None:
     s = settings
     _check_token(s)
     sink = Sink(
-        s.url, spool_dir=s.spool_dir, redactor=s.redactor, source="receiver", limits=s.limits
+        s.url,
+        spool_dir=s.spool_dir,
+        redactor=s.redactor,
+        source="receiver",
+        limits=s.limits,
+        connections=s.connections,
     )
     token = s.token.strip() if s.token else None
     receiver = Receiver(sink, token=token, max_body=s.max_body, max_pending=s.max_pending)

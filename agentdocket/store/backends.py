@@ -39,6 +39,8 @@ class Backend:
     partitions: bool  # monthly partitions of the log and projections
     citus: bool  # a database of this kind may be a Citus coordinator (agentdocket.store.citus)
     placeholder: str  # the driver's parameter marker
+    # writers in separate transactions at once (SQLite has one write lock: one writer)
+    concurrent_writers: bool
     check: Callable[[URL, str], URL]  # the URL (parsed, as given), checked and normalised
     # query parameters a live writer adds to the URL unless given (a bounded connect)
     live_query: Mapping[str, str] = field(default_factory=dict)
@@ -76,6 +78,7 @@ BACKENDS: dict[str, Backend] = {
             partitions=True,
             citus=True,
             placeholder="%s",
+            concurrent_writers=True,
             check=_postgres_url,
             live_query={"connect_timeout": "5"},
         ),
@@ -88,6 +91,7 @@ BACKENDS: dict[str, Backend] = {
             partitions=False,
             citus=False,
             placeholder="?",
+            concurrent_writers=False,
             check=_sqlite_url,
         ),
     )
