@@ -179,13 +179,16 @@ def merge_rows(
     conflict: str,
     *,
     copy_first: bool = True,
+    new: bool = False,
 ) -> None:
     """Insert ``rows``, or merge them into those with the same ``key`` by ``conflict``;
-    ``copy_first`` as in :func:`copy_events`."""
+    ``copy_first`` as in :func:`copy_events`; ``new``: the rows are expected new, so nothing
+    is looked up first (a clash takes the merge path all the same)."""
     types = _types(table, columns)
     index = [columns.index(k) for k in key]
     keyed = [(tuple(r[i] for i in index), r) for r in rows]
-    existing = _existing(conn, table, key, [k for k, _ in keyed]) if conflict else set()
+    probe = conflict and not (new and copy_first)
+    existing = _existing(conn, table, key, [k for k, _ in keyed]) if probe else set()
     # Rows with a new key go straight in with COPY. Should another writer have inserted one
     # of those keys meanwhile, the savepoint rolls back and they take the upsert path too.
     fresh = [r for k, r in keyed if k not in existing]

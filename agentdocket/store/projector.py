@@ -86,7 +86,7 @@ class Projector:
             rows = [(*r, month(r[1])) for r in self.db.as_rows(VERDICT_COLUMNS, proj.verdicts)]
             columns = (*VERDICT_COLUMNS, "run_month")
             key = ("trace_id", "verdict_id")
-            self.db.merge(conn, "verdicts", columns, key, rows, self.verdicts_conflict)
+            self.db.merge(conn, "verdicts", columns, key, rows, self.verdicts_conflict, new=True)
         if proj.judge_calls:
             rows = self.db.as_rows(JUDGE_CALL_COLUMNS, proj.judge_calls)
             conflict = "ON CONFLICT (cache_key) DO NOTHING"

@@ -306,9 +306,13 @@ class Recorder(ABC):
         key: Sequence[str],
         rows: list[tuple[Any, ...]],
         conflict: str,
+        *,
+        new: bool = False,
     ) -> None:
         """Insert rows into a projection table; rows whose key exists go through ``conflict``
-        (an ``ON CONFLICT ... DO ...`` clause; empty for tables where a clash is an error)."""
+        (an ``ON CONFLICT ... DO ...`` clause; empty for tables where a clash is an error).
+        ``new``: the rows are expected not to exist (keyed by events this transaction
+        inserted), so that a backend may skip looking for them first."""
 
     # --- values -------------------------------------------------------------------------------
 

@@ -309,6 +309,8 @@ class SqliteRecorder(Recorder):
         key: Sequence[str],
         rows: list[tuple[Any, ...]],
         conflict: str,
+        *,
+        new: bool = False,
     ) -> None:
         index = [columns.index(k) for k in key]
         rows = sorted(rows, key=lambda r: tuple(r[i] for i in index))

@@ -32,6 +32,11 @@ from agentdocket.store.recorder import Recorder
 
 RUN_TIME = "coalesce(started_at, first_ts)"
 MARK = "INSERT INTO rollup_stale (hour, what) SELECT * FROM unnest(?::timestamptz[], ?::text[])"
+# The hours of runs whose run-level verdicts a batch adds.
+MARK_JUDGED = (
+    "INSERT INTO rollup_stale (hour, what) SELECT DISTINCT agentdocket_hour({t}), 'verdicts' "
+    "FROM runs WHERE {where} AND {t} IS NOT NULL"
+)
 # Every stored run's hour, of both kinds (a rebuild, or retention dropping a table of runs).
 MARK_EVERY_RUN = (
     "INSERT INTO rollup_stale (hour, what) SELECT DISTINCT agentdocket_hour({t}), w "
@@ -75,6 +80,12 @@ class StaleHours:
     ) -> int:
         """Mark what ``proj`` changed (after its upserts); how many marks."""
         judged = {v.trace_id for v in proj.verdicts if v.subject_span_id is None}
+        # runs only judged here (a scoring batch's): their hours marked by the database, with
+        # no reading back
+        only_judged = sorted(judged - set(proj.runs))
+        for where, params in self._of(only_judged, months):
+            self.db.execute(conn, MARK_JUDGED.format(t=RUN_TIME, where=where), params)
+        judged -= set(only_judged)
         after = self._keyed(conn, sorted(set(proj.runs) | judged), months)
         with_verdicts = self._with_verdicts(conn, [t for t in proj.runs if t in after], months)
         marks: set[tuple[datetime, str]] = set()

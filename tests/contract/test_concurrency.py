@@ -5,10 +5,11 @@ from __future__ import annotations
 import multiprocessing as mp
 import random
 
-from agentdocket.events import Event
+from agentdocket.events import Event, RunStarted
 from agentdocket.store import open_store
+from agentdocket.store.postgres import FINE_LIMIT
 from tests.helpers.db import projections
-from tests.helpers.factory import many_runs
+from tests.helpers.factory import T0, many_runs
 
 WRITERS = 4
 
@@ -47,3 +48,48 @@ def test_four_processes_append_the_same_traces(url: str) -> None:
         assert sum(r["n_events"] for r in incremental["runs"]) == len(run_events)
         store.projections.rebuild()
         assert projections(store) == incremental
+
+
+def _big_writer(url: str, events: list[Event]) -> None:
+    with open_store(url) as store:
+        store.append(events, batch_size=len(events))  # one transaction, every trace at once
+
+
+def test_a_batch_of_more_traces_than_the_lock_limit_and_small_batches_at_once(url: str) -> None:
+    """Past FINE_LIMIT traces a transaction locks every trace of a kind at once (PostgreSQL's
+    lock table is bounded); small batches locking trace by trace run beside it, on the same
+    traces, and the projections still come out as a rebuild makes them."""
+    events = many_runs(FINE_LIMIT + 200, seed=5)
+    open_store(url).close()
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_big_writer, args=(url, events))]
+    procs += [ctx.Process(target=_writer, args=(url, events[w::2], w)) for w in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(600)
+        assert p.exitcode == 0
+    with open_store(url) as store:
+        assert store.reader.counts()["events"] == len(events)
+        incremental = projections(store)
+        store.projections.rebuild()
+        assert projections(store) == incremental
+
+
+def test_an_import_of_many_traces_in_one_transaction(url: str) -> None:
+    """An import is one transaction: 12,000 new traces there locked one by one would be two
+    advisory locks each, more than PostgreSQL's lock table holds by default."""
+    events = [
+        Event.create(
+            trace_id=f"{i + 1:032x}",
+            span_id=f"{i + 1:016x}",
+            seq=0,
+            ts=T0,
+            payload=RunStarted(agent="bulk", question=f"q{i}"),
+        )
+        for i in range(12_000)
+    ]
+    with open_store(url) as store:
+        assert store.import_all([], events).inserted == len(events)
+        assert store.reader.counts()["events"] == len(events)
+        assert len(store.reader.trace_ids()) == len(events)
