@@ -23,20 +23,18 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
 
-from agentdocket.events import Event, TelemetryDropped, format_ts
+from agentdocket.events import Event
+from agentdocket.ingest.drops import Drops
 from agentdocket.ingest.group_commit import Delivered, Lane, Request, split, worst
 from agentdocket.ingest.spool import DEFAULT_MAX_BYTES, Spool
 from agentdocket.store import AppendResult, Store, StoreError, database_url, display_url, open_store
@@ -64,13 +62,6 @@ class DeliveryStats:
     refused: int = 0  # events the database refused, kept as dead letters
     dropped: dict[str, int] = field(default_factory=dict)  # spans, by reason
     failures: int = 0  # failed attempts to reach or write the database
-
-
-@dataclass
-class _Drops:
-    count: int = 0
-    first: datetime | None = None
-    last: datetime | None = None
 
 
 def default_spool_dir(url: str) -> Path:
@@ -144,9 +135,7 @@ class Sink:
         self._backoff = retry_initial_s
         self._retry_at = 0.0
         self._last_warning = 0.0
-        self._drops: dict[str, _Drops] = {}
-        self._health_trace = uuid.uuid4().hex
-        self._reports = 0
+        self._drops = Drops()
         # What waits in the spool is replayed in the background until the spool is empty,
         # also when no new events come to trigger a delivery.
         self._replay_every = replay_every_s
@@ -324,7 +313,7 @@ class Sink:
             self._append(store, events, source)
             with self._state:
                 self.stats.delivered += len(events)
-        self._report_drops(store)
+        self._drops.report(store)
 
     def _append(self, store: Store, events: list[Event], source: str) -> AppendResult:
         """``store.append``: a record refused, or one our own code fails on, is isolated there
@@ -388,39 +377,4 @@ class Sink:
             return
         with self._state:
             self.stats.dropped[reason] = self.stats.dropped.get(reason, 0) + n
-            drops = self._drops.setdefault(reason, _Drops())
-            now = datetime.now(UTC)
-            drops.count += n
-            drops.first = drops.first or now
-            drops.last = now
-        log.warning("agentdocket: dropped %d spans (%s)", n, reason)
-
-    def _report_drops(self, store: Store) -> None:
-        if not self._drops:
-            return
-        with self._state:  # the report and the clearing, one lane at a time
-            self._report_drops_locked(store)
-
-    def _report_drops_locked(self, store: Store) -> None:
-        if not self._drops:
-            return
-        events = []
-        for reason, drops in sorted(self._drops.items()):
-            self._reports += 1
-            payload = TelemetryDropped(
-                count=drops.count,
-                reason=reason,  # type: ignore[arg-type]
-                first_dropped_at=format_ts(drops.first) if drops.first else None,
-                last_dropped_at=format_ts(drops.last) if drops.last else None,
-                process={"host": socket.gethostname(), "pid": os.getpid()},
-            )
-            events.append(
-                Event.create(
-                    trace_id=self._health_trace,
-                    span_id=uuid.uuid4().hex[:16],
-                    seq=self._reports,
-                    payload=payload,
-                )
-            )
-        store.append(events)
-        self._drops.clear()
+        self._drops.count(reason, n)
