@@ -24,6 +24,7 @@ from agentdocket.store.dead_letters import DeadLetter, DeadLetters
 from agentdocket.store.errors import RecordRefused, StoreError, WriteConflict
 from agentdocket.store.escaping import escape_json
 from agentdocket.store.limits import STORE, Limits, bound_json
+from agentdocket.store.projections import Projection, project
 from agentdocket.store.projector import Projector
 from agentdocket.store.recorder import DATA_ERRORS, Recorder
 from agentdocket.store.redaction import Redactor
@@ -47,6 +48,9 @@ class Prepared:
     events: list[Event]
     encoded: Encoded
     refused: Refusals
+    # of all of ``events``, what they change if all are new (None: made while inserting,
+    # where a record it fails on is isolated)
+    projection: Projection | None
 
 
 def _batches(events: Iterable[Event], size: int) -> Iterator[list[Event]]:
@@ -58,6 +62,13 @@ def _batches(events: Iterable[Event], size: int) -> Iterator[list[Event]]:
             batch = []
     if batch:
         yield batch
+
+
+def _projection(events: list[Event]) -> Projection | None:
+    try:
+        return project(events)
+    except Exception:  # a record our projection fails on: the insert isolates it
+        return None
 
 
 def _raise_first(refusals: Refusals) -> None:
@@ -133,7 +144,7 @@ class Appender:
         unique = list({e.event_id: e for e in events}.values())
         timely, late = self._in_time(unique) if in_time else (unique, [])
         ready, encoded, refused = self._prepare(timely)
-        return Prepared(len(events), ready, encoded, late + refused)
+        return Prepared(len(events), ready, encoded, late + refused, _projection(ready))
 
     def _write(self, batch: Prepared, source: str) -> tuple[int, int]:
         # A conflict with a concurrent writer of the same traces (a deadlock) is retried: the
@@ -230,7 +241,7 @@ class Appender:
         if not batch.events:
             return 0, []
         months = run_months.assign(self.db, conn, batch.events)
-        return self._insert_isolating(conn, batch.events, months, batch.encoded)
+        return self._insert_isolating(conn, batch.events, months, batch.encoded, batch.projection)
 
     def _prepare(self, events: list[Event]) -> tuple[list[Event], Encoded, Refusals]:
         """Events as they are written: within the limits (:mod:`agentdocket.store.limits`),
@@ -269,7 +280,12 @@ class Appender:
         return event, raw
 
     def _insert_isolating(
-        self, conn: Any, events: list[Event], months: dict[str, date], encoded: Encoded
+        self,
+        conn: Any,
+        events: list[Event],
+        months: dict[str, date],
+        encoded: Encoded,
+        projected: Projection | None = None,
     ) -> tuple[int, Refusals]:
         """Insert and project ``events`` in a savepoint. If the database refuses the batch, or
         our own code fails on some record of it (projecting it, say), halve it until the
@@ -281,7 +297,9 @@ class Appender:
         try:
             with self.db.savepoint(conn):
                 payloads = [encoded.get(e.event_id) for e in events]
-                inserted, projection = self.db.insert_events(conn, events, months, payloads)
+                inserted, projection = self.db.insert_events(
+                    conn, events, months, payloads, projected
+                )
                 self.projector.apply(conn, projection, months)
             return inserted, []
         except RecordRefused as exc:

@@ -381,8 +381,9 @@ class PostgresRecorder(Recorder):
         events: Sequence[Event],
         months: dict[str, date],
         payloads: Sequence[bytes | None] | None = None,
+        projected: Projection | None = None,
     ) -> tuple[int, Projection]:
-        return copy_events(conn, events, months, payloads, copy_first=self.copy_first)
+        return copy_events(conn, events, months, payloads, projected, copy_first=self.copy_first)
 
     def merge(
         self,

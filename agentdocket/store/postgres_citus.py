@@ -54,8 +54,9 @@ class CitusRecorder(PostgresRecorder):
         events: Sequence[Event],
         months: dict[str, date],
         payloads: Sequence[bytes | None] | None = None,
+        projected: Projection | None = None,
     ) -> tuple[int, Projection]:
-        inserted, projection = super().insert_events(conn, events, months, payloads)
+        inserted, projection = super().insert_events(conn, events, months, payloads, projected)
         if inserted:  # in the caller's savepoint: undone with the rows it counts
             with mapped_errors():
                 conn.execute(COUNT, [inserted])

@@ -108,11 +108,12 @@ def copy_events(
     events: Sequence[Event],
     months: dict[str, date],
     payloads: Sequence[bytes | None] | None = None,
+    projected: Projection | None = None,
     *,
     copy_first: bool = True,
 ) -> tuple[int, Projection]:
-    """Insert the new ones of ``events``: how many, and their projection. ``payloads`` as in
-    :meth:`~agentdocket.store.recorder.Recorder.insert_events`. ``copy_first``
+    """Insert the new ones of ``events``: how many, and their projection. ``payloads`` and
+    ``projected`` as in :meth:`~agentdocket.store.recorder.Recorder.insert_events`. ``copy_first``
     tries COPY into the table before the staging table (where a duplicate key is reported as
     such: not on Citus, whose workers' errors reach the coordinator as internal errors)."""
     if not events:
@@ -122,7 +123,7 @@ def copy_events(
     # retried batch), the savepoint rolls back and the batch goes through a staging table
     # with ON CONFLICT DO NOTHING, which tells which rows were new.
     if copy_first:
-        projected: list[Projection] = []
+        made: list[Projection] = [] if projected is None else [projected]
         try:
             with conn.transaction():
                 _copy(
@@ -131,9 +132,9 @@ def copy_events(
                     STORED_EVENT_COLUMNS,
                     EVENT_TYPES,
                     _event_rows(events, months, payloads),
-                    meanwhile=lambda: projected.append(project(events)),
+                    meanwhile=None if made else lambda: made.append(project(events)),
                 )
-            return len(events), projected[0]
+            return len(events), made[0]
         except errors.UniqueViolation:
             pass
     staging = _stage(conn, "events")

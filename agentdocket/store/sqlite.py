@@ -262,6 +262,7 @@ class SqliteRecorder(Recorder):
         events: Sequence[Event],
         months: dict[str, date],
         payloads: Sequence[bytes | None] | None = None,
+        projected: Projection | None = None,
     ) -> tuple[int, Projection]:
         ids = [str(e.event_id) for e in events]
         stored: set[str] = set()
@@ -299,6 +300,8 @@ class SqliteRecorder(Recorder):
                 for i, (e, p) in enumerate(new, 1)
             ],
         )
+        if projected is not None and len(new) == len(events):
+            return len(new), projected
         return len(new), project(e for e, _ in new)
 
     def merge(
