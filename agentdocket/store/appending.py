@@ -51,6 +51,7 @@ class Prepared:
     # of all of ``events``, what they change if all are new (None: made while inserting,
     # where a record it fails on is isolated)
     projection: Projection | None
+    first: dict[str, datetime]  # each trace's earliest time here (agentdocket.store.months)
 
 
 def _batches(events: Iterable[Event], size: int) -> Iterator[list[Event]]:
@@ -144,7 +145,14 @@ class Appender:
         unique = list({e.event_id: e for e in events}.values())
         timely, late = self._in_time(unique) if in_time else (unique, [])
         ready, encoded, refused = self._prepare(timely)
-        return Prepared(len(events), ready, encoded, late + refused, _projection(ready))
+        return Prepared(
+            len(events),
+            ready,
+            encoded,
+            late + refused,
+            _projection(ready),
+            run_months.earliest(ready),
+        )
 
     def _write(self, batch: Prepared, source: str) -> tuple[int, int]:
         # A conflict with a concurrent writer of the same traces (a deadlock) is retried: the
@@ -240,7 +248,7 @@ class Appender:
         those the database refused."""
         if not batch.events:
             return 0, []
-        months = run_months.assign(self.db, conn, batch.events)
+        months = run_months.assign(self.db, conn, batch.events, batch.first)
         return self._insert_isolating(conn, batch.events, months, batch.encoded, batch.projection)
 
     def _prepare(self, events: list[Event]) -> tuple[list[Event], Encoded, Refusals]:

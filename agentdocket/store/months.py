@@ -53,23 +53,36 @@ def _subject(event: Event) -> str | None:
     return None
 
 
-def assign(db: Recorder, conn: Any, events: Sequence[Event]) -> dict[str, date]:
+def earliest(events: Sequence[Event]) -> dict[str, datetime]:
+    """The time of the earliest of ``events`` of each trace, and of the runs their verdicts
+    judge (the verdict's)."""
+    found: dict[str, datetime] = {}
+    for e in events:
+        ts = e.ts
+        seen = found.get(e.trace_id)
+        if seen is None or ts < seen:
+            found[e.trace_id] = ts
+        if e.kind == "verdict" and (subject := _subject(e)) is not None:
+            seen = found.get(subject)
+            if seen is None or ts < seen:
+                found[subject] = ts
+    return found
+
+
+def assign(
+    db: Recorder, conn: Any, events: Sequence[Event], first: dict[str, datetime] | None = None
+) -> dict[str, date]:
     """Each trace's month, for the traces of ``events`` and the runs their verdicts judge: the
     stored month where the trace has events, else the month of its earliest event here (of the
     verdict, for a judged run with no events). Runs in the caller's write transaction; on
-    PostgreSQL the new traces are locked first, so two writers never give one two months."""
-    earliest: dict[str, datetime] = {}
-    for e in events:
-        for trace in (e.trace_id, _subject(e)):
-            if trace is not None:
-                seen = earliest.get(trace)
-                if seen is None or e.ts < seen:
-                    earliest[trace] = e.ts
-    months = db.stored_months(conn, list(earliest))
-    new = sorted(set(earliest) - set(months))
+    PostgreSQL the new traces are locked first, so two writers never give one two months.
+    ``first``: :func:`earliest` of ``events``, where the caller has it."""
+    earliest_ = earliest(events) if first is None else first
+    months = db.stored_months(conn, list(earliest_))
+    new = sorted(set(earliest_) - set(months))
     if new and db.lock_new_traces(conn, new):
         months.update(db.stored_months(conn, new))  # stored meanwhile by who held the lock
-    given = {t: month_of(earliest[t]) for t in new if t not in months}
+    given = {t: month_of(earliest_[t]) for t in new if t not in months}
     db.keep_months(conn, given)
     months.update(given)
     return months
