@@ -18,7 +18,7 @@ from agentdocket.store.errors import RecordRefused
 from agentdocket.store.escaping import ESC, unescape_text
 from agentdocket.store.escaping import loads as stored_loads
 from agentdocket.store.month_ops import MonthOps
-from agentdocket.store.postgres_copy import copy_events, jsonb, merge_rows
+from agentdocket.store.postgres_copy import adapt, copy_events, jsonb, merge_rows
 from agentdocket.store.postgres_errors import classify, mapped_errors
 from agentdocket.store.postgres_locks import with_ddl_lock
 from agentdocket.store.projections import Projection
@@ -155,8 +155,10 @@ class PostgresRecorder(Recorder):
             raise type(mapped)(
                 f"cannot connect to {display_url(url)}: {exc}".strip(), code=mapped.code
             ) from None
-        # jsonb read back through orjson, unescaped where the stored text needs it
+        # jsonb read back through orjson, unescaped where the stored text needs it; written
+        # by COPY as the JSON the appender prepared
         psycopg.types.json.set_json_loads(stored_loads, self._conn)
+        adapt(self._conn)
         # No JIT: the store's queries are short, and a plan over a dozen monthly partitions
         # costs enough to be compiled, seconds for a query that runs in milliseconds.
         with mapped_errors():

@@ -9,7 +9,8 @@ from typing import Any
 
 import orjson
 from psycopg import errors, sql
-from psycopg.types.json import Jsonb
+from psycopg.abc import Buffer
+from psycopg.types.json import Jsonb, JsonbBinaryDumper
 
 from agentdocket.events import Event
 from agentdocket.store.projections import Projection, project
@@ -47,8 +48,20 @@ def jsonb(value: Any) -> Jsonb:
     return Jsonb(value, dumps=orjson.dumps)
 
 
-def _as_is(data: bytes) -> bytes:
-    return data
+class _StoredJsonb(JsonbBinaryDumper):
+    """jsonb in binary COPY: JSON already written (bytes) goes as it is, after jsonb's
+    version byte; any other value as psycopg dumps it."""
+
+    def dump(self, obj: Any) -> Buffer | None:
+        if isinstance(obj, bytes):
+            return b"\x01" + obj
+        return super().dump(obj)
+
+
+def adapt(conn: Any) -> None:
+    """Let ``conn``'s COPYs take a jsonb column's value as JSON already written (used only
+    where COPY is told the column's type: ``set_types``)."""
+    conn.adapters.register_dumper(None, _StoredJsonb)
 
 
 def _event_rows(
@@ -65,7 +78,7 @@ def _event_rows(
             e.ts,
             e.kind,
             e.schema_version,
-            jsonb(e.payload) if raw is None else Jsonb(raw, dumps=_as_is),
+            jsonb(e.payload) if raw is None else raw,
             months[e.trace_id],
         )
 
