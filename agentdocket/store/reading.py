@@ -31,11 +31,12 @@ TABLES = frozenset(
 )
 
 
-# A trace's month first (trace_months, one key probe), then only that month's partition: on
-# PostgreSQL the executor prunes the others, on Citus the query goes to the trace's shard.
-IN_ITS_MONTH = (
-    "trace_id = ? AND run_month = (SELECT run_month FROM trace_months WHERE trace_id = ?)"
-)
+# A trace's month first (trace_months, one key probe), then its rows in that month: given as
+# a value, the month lets PostgreSQL's planner leave the other months' partitions out (given
+# as a subquery, it plans every partition and prunes them when it runs: 2.7 ms of planning
+# against 0.1 ms with 18 months), and on Citus the query goes to the trace's shard.
+MONTH_OF = "SELECT run_month FROM trace_months WHERE trace_id = ?"
+IN_ITS_MONTH = "trace_id = ? AND run_month = ?"
 RUN = f"SELECT * FROM runs WHERE {IN_ITS_MONTH}"
 TRACE_EVENTS = (
     f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE {IN_ITS_MONTH} ORDER BY seq, ts, event_id"
@@ -64,13 +65,30 @@ class Reader:
 
     def events(self, trace_id: str) -> list[Event]:
         """The stored events of one trace, as stored (not upcast), in trace order."""
-        return [self.db.event_of(r) for r in self.db.read(TRACE_EVENTS, (trace_id, trace_id))]
+        return self._events(trace_id, self._month(trace_id))
+
+    def _month(self, trace_id: str) -> Any:
+        """The trace's month as the database holds it (None: nothing of it is stored)."""
+        found = self.db.read(MONTH_OF, (trace_id,))
+        return found[0][0] if found else None
+
+    def _events(self, trace_id: str, month: Any) -> list[Event]:
+        if month is None:
+            return []
+        return [self.db.event_of(r) for r in self.db.read(TRACE_EVENTS, (trace_id, month))]
+
+    def _run(self, trace_id: str, month: Any) -> Run | None:
+        if month is None:
+            return None
+        return next((typed(Run, r) for r in self.db.dicts(RUN, (trace_id, month))), None)
 
     def read_trace(self, trace_id: str) -> Trace | None:
-        events = self.events(trace_id)
+        month = self._month(trace_id)
+        events = self._events(trace_id, month)
         if not events:
             return None
-        found = self.datasets.cases_for([run]) if (run := self.run(trace_id)) else {}
+        run = self._run(trace_id, month)
+        found = self.datasets.cases_for([run]) if run else {}
         return Trace.from_events(events, found[trace_id][1] if trace_id in found else None)
 
     def _events_of(self, ids: Sequence[str]) -> dict[str, list[Event]]:
@@ -154,8 +172,7 @@ class Reader:
 
     def run(self, trace_id: str) -> Run | None:
         """The run of this trace id, if it is stored (a trace that is no run has a row too)."""
-        found = self.db.dicts(RUN, (trace_id, trace_id))
-        return next((typed(Run, r) for r in found), None)
+        return self._run(trace_id, self._month(trace_id))
 
     def list_runs(
         self,

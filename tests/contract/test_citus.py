@@ -17,7 +17,7 @@ from agentdocket.store.arrivals import Position
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from agentdocket.store.distribution import CO_LOCATED, REFERENCE
 from agentdocket.store.migrate import downgrade, upgrade
-from agentdocket.store.reading import RUN, TRACE_EVENTS
+from agentdocket.store.reading import MONTH_OF, RUN, TRACE_EVENTS
 from tests.helpers.citus import WORKERS, Cluster
 from tests.helpers.db import SHARED, cli, projections, require_shared
 from tests.helpers.factory import many_runs, run_events
@@ -188,9 +188,10 @@ def test_reading_one_run_by_trace_id_alone_goes_to_one_shard(citus_migrated_url:
         store.append(events)
     tid = events[0].trace_id
     with psycopg.connect(psycopg_conninfo(parse_url(citus_migrated_url))) as conn:
+        [(month,)] = conn.execute(MONTH_OF.replace("?", "%s"), [tid]).fetchall()
         for query in (RUN, TRACE_EVENTS):
             [(plan,)] = conn.execute(
-                "EXPLAIN (FORMAT JSON) " + query.replace("?", "%s"), [tid, tid]
+                "EXPLAIN (FORMAT JSON) " + query.replace("?", "%s"), [tid, month]
             ).fetchall()
             job = plan[0]["Plan"]["Distributed Query"]["Job"]
             assert job["Task Count"] == 1, query
