@@ -16,8 +16,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import multiprocessing
-import queue
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -30,12 +28,12 @@ import orjson
 from agentdocket.events import Event, Trace, Verdict
 from agentdocket.events.model import check_trace_id, now, utc
 from agentdocket.scorers.base import Scorer, shared_outcomes
+from agentdocket.scorers.batch_io import prefetched, written_behind
 from agentdocket.scorers.embeddings import EmbeddingsUnavailable
 from agentdocket.scorers.groups import group_batches, group_digests, group_of
 from agentdocket.scorers.judges.client import JudgeSession, JudgeUnavailable, judging
 from agentdocket.store import Store, open_store
 from agentdocket.store.rollup_refresh import Refreshed
-from agentdocket.store.scoring_reads import CaseCache
 
 # Verdict events sit after every step of their run in trace order (seq, then time).
 VERDICT_SEQ = 2**31 - 1
@@ -140,10 +138,12 @@ def score_batch(
     *,
     judge_concurrency: int | None = None,
     on_scored: Callable[[int], None] | None = None,
+    write: Callable[[list[Event]], object] | None = None,
 ) -> Result:
     """Score one batch of traces with each scorer and append the new verdicts (one transaction).
     ``judge_concurrency`` caps the judge calls in flight at once; ``on_scored(n)`` is told of
     every ``n`` (run, scorer) pairs done, as they are done (a progress bar's per-run steps).
+    ``write`` appends the verdict events (default: ``store.append``, before returning).
 
     Raises :class:`EmbeddingsUnavailable` (nothing of the batch is written); any other
     exception of a scorer is counted against that run and the batch carries on.
@@ -189,7 +189,7 @@ def score_batch(
     result.judge_calls = session.calls_made
     result.judge_cache_hits = session.cache_hits
     if events:
-        store.append(events)
+        (write or store.append)(events)
     return result
 
 
@@ -297,12 +297,13 @@ def score_runs(
             if progress is not None:
                 progress(min(len(ids), pairs // len(chosen)), len(ids))
 
-        for chunk in _prefetched(store, kinds, batches):
-            result.merge(score_batch(store, chosen, chunk, on_scored=scored))
-            done += len(chunk)
-            pairs = done * len(chosen)
-            if progress is not None:
-                progress(done, len(ids))
+        with written_behind(store, len(batches) > 1) as write:
+            for chunk in prefetched(store, kinds, batches):
+                result.merge(score_batch(store, chosen, chunk, on_scored=scored, write=write))
+                done += len(chunk)
+                pairs = done * len(chosen)
+                if progress is not None:
+                    progress(done, len(ids))
     else:
         _in_workers(store.url, chosen, batches, workers, result, progress, len(ids))
     # The new verdicts' hours are stale in the dashboards' rollups: read live until refreshed.
@@ -310,51 +311,6 @@ def score_runs(
         result.dashboards = store.projections.refresh_dashboards()
     result.seconds = time.perf_counter() - started
     return result
-
-
-def _prefetched(
-    store: Store, kinds: frozenset[str] | None, batches: list[list[str]]
-) -> Iterator[list[Trace]]:
-    """The batches, each read on a second connection by a thread while the previous one is
-    scored and written (the database works on one while Python works on the other)."""
-    if len(batches) <= 1:
-        for batch in batches:
-            yield store.scoring.traces(batch, kinds)
-        return
-    handoff: queue.Queue[list[Trace] | BaseException | None] = queue.Queue(maxsize=1)
-    stop = threading.Event()
-
-    def put(item: list[Trace] | BaseException | None) -> bool:
-        while not stop.is_set():
-            try:
-                handoff.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def read() -> None:
-        try:
-            with open_store(store.url) as reader:
-                cases: CaseCache = {}
-                for batch in batches:
-                    if not put(reader.scoring.traces(batch, kinds, cases)):
-                        return
-        except BaseException as exc:
-            put(exc)
-            return
-        put(None)
-
-    reader = threading.Thread(target=read, name="agentdocket-score-reader", daemon=True)
-    reader.start()
-    try:
-        while (item := handoff.get()) is not None:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        reader.join()
 
 
 # --- worker processes -------------------------------------------------------------------------

@@ -164,6 +164,25 @@ def test_worker_processes_give_the_same_verdicts(demo_url: str, tmp_path: Path) 
     assert {(p, f) for _, p, f in parallel} == serial
 
 
+def test_batches_written_behind_store_every_verdict_once(demo_url: str) -> None:
+    """With several batches, each one's verdicts are appended on a thread of their own while
+    the next is scored: every run's verdicts are stored, and a run again adds nothing."""
+    with open_store(demo_url) as store:
+        ids = store.reader.trace_ids()
+        ahead = score_runs(store, _rules(), batch_size=4)  # 8 batches
+        assert ahead.runs == 30 and ahead.error_count == 0
+        assert sum(t.added for t in ahead.tallies.values()) == 30 * len(RULES)
+        stored = {
+            (r["trace_id"], r["scorer"], r["passed"], r["failure_type"])
+            for r in store.reader.rows("verdicts", "verdict_id")
+        }
+        assert score_runs(store, _rules(), batch_size=4).tallies[
+            ("planner.suffix_match", "1")
+        ].kept == len(ids)
+    assert len(stored) == 30 * len(RULES)
+    assert {t for t, _, _, _ in stored} == set(ids)
+
+
 def test_a_late_event_gets_the_run_judged_again(demo_url: str) -> None:
     scorer = scorers.get("interaction.metrics")
     with open_store(demo_url) as store:
