@@ -233,7 +233,7 @@ def plain_url(url: str) -> str:
 
 
 def run_ours(
-    pg: str, spans: Sequence[ReadableSpan], work: Path, grpc: bool = False
+    pg: str, spans: Sequence[ReadableSpan], work: Path, grpc: bool = False, connections: int = 2
 ) -> tuple[float, float]:
     with fresh_database(pg) as url:
         open_store(url).close()  # the schema, as the peers make theirs before they answer
@@ -251,6 +251,8 @@ def run_ours(
             str(work / "spool"),
             "--grpc-port",
             str(grpc_port),
+            "--connections",
+            str(connections),
         ]
         with process(command, {}, f"http://127.0.0.1:{port}/healthz", work / "ours.log"):
             count = counter(url, "SELECT count(DISTINCT span_id) FROM events")
@@ -318,6 +320,9 @@ def main() -> None:
     parser.add_argument("--peers", default="phoenix,mlflow", help="comma-separated, or none")
     parser.add_argument("--url", help="PostgreSQL server URL (default: the local cluster)")
     parser.add_argument("--clients", type=int, default=CLIENTS, help="exporters sending at once")
+    parser.add_argument(
+        "--connections", type=int, default=2, help="serve --connections (database connections)"
+    )
     args = parser.parse_args()
     CLIENTS = args.clients
     pg = postgres_url(args.url)
@@ -331,11 +336,17 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="agentdocket-bench-receiver-"))
     rates: dict[str, float] = {}
     try:
-        print(f"agentdocket serve: {args.spans:,} spans in batches of {BATCH}", flush=True)
-        acked, stored = run_ours(pg, spans[: args.spans], work)
+        print(
+            f"agentdocket serve --connections {args.connections}: {args.spans:,} spans in "
+            f"batches of {BATCH}",
+            flush=True,
+        )
+        acked, stored = run_ours(pg, spans[: args.spans], work, connections=args.connections)
         rates["agentdocket"] = args.spans / stored
         print(f"  OTLP/HTTP: acknowledged in {acked:.2f} s, queryable in {stored:.2f} s")
-        acked, stored = run_ours(pg, spans[: args.spans], work, grpc=True)
+        acked, stored = run_ours(
+            pg, spans[: args.spans], work, grpc=True, connections=args.connections
+        )
         rates["agentdocket (gRPC)"] = args.spans / stored
         print(f"  OTLP/gRPC: acknowledged in {acked:.2f} s, queryable in {stored:.2f} s")
         runners = {"phoenix": run_phoenix, "mlflow": run_mlflow}
