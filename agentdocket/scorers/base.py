@@ -210,42 +210,50 @@ class Scorer:
             return found
         return [self.fn(t, self.config) for t in traces]
 
-    @property
+    @cached_property
     def event_kinds(self) -> frozenset[str]:
         kinds = set(self.inputs) - {"case", *READINGS}
         for reading in READINGS.keys() & set(self.inputs):
             kinds |= READINGS[reading]
         return frozenset(kinds)
 
+    @cached_property
+    def _hash_kinds(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The kinds whose events the input hash covers: where a reading falls back to the
+        model calls, and where it does not (they count only where read)."""
+        kinds = set(self.event_kinds)
+        if "run.started" not in self.inputs:
+            kinds.discard("run.started")
+        if "llm.called" in self.inputs:
+            return frozenset(kinds), frozenset(kinds)
+        return frozenset(kinds), frozenset(kinds - {"llm.called", "llm.messages"})
+
     def _hashed_kinds(self, trace: Trace) -> frozenset[str]:
         """The kinds whose events this trace's verdict depends on: model calls only where a
         reading falls back to them."""
-        kinds = set(self.event_kinds)
-        if "llm.called" not in self.inputs:
-            fallback = ("answer" in self.inputs and not trace.of_kind("response")) or (
-                "question" in self.inputs
-                and not (trace.started is not None and trace.started.question)
-            )
-            if not fallback:
-                kinds -= {"llm.called", "llm.messages"}
-        if "run.started" not in self.inputs:
-            kinds.discard("run.started")
-        return frozenset(kinds)
+        with_calls, without = self._hash_kinds
+        if with_calls is without or with_calls == without:
+            return with_calls
+        fallback = ("answer" in self.inputs and not trace.of_kind("response")) or (
+            "question" in self.inputs and not (trace.started is not None and trace.started.question)
+        )
+        return with_calls if fallback else without
 
     def input_hash(self, trace: Trace) -> str:
         """Hash of what this scorer judges: the ids and schema versions of the events of its
         input kinds (in trace order), the case's digest, the configuration."""
         kinds = self._hashed_kinds(trace)
-        digest = hashlib.sha256()
+        every, name = not self.inputs, self.name
+        parts = []
         for e in trace.events:
-            if e.kind == "verdict" and e.payload.get("scorer") == self.name:
+            if e.kind == "verdict" and e.payload.get("scorer") == name:
                 continue  # its own verdicts are outputs, not inputs
-            if not self.inputs or e.kind in kinds:
-                digest.update(e.event_id.bytes)
-                digest.update(e.schema_version.to_bytes(2, "big"))
+            if every or e.kind in kinds:
+                parts.append(e.event_id.bytes)
+                parts.append(e.schema_version.to_bytes(2, "big"))
         case = trace.case.digest if trace.case is not None and "case" in self.inputs else "-"
-        digest.update(f"|{case}|{self._config_json}".encode())
-        return digest.hexdigest()
+        parts.append(f"|{case}|{self._config_json}".encode())
+        return hashlib.sha256(b"".join(parts)).hexdigest()
 
     @cached_property
     def _config_json(self) -> str:
