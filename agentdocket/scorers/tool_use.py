@@ -99,29 +99,40 @@ def _rule(rules: ArgumentRules | None, table: str, key: str) -> Any:
 
 
 def _prepared(arguments: dict[str, Any] | str, rules: ArgumentRules | None) -> dict[str, Any] | str:
-    if isinstance(arguments, str):
+    """The arguments as compared under ``rules``: ignored keys dropped, values coerced, then
+    normalised. Without rules they are compared as they are (the same object: never changed)."""
+    if isinstance(arguments, str) or rules is None:
         return arguments
-    ignored = set(rules.ignore) if rules else set()
+    ignored = set(rules.ignore)
+    coerce, normalize = rules.coerce, rules.normalize
+    any_coerce, any_normalize = coerce.get("*"), normalize.get("*")
     out = {}
     for key, value in arguments.items():
         if key in ignored:
             continue
-        value = _coerce(value, _rule(rules, "coerce", key))
-        out[key] = _normalise(value, _rule(rules, "normalize", key) or ())
+        how = coerce.get(key, any_coerce)
+        if how is not None:
+            value = _coerce(value, how)
+        steps = normalize.get(key, any_normalize)
+        out[key] = _normalise(value, steps) if steps and isinstance(value, str) else value
     return out
 
 
 def _differences(
-    expected: ExpectedCall,
-    call: ToolCall,
+    want: dict[str, Any] | str,
+    got: dict[str, Any] | str,
+    tool: str,
     rules: ArgumentRules | None,
     similarity: Similarity | None,
 ) -> list[str]:
-    """The argument names on which ``call`` fails ``expected`` (empty: it matches)."""
-    want = _prepared(expected.arguments, rules)
-    got = _prepared(call.arguments, rules)
+    """The argument names on which the executed call's prepared arguments ``got`` fail the
+    expected ones ``want`` (empty: it matches): those only one side has (sorted), then those
+    that differ (sorted). A semantically compared text differs when its cosine is at most the
+    rule's threshold."""
     if isinstance(want, str) or isinstance(got, str):
         return [] if want == got else ["<arguments>"]
+    if (rules is None or not rules.semantic) and want.keys() == got.keys():
+        return [key for key in sorted(want) if want[key] != got[key]]
     differ = sorted(set(want) ^ set(got))
     for key in sorted(set(want) & set(got)):
         threshold = _rule(rules, "semantic", key)
@@ -130,7 +141,7 @@ def _differences(
                 continue
             if similarity is None:
                 raise ValueError(
-                    f"argument {key!r} of tool {expected.tool!r} is compared semantically: "
+                    f"argument {key!r} of tool {tool!r} is compared semantically: "
                     "configure the scorer with a similarity function"
                 )
             if similarity([(want[key], got[key])])[0] > threshold:
@@ -139,6 +150,33 @@ def _differences(
         elif want[key] != got[key]:
             differ.append(key)
     return differ
+
+
+def _difference_matrix(
+    expected: list[ExpectedCall], calls: list[ToolCall], case: Any, similarity: Similarity | None
+) -> list[list[list[str] | None]]:
+    """For each expected call, for each executed call: the arguments on which it fails the
+    expected one (None: a call of another tool). Each side's arguments are prepared once, under
+    the rules of its tool (the case's rules for that tool)."""
+    rules_of: dict[str, ArgumentRules | None] = {}
+    got: dict[int, dict[str, Any] | str] = {}
+    matrix: list[list[list[str] | None]] = []
+    for e in expected:
+        tool = e.tool
+        if tool not in rules_of:
+            rules_of[tool] = case.rules_for(tool)
+        rules = rules_of[tool]
+        want = _prepared(e.arguments, rules)
+        row: list[list[str] | None] = []
+        for j, c in enumerate(calls):
+            if c.tool != tool:
+                row.append(None)
+                continue
+            if j not in got:
+                got[j] = _prepared(c.arguments, rules)
+            row.append(_differences(want, got[j], tool, rules, similarity))
+        matrix.append(row)
+    return matrix
 
 
 def similarity_function(configured: Any) -> Similarity | None:
@@ -181,6 +219,17 @@ def _in_order(
 
 def _max_matching(compatible: list[list[int]], n_right: int) -> list[int | None]:
     """A maximum bipartite matching (augmenting paths): for each left node its right node."""
+    if all(len(rights) <= 1 for rights in compatible):
+        # each left node has one candidate at most: no path can move a node already matched,
+        # so augmenting gives each its candidate if no earlier node took it
+        taken: set[int] = set()
+        simple: list[int | None] = []
+        for rights in compatible:
+            right = rights[0] if rights and rights[0] not in taken else None
+            if right is not None:
+                taken.add(right)
+            simple.append(right)
+        return simple
     owner: list[int | None] = [None] * n_right
 
     def augment(left: int, seen: set[int]) -> bool:
@@ -212,13 +261,7 @@ def slot_fill(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
     expected = list(case.expected_calls)
     calls = trace.tool_calls()
     similarity = similarity_function(config.get("similarity"))
-    diffs = [
-        [
-            _differences(e, c, case.rules_for(e.tool), similarity) if c.tool == e.tool else None
-            for c in calls
-        ]
-        for e in expected
-    ]
+    diffs = _difference_matrix(expected, calls, case, similarity)
     pairing = case.attributes.get(PAIRING, "optimal")
     if pairing == "in_order":
         match = _in_order(diffs, expected, case)
