@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentdocket.events.cases import Case
 from agentdocket.events.model import Event
@@ -50,6 +50,15 @@ class ToolCall:
     error: str | None = None
     duration_ms: float | None = None
     returned: bool = False
+
+
+class CallArguments(NamedTuple):
+    """An executed tool call's request: its id, its tool, its arguments (as in
+    :class:`ToolCall`)."""
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] | str
 
 
 @dataclass(frozen=True)
@@ -118,35 +127,17 @@ class Trace:
 
     def tool_calls(self) -> list[ToolCall]:
         """Executed tool calls in call order, each joined with its return."""
-        plans: list[Mapping[str, Any]] = []
-        called: list[Event] = []
-        returns: list[Mapping[str, Any]] = []
-        for e in self.events:  # one pass: the three kinds read, each in trace order
-            if e.kind == _CALLED:
-                called.append(e)
-            elif e.kind == _RETURNED:
-                returns.append(e.payload)
-            elif e.kind == "plan":
-                plans.append(e.payload)
+        executed, returns = self._executed(with_returns=True)
         returned: dict[str, Mapping[str, Any]] = {}
         for payload in returns:
             returned.setdefault(payload["call_id"], payload)
-        requested, unclaimed = _requested(plans, {e.payload["call_id"] for e in called})
         calls = []
-        for e in called:
-            payload = e.payload
-            ret = returned.get(payload["call_id"])
-            arguments = payload.get("arguments", {})
-            if not isinstance(arguments, dict):
-                if payload["call_id"] in requested:
-                    arguments = requested[payload["call_id"]]
-                elif unclaimed.get(payload["tool"]):
-                    # a call recorded without the model's id: the first such step of its tool
-                    arguments = unclaimed[payload["tool"]].pop(0)
+        for e, arguments in executed:
+            ret = returned.get(e.payload["call_id"])
             calls.append(
                 ToolCall(
-                    call_id=payload["call_id"],
-                    tool=payload["tool"],
+                    call_id=e.payload["call_id"],
+                    tool=e.payload["tool"],
                     arguments=arguments,
                     span_id=e.span_id,
                     result=ret.get("result") if ret else None,
@@ -156,6 +147,45 @@ class Trace:
                 )
             )
         return calls
+
+    def call_arguments(self) -> list[CallArguments]:
+        """What :meth:`tool_calls` says of each call's request (id, tool, arguments), without
+        joining the returns: for scorers that compare arguments only."""
+        return [
+            CallArguments(e.payload["call_id"], e.payload["tool"], arguments)
+            for e, arguments in self._executed(with_returns=False)[0]
+        ]
+
+    def _executed(
+        self, *, with_returns: bool
+    ) -> tuple[list[tuple[Event, dict[str, Any] | str]], list[Mapping[str, Any]]]:
+        """The tool.called events in trace order, each with its arguments (a call recorded
+        with a bare value takes its model's named arguments, see :func:`_requested`), and the
+        tool.returned payloads in trace order (when asked for). One pass over the events."""
+        plans: list[Mapping[str, Any]] = []
+        called: list[Event] = []
+        returns: list[Mapping[str, Any]] = []
+        for e in self.events:
+            if e.kind == _CALLED:
+                called.append(e)
+            elif e.kind == _RETURNED:
+                if with_returns:
+                    returns.append(e.payload)
+            elif e.kind == "plan":
+                plans.append(e.payload)
+        requested, unclaimed = _requested(plans, {e.payload["call_id"] for e in called})
+        executed = []
+        for e in called:
+            payload = e.payload
+            arguments = payload.get("arguments", {})
+            if not isinstance(arguments, dict):
+                if payload["call_id"] in requested:
+                    arguments = requested[payload["call_id"]]
+                elif unclaimed.get(payload["tool"]):
+                    # a call recorded without the model's id: the first such step of its tool
+                    arguments = unclaimed[payload["tool"]].pop(0)
+            executed.append((e, arguments))
+        return executed, returns
 
     def sql(self) -> list[SqlExecuted]:
         return [SqlExecuted(**e.payload) for e in self.of_kind(SqlExecuted.KIND)]

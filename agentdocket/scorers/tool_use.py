@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agentdocket.events import ArgumentRules, ExpectedCall, ToolCall, Trace
+from agentdocket.events import ArgumentRules, ExpectedCall, Trace
+from agentdocket.events.trace import CallArguments
 from agentdocket.scorers.base import Outcome, Scorer, option, register, remembered
 
 Similarity = Callable[[Sequence[tuple[str, str]]], Sequence[float]]
@@ -153,7 +154,10 @@ def _differences(
 
 
 def _difference_matrix(
-    expected: list[ExpectedCall], calls: list[ToolCall], case: Any, similarity: Similarity | None
+    expected: list[ExpectedCall],
+    calls: list[CallArguments],
+    case: Any,
+    similarity: Similarity | None,
 ) -> list[list[list[str] | None]]:
     """For each expected call, for each executed call: the arguments on which it fails the
     expected one (None: a call of another tool). Each side's arguments are prepared once, under
@@ -259,7 +263,7 @@ def slot_fill(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
     if case is None:
         return None
     expected = list(case.expected_calls)
-    calls = trace.tool_calls()
+    calls = trace.call_arguments()
     similarity = similarity_function(config.get("similarity"))
     diffs = _difference_matrix(expected, calls, case, similarity)
     pairing = case.attributes.get(PAIRING, "optimal")

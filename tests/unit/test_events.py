@@ -261,3 +261,48 @@ def test_a_trace_orders_its_events_by_seq_then_time_then_id() -> None:
         expected = tuple(sorted(events, key=event_order))
         assert Trace.partial(TID, events).events == expected
         assert Trace.from_events(events).events == expected
+
+
+def test_call_arguments_are_the_tool_calls_requests() -> None:
+    """call_arguments gives what tool_calls says of each request, bare values resolved from
+    the model's plan steps (by call id, else the first unclaimed step of the tool)."""
+    from agentdocket.events import ToolCalled, ToolReturned
+
+    def event(seq: int, payload: object) -> Event:
+        return Event.create(trace_id=TID, span_id=f"{seq + 1:016x}", seq=seq, payload=payload)
+
+    events = [
+        event(
+            0,
+            Plan(
+                steps=[
+                    PlanStep(tool="search", arguments={"q": "by id"}, call_id="c1"),
+                    PlanStep(tool="search", arguments={"q": "unclaimed"}),
+                    PlanStep(tool="fetch", arguments={"url": "u"}, call_id="c9"),
+                ]
+            ),
+        ),
+        event(1, ToolCalled(call_id="c1", tool="search", arguments="by id")),
+        event(2, ToolReturned(call_id="c1", tool="search", result=[1])),
+        event(3, ToolCalled(call_id="c2", tool="search", arguments="unclaimed")),
+        event(4, ToolCalled(call_id="c3", tool="search", arguments="left bare")),
+        event(5, ToolCalled(call_id="c4", tool="fetch", arguments={"url": "v"})),
+        event(6, ToolReturned(call_id="c4", tool="fetch", error="boom")),
+    ]
+    trace = Trace.from_events(events)
+    calls = trace.tool_calls()
+    assert [tuple(c) for c in trace.call_arguments()] == [
+        (c.call_id, c.tool, c.arguments) for c in calls
+    ]
+    assert [c.arguments for c in calls] == [
+        {"q": "by id"},
+        {"q": "unclaimed"},
+        "left bare",
+        {"url": "v"},
+    ]
+    assert [(c.returned, c.result, c.error) for c in calls] == [
+        (True, [1], None),
+        (False, None, None),
+        (False, None, None),
+        (True, None, "boom"),
+    ]
