@@ -287,16 +287,36 @@ def _named(value: Any) -> str:
 
 # --- sharing work between scorers of one batch -----------------------------------------------
 
-_memo: contextvars.ContextVar[dict[tuple[Any, ...], Outcome | None] | None] = (
-    contextvars.ContextVar("agentdocket_scorer_memo", default=None)
+
+@dataclass
+class _Shared:
+    """One :func:`shared_outcomes` block: the outcomes computed, and each configuration's
+    key (by identity: a configuration does not change while a batch is scored)."""
+
+    outcomes: dict[tuple[Any, ...], Outcome | None] = field(default_factory=dict)
+    configs: dict[int, tuple[Mapping[str, Any], bytes]] = field(default_factory=dict)
+
+    def config_key(self, config: Mapping[str, Any]) -> bytes:
+        found = self.configs.get(id(config))
+        if found is None or found[0] is not config:
+            found = self.configs[id(config)] = (config, _config_key(config))
+        return found[1]
+
+
+_memo: contextvars.ContextVar[_Shared | None] = contextvars.ContextVar(
+    "agentdocket_scorer_memo", default=None
 )
+
+
+def _config_key(config: Mapping[str, Any]) -> bytes:
+    return orjson.dumps(dict(config), default=_named)
 
 
 @contextmanager
 def shared_outcomes() -> Iterator[None]:
     """Within this block, :func:`remembered` computes each (function, trace, config) once, so a
     scorer built from others (``tools.procedural``) reuses their outcomes in the same batch."""
-    token = _memo.set({})
+    token = _memo.set(_Shared())
     try:
         yield
     finally:
@@ -305,10 +325,11 @@ def shared_outcomes() -> Iterator[None]:
 
 def remembered(fn: ScoreFn, trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
     """``fn(trace, config)``, computed once per :func:`shared_outcomes` block."""
-    memo = _memo.get()
-    if memo is None:
+    shared = _memo.get()
+    if shared is None:
         return fn(trace, config)
-    key = (fn, id(trace), trace.trace_id, orjson.dumps(dict(config), default=_named))
+    key = (fn, id(trace), trace.trace_id, shared.config_key(config))
+    memo = shared.outcomes
     if key not in memo:
         memo[key] = fn(trace, config)
     return memo[key]
