@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from itertools import pairwise
+from typing import Any, NamedTuple
 
 from agentdocket.events.cases import Case
 from agentdocket.events.model import Event
@@ -20,10 +21,21 @@ from agentdocket.events.payloads import (
 )
 from agentdocket.events.readings import answer_candidate, best, question_candidate
 
+_CALLED, _RETURNED = ToolCalled.KIND, ToolReturned.KIND
+
 
 def event_order(event: Event) -> tuple[int, Any, str]:
     """The order of events within a trace: seq, then time, then id (a total order)."""
     return (event.seq, event.ts, str(event.event_id))
+
+
+def _ordered(events: Iterable[Event]) -> tuple[Event, ...]:
+    """The events upcast, in :func:`event_order`. Events given with strictly increasing
+    ``seq`` (as the store reads them) are in that order already: no keys are made."""
+    upcast = [e.upcast() for e in events]
+    if all(a.seq < b.seq for a, b in pairwise(upcast)):
+        return tuple(upcast)
+    return tuple(sorted(upcast, key=event_order))
 
 
 @dataclass(frozen=True)
@@ -40,6 +52,15 @@ class ToolCall:
     returned: bool = False
 
 
+class CallArguments(NamedTuple):
+    """An executed tool call's request: its id, its tool, its arguments (as in
+    :class:`ToolCall`)."""
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] | str
+
+
 @dataclass(frozen=True)
 class Trace:
     """One run: its events ordered by :func:`event_order`, upcast to current versions."""
@@ -50,7 +71,7 @@ class Trace:
 
     @classmethod
     def from_events(cls, events: Iterable[Event], case: Case | None = None) -> Trace:
-        ordered = tuple(sorted((e.upcast() for e in events), key=event_order))
+        ordered = _ordered(events)
         if not ordered:
             raise ValueError("a trace needs at least one event")
         trace_ids = {e.trace_id for e in ordered}
@@ -62,8 +83,7 @@ class Trace:
     def partial(cls, trace_id: str, events: Iterable[Event], case: Case | None = None) -> Trace:
         """A trace holding only some of its events (those of the kinds a scorer reads); may be
         empty. Its ``status`` and ``steps`` only reflect the events it holds."""
-        ordered = tuple(sorted((e.upcast() for e in events), key=event_order))
-        return cls(trace_id, ordered, case)
+        return cls(trace_id, _ordered(events), case)
 
     def of_kind(self, kind: str) -> list[Event]:
         return [e for e in self.events if e.kind == kind]
@@ -107,38 +127,17 @@ class Trace:
 
     def tool_calls(self) -> list[ToolCall]:
         """Executed tool calls in call order, each joined with its return."""
+        executed, returns = self._executed(with_returns=True)
         returned: dict[str, Mapping[str, Any]] = {}
-        for e in self.of_kind(ToolReturned.KIND):
-            returned.setdefault(e.payload["call_id"], e.payload)
-        # Some instrumentations record a one-argument tool's input as the bare value
-        # (OpenInference's LangChain instrumentation does); the model's tool call with the same
-        # id, recorded as a plan step, still has the named arguments.
-        requested: dict[str, Any] = {}
-        unclaimed: dict[str, list[Any]] = {}  # by tool: steps no executed call names by id
-        called_ids = {e.payload["call_id"] for e in self.of_kind(ToolCalled.KIND)}
-        for e in self.of_kind("plan"):
-            for step in e.payload["steps"]:
-                if not isinstance(step.get("arguments"), dict) or step.get("tool") is None:
-                    continue
-                if step.get("call_id") is not None:
-                    requested[step["call_id"]] = step["arguments"]
-                if step.get("call_id") not in called_ids:
-                    unclaimed.setdefault(step["tool"], []).append(step["arguments"])
+        for payload in returns:
+            returned.setdefault(payload["call_id"], payload)
         calls = []
-        for e in self.of_kind(ToolCalled.KIND):
-            called = e.payload
-            ret = returned.get(called["call_id"])
-            arguments = called.get("arguments", {})
-            if not isinstance(arguments, dict):
-                if called["call_id"] in requested:
-                    arguments = requested[called["call_id"]]
-                elif unclaimed.get(called["tool"]):
-                    # a call recorded without the model's id: the first such step of its tool
-                    arguments = unclaimed[called["tool"]].pop(0)
+        for e, arguments in executed:
+            ret = returned.get(e.payload["call_id"])
             calls.append(
                 ToolCall(
-                    call_id=called["call_id"],
-                    tool=called["tool"],
+                    call_id=e.payload["call_id"],
+                    tool=e.payload["tool"],
                     arguments=arguments,
                     span_id=e.span_id,
                     result=ret.get("result") if ret else None,
@@ -148,6 +147,45 @@ class Trace:
                 )
             )
         return calls
+
+    def call_arguments(self) -> list[CallArguments]:
+        """What :meth:`tool_calls` says of each call's request (id, tool, arguments), without
+        joining the returns: for scorers that compare arguments only."""
+        return [
+            CallArguments(e.payload["call_id"], e.payload["tool"], arguments)
+            for e, arguments in self._executed(with_returns=False)[0]
+        ]
+
+    def _executed(
+        self, *, with_returns: bool
+    ) -> tuple[list[tuple[Event, dict[str, Any] | str]], list[Mapping[str, Any]]]:
+        """The tool.called events in trace order, each with its arguments (a call recorded
+        with a bare value takes its model's named arguments, see :func:`_requested`), and the
+        tool.returned payloads in trace order (when asked for). One pass over the events."""
+        plans: list[Mapping[str, Any]] = []
+        called: list[Event] = []
+        returns: list[Mapping[str, Any]] = []
+        for e in self.events:
+            if e.kind == _CALLED:
+                called.append(e)
+            elif e.kind == _RETURNED:
+                if with_returns:
+                    returns.append(e.payload)
+            elif e.kind == "plan":
+                plans.append(e.payload)
+        requested, unclaimed = _requested(plans, {e.payload["call_id"] for e in called})
+        executed = []
+        for e in called:
+            payload = e.payload
+            arguments = payload.get("arguments", {})
+            if not isinstance(arguments, dict):
+                if payload["call_id"] in requested:
+                    arguments = requested[payload["call_id"]]
+                elif unclaimed.get(payload["tool"]):
+                    # a call recorded without the model's id: the first such step of its tool
+                    arguments = unclaimed[payload["tool"]].pop(0)
+            executed.append((e, arguments))
+        return executed, returns
 
     def sql(self) -> list[SqlExecuted]:
         return [SqlExecuted(**e.payload) for e in self.of_kind(SqlExecuted.KIND)]
@@ -166,6 +204,9 @@ class Trace:
         """The final answer, by :mod:`agentdocket.events.readings`' precedence: the text of
         the last response event; in a run that recorded none, the final assistant text of its
         last model call (a reply that only calls tools is no answer)."""
+        responses = [e for e in self.events if e.kind == "response"]
+        if len(responses) == 1:  # it wins, whatever the model calls say: no keys to compare
+            return str(responses[0].payload["text"])
         found = None
         for e in self.events:
             found = best(found, answer_candidate(e))
@@ -173,3 +214,23 @@ class Trace:
 
     def verdicts(self) -> list[Verdict]:
         return [e.data for e in self.of_kind(Verdict.KIND)]
+
+
+def _requested(
+    plans: list[Mapping[str, Any]], called_ids: set[str]
+) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """The named arguments the model gave its tool calls, in plan steps: by call id, and by
+    tool those of steps no executed call names by id. Some instrumentations record a
+    one-argument tool's input as the bare value (OpenInference's LangChain instrumentation
+    does); the model's tool call with the same id, recorded as a plan step, still has them."""
+    requested: dict[str, Any] = {}
+    unclaimed: dict[str, list[Any]] = {}
+    for plan in plans:
+        for step in plan["steps"]:
+            if not isinstance(step.get("arguments"), dict) or step.get("tool") is None:
+                continue
+            if step.get("call_id") is not None:
+                requested[step["call_id"]] = step["arguments"]
+            if step.get("call_id") not in called_ids:
+                unclaimed.setdefault(step["tool"], []).append(step["arguments"])
+    return requested, unclaimed

@@ -210,42 +210,50 @@ class Scorer:
             return found
         return [self.fn(t, self.config) for t in traces]
 
-    @property
+    @cached_property
     def event_kinds(self) -> frozenset[str]:
         kinds = set(self.inputs) - {"case", *READINGS}
         for reading in READINGS.keys() & set(self.inputs):
             kinds |= READINGS[reading]
         return frozenset(kinds)
 
+    @cached_property
+    def _hash_kinds(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The kinds whose events the input hash covers: where a reading falls back to the
+        model calls, and where it does not (they count only where read)."""
+        kinds = set(self.event_kinds)
+        if "run.started" not in self.inputs:
+            kinds.discard("run.started")
+        if "llm.called" in self.inputs:
+            return frozenset(kinds), frozenset(kinds)
+        return frozenset(kinds), frozenset(kinds - {"llm.called", "llm.messages"})
+
     def _hashed_kinds(self, trace: Trace) -> frozenset[str]:
         """The kinds whose events this trace's verdict depends on: model calls only where a
         reading falls back to them."""
-        kinds = set(self.event_kinds)
-        if "llm.called" not in self.inputs:
-            fallback = ("answer" in self.inputs and not trace.of_kind("response")) or (
-                "question" in self.inputs
-                and not (trace.started is not None and trace.started.question)
-            )
-            if not fallback:
-                kinds -= {"llm.called", "llm.messages"}
-        if "run.started" not in self.inputs:
-            kinds.discard("run.started")
-        return frozenset(kinds)
+        with_calls, without = self._hash_kinds
+        if with_calls is without or with_calls == without:
+            return with_calls
+        fallback = ("answer" in self.inputs and not trace.of_kind("response")) or (
+            "question" in self.inputs and not (trace.started is not None and trace.started.question)
+        )
+        return with_calls if fallback else without
 
     def input_hash(self, trace: Trace) -> str:
         """Hash of what this scorer judges: the ids and schema versions of the events of its
         input kinds (in trace order), the case's digest, the configuration."""
         kinds = self._hashed_kinds(trace)
-        digest = hashlib.sha256()
+        every, name = not self.inputs, self.name
+        parts = []
         for e in trace.events:
-            if e.kind == "verdict" and e.payload.get("scorer") == self.name:
+            if e.kind == "verdict" and e.payload.get("scorer") == name:
                 continue  # its own verdicts are outputs, not inputs
-            if not self.inputs or e.kind in kinds:
-                digest.update(e.event_id.bytes)
-                digest.update(e.schema_version.to_bytes(2, "big"))
+            if every or e.kind in kinds:
+                parts.append(e.event_id.bytes)
+                parts.append(e.schema_version.to_bytes(2, "big"))
         case = trace.case.digest if trace.case is not None and "case" in self.inputs else "-"
-        digest.update(f"|{case}|{self._config_json}".encode())
-        return digest.hexdigest()
+        parts.append(f"|{case}|{self._config_json}".encode())
+        return hashlib.sha256(b"".join(parts)).hexdigest()
 
     @cached_property
     def _config_json(self) -> str:
@@ -279,16 +287,36 @@ def _named(value: Any) -> str:
 
 # --- sharing work between scorers of one batch -----------------------------------------------
 
-_memo: contextvars.ContextVar[dict[tuple[Any, ...], Outcome | None] | None] = (
-    contextvars.ContextVar("agentdocket_scorer_memo", default=None)
+
+@dataclass
+class _Shared:
+    """One :func:`shared_outcomes` block: the outcomes computed, and each configuration's
+    key (by identity: a configuration does not change while a batch is scored)."""
+
+    outcomes: dict[tuple[Any, ...], Outcome | None] = field(default_factory=dict)
+    configs: dict[int, tuple[Mapping[str, Any], bytes]] = field(default_factory=dict)
+
+    def config_key(self, config: Mapping[str, Any]) -> bytes:
+        found = self.configs.get(id(config))
+        if found is None or found[0] is not config:
+            found = self.configs[id(config)] = (config, _config_key(config))
+        return found[1]
+
+
+_memo: contextvars.ContextVar[_Shared | None] = contextvars.ContextVar(
+    "agentdocket_scorer_memo", default=None
 )
+
+
+def _config_key(config: Mapping[str, Any]) -> bytes:
+    return orjson.dumps(dict(config), default=_named)
 
 
 @contextmanager
 def shared_outcomes() -> Iterator[None]:
     """Within this block, :func:`remembered` computes each (function, trace, config) once, so a
     scorer built from others (``tools.procedural``) reuses their outcomes in the same batch."""
-    token = _memo.set({})
+    token = _memo.set(_Shared())
     try:
         yield
     finally:
@@ -297,10 +325,11 @@ def shared_outcomes() -> Iterator[None]:
 
 def remembered(fn: ScoreFn, trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
     """``fn(trace, config)``, computed once per :func:`shared_outcomes` block."""
-    memo = _memo.get()
-    if memo is None:
+    shared = _memo.get()
+    if shared is None:
         return fn(trace, config)
-    key = (fn, id(trace), trace.trace_id, orjson.dumps(dict(config), default=_named))
+    key = (fn, id(trace), trace.trace_id, shared.config_key(config))
+    memo = shared.outcomes
     if key not in memo:
         memo[key] = fn(trace, config)
     return memo[key]

@@ -18,9 +18,10 @@ def _words(text: str | None) -> int:
 def interaction_metrics(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
     """Plan length in words, SQL queries generated, valid ones (ran without error and returned
     rows), and answer length in words. No pass/fail: the metrics are the verdict."""
-    plan_words = 0
+    plan_words = plan_steps = 0
     for event in trace.of_kind("plan"):
         plan = event.payload  # valid at its current version (see Trace)
+        plan_steps += len(plan["steps"])  # what len(trace.plan()) counts, without its objects
         if plan.get("text"):
             plan_words += _words(plan["text"])
         else:
@@ -30,7 +31,7 @@ def interaction_metrics(trace: Trace, config: Mapping[str, Any]) -> Outcome | No
     return Outcome(
         details={
             "plan_length": plan_words,
-            "plan_steps": len(trace.plan()),
+            "plan_steps": plan_steps,
             "sql_generated": len(sql),
             "sql_valid": valid,
             "answer_length": _words(trace.response),

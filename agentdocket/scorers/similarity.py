@@ -18,9 +18,10 @@ from typing import Any
 
 from agentdocket.events import Trace
 from agentdocket.scorers import embeddings
+from agentdocket.scorers.arguments import Similarity
 from agentdocket.scorers.base import Outcome, Scorer, register
 from agentdocket.scorers.rouge import rouge_l
-from agentdocket.scorers.tool_use import SIMILARITY, Similarity, similarity_function
+from agentdocket.scorers.tool_use import SIMILARITY, similarity_function
 
 
 def _reference(trace: Trace) -> tuple[str, str] | None:

@@ -5,18 +5,20 @@ Argument comparison follows the rules attached to the dataset's cases
 (:class:`~agentdocket.events.ArgumentRules`), never rules written here: ignored keys, coercions of
 the expected value, text normalisation, and semantic equality by embedding cosine above a
 threshold. Semantic comparison needs a ``similarity`` function in the scorer's configuration
-(texts pairs -> cosines); the rule-only comparison needs nothing.
+(texts pairs -> cosines); the rule-only comparison needs nothing. The comparison itself is
+:mod:`agentdocket.scorers.arguments`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
-from agentdocket.events import ArgumentRules, ExpectedCall, ToolCall, Trace
+from agentdocket.events import ExpectedCall, Trace
+from agentdocket.scorers.arguments import Similarity, difference_matrix
 from agentdocket.scorers.base import Outcome, Scorer, option, register, remembered
 
-Similarity = Callable[[Sequence[tuple[str, str]]], Sequence[float]]
 # A case attribute choosing how expected calls are paired with executed ones: "optimal" (the
 # default: a maximum matching, independent of call order) or "in_order" (the IBM study's
 # order-dependent procedure, which its published numbers depend on).
@@ -70,87 +72,22 @@ def suffix_match(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
 # --- tools.slot_fill -------------------------------------------------------------------------
 
 
-def _normalise(value: Any, steps: Sequence[str]) -> Any:
-    if not isinstance(value, str):
-        return value
-    for step in steps:
-        if step == "url_spaces":  # exactly these two; other escapes stay as they are
-            value = value.replace("%20", " ").replace("+", " ")
-        elif step == "strip":
-            value = value.strip()
-        elif step == "casefold":
-            value = value.casefold()
-    return value
-
-
-def _coerce(value: Any, how: str | None) -> Any:
-    if how == "join_comma" and isinstance(value, list | tuple):
-        return ",".join(str(v) for v in value)
-    if how == "string" and isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)
-    return value
-
-
-def _rule(rules: ArgumentRules | None, table: str, key: str) -> Any:
-    if rules is None:
-        return None
-    mapping: Mapping[str, Any] = getattr(rules, table)
-    return mapping.get(key, mapping.get("*"))
-
-
-def _prepared(arguments: dict[str, Any] | str, rules: ArgumentRules | None) -> dict[str, Any] | str:
-    if isinstance(arguments, str):
-        return arguments
-    ignored = set(rules.ignore) if rules else set()
-    out = {}
-    for key, value in arguments.items():
-        if key in ignored:
-            continue
-        value = _coerce(value, _rule(rules, "coerce", key))
-        out[key] = _normalise(value, _rule(rules, "normalize", key) or ())
-    return out
-
-
-def _differences(
-    expected: ExpectedCall,
-    call: ToolCall,
-    rules: ArgumentRules | None,
-    similarity: Similarity | None,
-) -> list[str]:
-    """The argument names on which ``call`` fails ``expected`` (empty: it matches)."""
-    want = _prepared(expected.arguments, rules)
-    got = _prepared(call.arguments, rules)
-    if isinstance(want, str) or isinstance(got, str):
-        return [] if want == got else ["<arguments>"]
-    differ = sorted(set(want) ^ set(got))
-    for key in sorted(set(want) & set(got)):
-        threshold = _rule(rules, "semantic", key)
-        if threshold is not None and isinstance(want[key], str) and isinstance(got[key], str):
-            if want[key] == got[key]:
-                continue
-            if similarity is None:
-                raise ValueError(
-                    f"argument {key!r} of tool {expected.tool!r} is compared semantically: "
-                    "configure the scorer with a similarity function"
-                )
-            if similarity([(want[key], got[key])])[0] > threshold:
-                continue
-            differ.append(key)
-        elif want[key] != got[key]:
-            differ.append(key)
-    return differ
-
-
 def similarity_function(configured: Any) -> Similarity | None:
     """The configured similarity: a function, or the name of the embedding model."""
     if configured is None or callable(configured):
         found: Similarity | None = configured
         return found
     if configured == "all-MiniLM-L6-v2":
-        from agentdocket.scorers.embeddings import cosine_pairs
-
-        return cosine_pairs
+        return _minilm()
     raise ValueError(f"unknown similarity {configured!r}; use 'all-MiniLM-L6-v2' or a function")
+
+
+@cache
+def _minilm() -> Similarity:
+    """The embedding model's cosine, imported once (not on every trace scored)."""
+    from agentdocket.scorers.embeddings import cosine_pairs
+
+    return cosine_pairs
 
 
 def _in_order(
@@ -181,6 +118,17 @@ def _in_order(
 
 def _max_matching(compatible: list[list[int]], n_right: int) -> list[int | None]:
     """A maximum bipartite matching (augmenting paths): for each left node its right node."""
+    if all(len(rights) <= 1 for rights in compatible):
+        # each left node has one candidate at most: no path can move a node already matched,
+        # so augmenting gives each its candidate if no earlier node took it
+        taken: set[int] = set()
+        simple: list[int | None] = []
+        for rights in compatible:
+            right = rights[0] if rights and rights[0] not in taken else None
+            if right is not None:
+                taken.add(right)
+            simple.append(right)
+        return simple
     owner: list[int | None] = [None] * n_right
 
     def augment(left: int, seen: set[int]) -> bool:
@@ -210,15 +158,9 @@ def slot_fill(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
     if case is None:
         return None
     expected = list(case.expected_calls)
-    calls = trace.tool_calls()
+    calls = trace.call_arguments()
     similarity = similarity_function(config.get("similarity"))
-    diffs = [
-        [
-            _differences(e, c, case.rules_for(e.tool), similarity) if c.tool == e.tool else None
-            for c in calls
-        ]
-        for e in expected
-    ]
+    diffs = difference_matrix(expected, calls, case, similarity)
     pairing = case.attributes.get(PAIRING, "optimal")
     if pairing == "in_order":
         match = _in_order(diffs, expected, case)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Iterator
 from datetime import datetime
 
@@ -24,6 +25,7 @@ from agentdocket.events import (
     validate_payload,
 )
 from agentdocket.events.codec import from_json, to_json
+from agentdocket.events.model import EVENT_NAMESPACE
 from tests.helpers.factory import run_events
 
 TID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -36,6 +38,25 @@ def test_event_id_is_derived_from_identity() -> None:
     c = Event.create(trace_id=TID, span_id=SPAN, seq=3, payload=Response(text="x"), index=1)
     assert a.event_id == b.event_id == event_id_for(TID, SPAN, "response", 0)
     assert c.event_id != a.event_id
+
+
+def test_event_id_is_the_uuid5_of_its_identity() -> None:
+    """event_id_for makes the UUID from its integer, without UUID's constructor: it must be
+    uuid5's in every respect."""
+    rng = random.Random(5)
+    for index in range(200):
+        trace = f"{rng.getrandbits(128):032x}"
+        span = f"{rng.getrandbits(64):016x}"
+        made = event_id_for(trace, span, "tool.called", index)
+        known = uuid.uuid5(EVENT_NAMESPACE, f"{trace}/{span}/tool.called/{index}")
+        assert made == known and made.int == known.int and hash(made) == hash(known)
+        assert (str(made), made.bytes, made.version, made.variant) == (
+            str(known),
+            known.bytes,
+            known.version,
+            known.variant,
+        )
+        assert made.is_safe == known.is_safe and type(made) is uuid.UUID
 
 
 def test_timestamps_are_utc_and_must_be_aware() -> None:
@@ -214,3 +235,74 @@ def test_trace_helpers_read_a_run() -> None:
     assert trace.started is not None and trace.started.agent == "agent-a"
     with pytest.raises(ValueError, match="several traces"):
         Trace.from_events(events + run_events(random.Random(4)))
+
+
+def test_a_trace_orders_its_events_by_seq_then_time_then_id() -> None:
+    """Trace.from_events and Trace.partial skip sorting events given in strictly increasing
+    seq: whatever the order given, ties of seq included, the result is the sorted one."""
+    from agentdocket.events.trace import event_order
+
+    rng = random.Random(7)
+    t0 = datetime.fromisoformat("2026-01-01T00:00:00+00:00")
+    for _ in range(200):
+        events = [
+            Event.create(
+                trace_id=TID,
+                span_id=f"{i + 1:016x}",
+                seq=rng.randrange(4),
+                ts=t0.replace(microsecond=rng.randrange(3)),
+                payload=Response(text=str(i)),
+            )
+            for i in range(rng.randrange(1, 6))
+        ]
+        rng.shuffle(events)
+        if rng.random() < 0.5:
+            events.sort(key=lambda e: e.seq)
+        expected = tuple(sorted(events, key=event_order))
+        assert Trace.partial(TID, events).events == expected
+        assert Trace.from_events(events).events == expected
+
+
+def test_call_arguments_are_the_tool_calls_requests() -> None:
+    """call_arguments gives what tool_calls says of each request, bare values resolved from
+    the model's plan steps (by call id, else the first unclaimed step of the tool)."""
+    from agentdocket.events import ToolCalled, ToolReturned
+
+    def event(seq: int, payload: object) -> Event:
+        return Event.create(trace_id=TID, span_id=f"{seq + 1:016x}", seq=seq, payload=payload)
+
+    events = [
+        event(
+            0,
+            Plan(
+                steps=[
+                    PlanStep(tool="search", arguments={"q": "by id"}, call_id="c1"),
+                    PlanStep(tool="search", arguments={"q": "unclaimed"}),
+                    PlanStep(tool="fetch", arguments={"url": "u"}, call_id="c9"),
+                ]
+            ),
+        ),
+        event(1, ToolCalled(call_id="c1", tool="search", arguments="by id")),
+        event(2, ToolReturned(call_id="c1", tool="search", result=[1])),
+        event(3, ToolCalled(call_id="c2", tool="search", arguments="unclaimed")),
+        event(4, ToolCalled(call_id="c3", tool="search", arguments="left bare")),
+        event(5, ToolCalled(call_id="c4", tool="fetch", arguments={"url": "v"})),
+        event(6, ToolReturned(call_id="c4", tool="fetch", error="boom")),
+    ]
+    trace = Trace.from_events(events)
+    calls = trace.tool_calls()
+    assert [tuple(c) for c in trace.call_arguments()] == [
+        (c.call_id, c.tool, c.arguments) for c in calls
+    ]
+    assert [c.arguments for c in calls] == [
+        {"q": "by id"},
+        {"q": "unclaimed"},
+        "left bare",
+        {"url": "v"},
+    ]
+    assert [(c.returned, c.result, c.error) for c in calls] == [
+        (True, [1], None),
+        (False, None, None),
+        (False, None, None),
+        (True, None, "boom"),
+    ]
