@@ -214,10 +214,16 @@ def indexed(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
     """OpenInference's flattened lists: ``prefix.0.message.role`` … as ``[{"message.role": …}]``."""
     items: dict[int, dict[str, Any]] = {}
     start = prefix + "."
-    for key, value in attrs.items():
-        if not key.startswith(start):
-            continue
-        index, _, rest = key[len(start) :].partition(".")
-        if index.isascii() and index.isdigit() and rest:
-            items.setdefault(int(index), {})[rest] = value
+    skip = len(start)
+    for key in attrs:
+        if key.startswith(start):
+            index, _, rest = key[skip:].partition(".")
+            if rest and index.isdigit() and index.isascii():
+                i = int(index)
+                item = items.get(i)
+                if item is None:
+                    item = items[i] = {}
+                item[rest] = attrs[key]
+    if len(items) < 2:
+        return list(items.values())
     return [items[i] for i in sorted(items)]
