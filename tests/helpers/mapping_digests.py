@@ -80,14 +80,14 @@ def as_protobuf(body: bytes, signal: str) -> bytes:
     return bytes(request.SerializeToString())
 
 
-def captured() -> dict[str, str]:
+def captured() -> dict[str, list[Event]]:
     out = {}
     for path in sorted(CAPTURES.glob("*/[0-9][0-9][0-9]-*.json")):
         signal = path.stem.split("-", 1)[1]
         body = path.read_bytes()
         name = f"{path.parent.name}/{path.name}"
-        out[f"{name} json"] = digest(READERS[signal][False](body)[1])
-        out[f"{name} protobuf"] = digest(READERS[signal][True](as_protobuf(body, signal))[1])
+        out[f"{name} json"] = READERS[signal][False](body)[1]
+        out[f"{name} protobuf"] = READERS[signal][True](as_protobuf(body, signal))[1]
     return out
 
 
@@ -129,22 +129,22 @@ def deterministic(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
     return out
 
 
-def _two_ways(name: str, spans: Sequence[ReadableSpan]) -> dict[str, str]:
+def _two_ways(name: str, spans: Sequence[ReadableSpan]) -> dict[str, list[Event]]:
     body = encode_spans(spans).SerializeToString()
     return {
-        f"{name} protobuf": digest(READERS["traces"][True](body)[1]),
-        f"{name} sdk": digest(spans_to_events(spans, keep_unrecognized=True)),
-        f"{name} sdk recognised only": digest(spans_to_events(spans)),
+        f"{name} protobuf": READERS["traces"][True](body)[1],
+        f"{name} sdk": spans_to_events(spans, keep_unrecognized=True),
+        f"{name} sdk recognised only": spans_to_events(spans),
     }
 
 
-def bench_spans(n: int = 2000) -> dict[str, str]:
+def bench_spans(n: int = 2000) -> dict[str, list[Event]]:
     from bench.receiver import make_spans
 
     return _two_ways(f"bench make_spans({n})", deterministic(make_spans(n)))
 
 
-def our_spans() -> dict[str, str]:
+def our_spans() -> dict[str, list[Event]]:
     from agentdocket.tracer import Tracer
 
     memory = InMemorySpanExporter()
@@ -185,8 +185,13 @@ def our_spans() -> dict[str, str]:
     return _two_ways("our tracer", deterministic(memory.get_finished_spans()))
 
 
-def all_digests() -> dict[str, str]:
+def sources() -> dict[str, list[Event]]:
+    """Each source's events."""
     return {**captured(), **bench_spans(), **our_spans()}
+
+
+def all_digests(events: dict[str, list[Event]] | None = None) -> dict[str, str]:
+    return {name: digest(found) for name, found in (events or sources()).items()}
 
 
 if __name__ == "__main__":

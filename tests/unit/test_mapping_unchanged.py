@@ -12,6 +12,9 @@ A deliberate change of the mapping records them again::
 
 from __future__ import annotations
 
+import pytest
+
+from agentdocket.events import Event, validate_payload
 from tests.helpers import mapping_digests
 
 # Recorded from commit db8bcfc.
@@ -65,7 +68,24 @@ RECORDED = {
 }
 
 
-def test_the_events_of_captured_and_made_spans_are_unchanged() -> None:
-    got = mapping_digests.all_digests()
+@pytest.fixture(scope="module")
+def sources() -> dict[str, list[Event]]:
+    return mapping_digests.sources()
+
+
+def test_the_events_of_captured_and_made_spans_are_unchanged(
+    sources: dict[str, list[Event]],
+) -> None:
+    got = mapping_digests.all_digests(sources)
     assert {k: v for k, v in got.items() if RECORDED.get(k) != v} == {}
     assert got.keys() == RECORDED.keys()
+
+
+def test_every_payload_is_in_its_validated_form(sources: dict[str, list[Event]]) -> None:
+    """Payloads the mapping builds in their normalised form without validating them (tool
+    calls, model calls: agentdocket.ingest.llm_payload) are what validation gives, field order
+    included."""
+    for name, events in sources.items():
+        for e in events:
+            valid = validate_payload(e.kind, e.payload)
+            assert (valid, list(valid)) == (e.payload, list(e.payload)), (name, e.kind)
