@@ -210,6 +210,9 @@ def text_value(value: Any) -> str:
     return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + TRUNCATED
 
 
+_INDEXES = {str(i): i for i in range(100)}  # the usual list positions, by their text
+
+
 def indexed(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
     """OpenInference's flattened lists: ``prefix.0.message.role`` … as ``[{"message.role": …}]``."""
     items: dict[int, dict[str, Any]] = {}
@@ -218,8 +221,10 @@ def indexed(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
     for key in attrs:
         if key.startswith(start):
             index, _, rest = key[skip:].partition(".")
-            if rest and index.isdigit() and index.isascii():
+            i = _INDEXES.get(index)
+            if i is None and index.isdigit() and index.isascii():
                 i = int(index)
+            if i is not None and rest:
                 item = items.get(i)
                 if item is None:
                     item = items[i] = {}
