@@ -90,7 +90,9 @@ def settings_below_roots(
     mine = [s for s in spans if s.context is not None and s.context.trace_id in traces]
     found: dict[tuple[int, int], dict[str, str]] = {}
     by_id = {(s.context.trace_id, s.context.span_id): s for s in mine}
-    for s in sorted(mine, key=lambda s: s.start_time or 0):
+    where = _setting_keys(keys)
+    carriers = [s for s in mine if not where.isdisjoint(s.attributes or ())]
+    for s in sorted(carriers, key=lambda s: s.start_time or 0):
         settings = run_settings(s.attributes or {}, keys)
         if not settings:
             continue
@@ -111,6 +113,12 @@ def _root_of(span: Any, by_id: Mapping[tuple[int, int], Any]) -> tuple[int, int]
         seen.add(key)
         span = by_id[key]
     return (span.context.trace_id, span.context.span_id)
+
+
+def _setting_keys(keys: Sequence[str]) -> frozenset[str]:
+    """The attributes :func:`run_settings` reads for ``keys``: a span with none of them
+    carries no setting."""
+    return frozenset((*keys, *(A.TRACELOOP_ASSOCIATION + k for k in keys), A.METADATA))
 
 
 def run_settings(attrs: Mapping[str, Any], keys: Sequence[str]) -> dict[str, str]:

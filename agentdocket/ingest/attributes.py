@@ -210,14 +210,25 @@ def text_value(value: Any) -> str:
     return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + TRUNCATED
 
 
+_INDEXES = {str(i): i for i in range(100)}  # the usual list positions, by their text
+
+
 def indexed(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
     """OpenInference's flattened lists: ``prefix.0.message.role`` … as ``[{"message.role": …}]``."""
     items: dict[int, dict[str, Any]] = {}
     start = prefix + "."
-    for key, value in attrs.items():
-        if not key.startswith(start):
-            continue
-        index, _, rest = key[len(start) :].partition(".")
-        if index.isascii() and index.isdigit() and rest:
-            items.setdefault(int(index), {})[rest] = value
+    skip = len(start)
+    for key in attrs:
+        if key.startswith(start):
+            index, _, rest = key[skip:].partition(".")
+            i = _INDEXES.get(index)
+            if i is None and index.isdigit() and index.isascii():
+                i = int(index)
+            if i is not None and rest:
+                item = items.get(i)
+                if item is None:
+                    item = items[i] = {}
+                item[rest] = attrs[key]
+    if len(items) < 2:
+        return list(items.values())
     return [items[i] for i in sorted(items)]

@@ -123,6 +123,9 @@ def documents(indexed: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+_PROVIDERS = (A.LLM_PROVIDER, A.GEN_AI_PROVIDER, A.GEN_AI_SYSTEM_OLD)
+
+
 def llm_settings(attrs: Mapping[str, Any], *, foreign: bool) -> tuple[float | None, dict[str, Any]]:
     """A model call's temperature and free attributes: the provider, and for a foreign span
     the tools offered to the model (:func:`tool_definitions`)."""
@@ -132,16 +135,11 @@ def llm_settings(attrs: Mapping[str, Any], *, foreign: bool) -> tuple[float | No
         temperature = params.get("temperature")
     extra = A.loads(attrs.get(A.LLM_ATTRIBUTES))
     extra = dict(extra) if isinstance(extra, dict) else {}
-    provider = next(
-        (
-            attrs[k]
-            for k in (A.LLM_PROVIDER, A.GEN_AI_PROVIDER, A.GEN_AI_SYSTEM_OLD)
-            if attrs.get(k)
-        ),
-        None,
-    )
-    if provider is not None:
-        extra.setdefault("provider", str(provider))
+    for key in _PROVIDERS:
+        provider = attrs.get(key)
+        if provider:
+            extra.setdefault("provider", str(provider))
+            break
     tools = tool_definitions(attrs) if foreign else []
     if tools:
         extra.setdefault("tool_definitions", tools)

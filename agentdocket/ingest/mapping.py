@@ -33,13 +33,13 @@ def spans_to_events(spans: Iterable[SpanLike], *, keep_unrecognized: bool = Fals
     out: list[Event] = []
     for span in batch:
         ctx = span.context
-        key = (ctx.trace_id, ctx.span_id) if ctx is not None else None
+        agent = settings = None
+        if span.parent is None and ctx is not None:  # what is found below is a root's
+            key = (ctx.trace_id, ctx.span_id)
+            agent, settings = agents.get(key), below.get(key)
         out.extend(
             span_to_events(
-                span,
-                keep_unrecognized=keep_unrecognized,
-                agent=agents.get(key) if key else None,
-                settings=below.get(key) if key else None,
+                span, keep_unrecognized=keep_unrecognized, agent=agent, settings=settings
             )
         )
     return out
@@ -112,9 +112,14 @@ def _plain_attributes(span: SpanLike) -> dict[str, Any]:
     """The span's attributes as a plain dict (every lookup on the SDK's own attribute mapping
     costs about a microsecond: one copy, then dictionary lookups), with those of its GenAI
     ``gen_ai.client.inference.operation.details`` events where the span has none of its own
-    (the current conventions' messages may travel there instead)."""
-    attrs = dict(span.attributes or {})
-    for event in span.events or ():
+    (the current conventions' messages may travel there instead). A span with no events whose
+    attributes are a plain dict (a received span's) gives that dict: the mapping only reads it."""
+    given = span.attributes
+    events = span.events
+    if not events and type(given) is dict:  # a received span's: read, never changed
+        return given
+    attrs = dict(given or {})
+    for event in events or ():
         if getattr(event, "name", None) == A.GEN_AI_DETAILS_EVENT:
             for key, value in (getattr(event, "attributes", None) or {}).items():
                 attrs.setdefault(key, value)

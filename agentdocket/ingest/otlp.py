@@ -158,6 +158,23 @@ def _kind(kind: Any, where: str) -> SpanKind:
 
 def decode_protobuf(body: bytes) -> list[ReceivedSpan]:
     """The spans of a binary ``ExportTraceServiceRequest``."""
+    request = _parse_protobuf(body)
+    spans = []
+    contexts: dict[bytes, SpanContext] = {}
+    for ri, rs in enumerate(request.resource_spans):
+        resource = pb_attributes(rs.resource.attributes, f"resourceSpans[{ri}].resource")
+        service = resource.get(SERVICE_NAME)
+        for si, ss in enumerate(rs.scope_spans):
+            for pi, sp in enumerate(ss.spans):
+                span = _pb_span(sp, service, contexts)
+                if span is None:  # something to refuse: read it again to name the place
+                    where = f"resourceSpans[{ri}].scopeSpans[{si}].spans[{pi}]"
+                    span = _pb_span_checked(sp, service, where)
+                spans.append(span)
+    return spans
+
+
+def _parse_protobuf(body: bytes) -> Any:
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceRequest,
@@ -168,40 +185,110 @@ def decode_protobuf(body: bytes) -> list[ReceivedSpan]:
         request.ParseFromString(body)
     except (DecodeError, RuntimeError, ValueError) as exc:
         raise OtlpDecodeError(f"body: not an ExportTraceServiceRequest ({exc})") from None
-    spans = []
-    for ri, rs in enumerate(request.resource_spans):
-        resource = pb_attributes(rs.resource.attributes, f"resourceSpans[{ri}].resource")
-        service = resource.get(SERVICE_NAME)
-        for si, ss in enumerate(rs.scope_spans):
-            for pi, sp in enumerate(ss.spans):
-                where = f"resourceSpans[{ri}].scopeSpans[{si}].spans[{pi}]"
-                spans.append(
-                    _span(
-                        name=sp.name,
-                        trace_id=sp.trace_id,
-                        span_id=sp.span_id,
-                        parent=sp.parent_span_id,
-                        attributes=pb_attributes(sp.attributes, where),
-                        start=sp.start_time_unix_nano,
-                        end=sp.end_time_unix_nano,
-                        code=sp.status.code,
-                        message=sp.status.message,
-                        service=service,
-                        where=where,
-                        kind=sp.kind,
-                        events=tuple(
-                            _event(
-                                ev.name,
-                                pb_attributes(ev.attributes, f"{where}.events[{k}]"),
-                                ev.time_unix_nano,
-                                f"{where}.events[{k}]",
-                            )
-                            for k, ev in enumerate(sp.events)
-                            if ev.name in KEPT_EVENTS
-                        ),
-                    )
-                )
-    return spans
+    return request
+
+
+# Shared by every span that has them (a Status is immutable)
+_UNSET_STATUS, _OK_STATUS = Status(StatusCode.UNSET), Status(StatusCode.OK)
+# SpanKind by OTLP's number (0: unspecified, read as internal)
+_PB_KINDS = (SpanKind.INTERNAL, *SpanKind)
+_ZERO_TRACE, _ZERO_SPAN = bytes(16), bytes(8)
+
+
+def _pb_span(sp: Any, service: Any, contexts: dict[bytes, SpanContext]) -> ReceivedSpan | None:
+    """A protobuf span as :func:`_pb_span_checked` reads it, checked without naming places;
+    None when it has anything to refuse (protobuf gives names, times and the status message
+    their types already). Span contexts are made once per span id of the request: a parent's
+    is its span's own."""
+    trace_id, span_id, parent = sp.trace_id, sp.span_id, sp.parent_span_id
+    status, kind = sp.status, sp.kind
+    code = status.code
+    if (
+        len(trace_id) != 16
+        or trace_id == _ZERO_TRACE
+        or len(span_id) != 8
+        or span_id == _ZERO_SPAN
+        or (parent and (len(parent) != 8 or parent == _ZERO_SPAN))
+        or code not in _STATUS
+        or not 0 <= kind < len(_PB_KINDS)
+    ):
+        return None
+    attributes = pb_attributes(sp.attributes)
+    if service is not None and SERVICE_NAME not in attributes:
+        attributes[SERVICE_NAME] = service
+    events: tuple[ReceivedEvent, ...] = ()
+    if sp.events:
+        kept = _pb_events(sp.events)
+        if kept is None:
+            return None
+        events = kept
+    start, end = sp.start_time_unix_nano, sp.end_time_unix_nano
+    return ReceivedSpan(
+        sp.name,
+        _shared_context(contexts, trace_id, span_id),
+        _shared_context(contexts, trace_id, parent) if parent else None,
+        attributes,
+        start,
+        end if end > start else start,
+        _OK_STATUS if code == 1 else _UNSET_STATUS if code == 0 else _error(status.message),
+        events,
+        _PB_KINDS[kind],
+    )
+
+
+def _shared_context(
+    contexts: dict[bytes, SpanContext], trace_id: bytes, span_id: bytes
+) -> SpanContext:
+    key = trace_id + span_id
+    found = contexts.get(key)
+    if found is None:
+        found = contexts[key] = _context(trace_id, span_id)
+    return found
+
+
+def _error(message: str) -> Status:
+    return Status(StatusCode.ERROR, message or None)
+
+
+def _pb_events(events: Any) -> tuple[ReceivedEvent, ...] | None:
+    """The kept events of a protobuf span; None when an evaluation among them is refused."""
+    out = []
+    for ev in events:
+        name = ev.name
+        if name in KEPT_EVENTS:
+            attributes = pb_attributes(ev.attributes)
+            if name == EVALUATION_EVENT and check_evaluation(attributes):
+                return None
+            out.append(ReceivedEvent(name, attributes, ev.time_unix_nano))
+    return tuple(out)
+
+
+def _pb_span_checked(sp: Any, service: Any, where: str) -> ReceivedSpan:
+    """A protobuf span, every check naming its place (``where``) when it fails."""
+    return _span(
+        name=sp.name,
+        trace_id=sp.trace_id,
+        span_id=sp.span_id,
+        parent=sp.parent_span_id,
+        attributes=pb_attributes(sp.attributes, where),
+        start=sp.start_time_unix_nano,
+        end=sp.end_time_unix_nano,
+        code=sp.status.code,
+        message=sp.status.message,
+        service=service,
+        where=where,
+        kind=sp.kind,
+        events=tuple(
+            _event(
+                ev.name,
+                pb_attributes(ev.attributes, f"{where}.events[{k}]"),
+                ev.time_unix_nano,
+                f"{where}.events[{k}]",
+            )
+            for k, ev in enumerate(sp.events)
+            if ev.name in KEPT_EVENTS
+        ),
+    )
 
 
 # --- JSON ---------------------------------------------------------------------------------------

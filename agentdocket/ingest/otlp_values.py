@@ -18,6 +18,7 @@ from agentdocket.store.limits import LIVE as LIMITS
 from agentdocket.store.limits import bound_attributes
 
 MAX_DEPTH = LIMITS.max_depth  # nesting of array / key-value list attribute values
+MAX_ATTRIBUTES = LIMITS.max_attributes
 
 
 class OtlpDecodeError(AgentdocketError, ValueError):
@@ -35,7 +36,8 @@ def json_document(body: bytes) -> dict[str, Any]:
     return doc
 
 
-def pb_attributes(items: Any, where: str) -> dict[str, Any]:
+def pb_attributes(items: Any, where: str = "") -> dict[str, Any]:
+    """Protobuf ``KeyValue`` attributes as a dict (``where``: their place, for messages)."""
     out = {}
     for kv in items:
         value = kv.value
@@ -46,7 +48,7 @@ def pb_attributes(items: Any, where: str) -> dict[str, Any]:
             out[kv.key] = getattr(value, which)
         else:
             out[kv.key] = pb_value(value, f"{where}.attributes[{kv.key!r}]", 0)
-    return bound_attributes(out, LIMITS)
+    return out if len(out) <= MAX_ATTRIBUTES else bound_attributes(out, LIMITS)
 
 
 _PB_SCALARS = frozenset({"bool_value", "int_value", "double_value"})

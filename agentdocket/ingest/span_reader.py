@@ -5,6 +5,8 @@ conventions a foreign span follows) and asks a :class:`SpanReader` for its event
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
+from functools import cached_property
 from typing import Any, Protocol
 
 from opentelemetry.trace import SpanContext, Status, StatusCode
@@ -36,6 +38,7 @@ from agentdocket.ingest.decode import (
     opt_str,
     ts_of,
 )
+from agentdocket.ingest.llm_payload import normalised
 from agentdocket.ingest.messages import (
     answer_text,
     blocks_text,
@@ -94,26 +97,36 @@ class SpanReader:
         self.span_id = format(ctx.span_id, "016x")
         parent = span.parent
         self.parent = format(parent.span_id, "016x") if parent is not None else None
-        self.start = ts_of(span.start_time)
-        self.end = ts_of(span.end_time or span.start_time)
-        self.duration_ms = max(0.0, ((span.end_time or 0) - (span.start_time or 0)) / 1e6)
+        start, end = span.start_time, span.end_time
+        self.start = ts_of(start)
+        self._end_ns = end or start
+        self.duration_ms = max(0.0, ((end or 0) - (start or 0)) / 1e6)
+        self.ours = A.KIND in attrs
         status = span.status
         self.error: str | None = None
         if status.status_code is StatusCode.ERROR:
-            # a foreign span's recorded exception first (type and message; descriptions
-            # carry tracebacks or framework wording), else its status; ours set the status
-            recorded = None if A.KIND in attrs else exception_text(span.events)
-            self.error = (
-                recorded
-                or status.description
-                or exception_text(span.events)
-                or str(attrs.get(A.ERROR_TYPE) or "error")
-            )
-        self.ours = A.KIND in attrs
+            self.error = self._error_of(status)
         seq = attrs.get(A.SEQ)
         self.seq = seq if isinstance(seq, int) and seq >= 0 else 0
         end_seq = attrs.get(A.END_SEQ)
         self.end_seq = end_seq if isinstance(end_seq, int) and end_seq >= 0 else self.seq
+
+    @cached_property
+    def end(self) -> datetime:
+        """When the span ended (made when an event of its end asks)."""
+        return ts_of(self._end_ns)
+
+    def _error_of(self, status: Status) -> str:
+        # a foreign span's recorded exception first (type and message; descriptions carry
+        # tracebacks or framework wording), else its status; ours set the status
+        events = self.span.events
+        recorded = None if self.ours else exception_text(events)
+        return (
+            recorded
+            or status.description
+            or exception_text(events)
+            or str(self.attrs.get(A.ERROR_TYPE) or "error")
+        )
 
     def event(
         self,
@@ -341,7 +354,11 @@ class SpanReader:
             "error": self.error,
             "attributes": extra,
         }
-        events = [self.event("llm.called", payload)]
+        normal = normalised(payload)  # without validating it again, where it can
+        if normal is not None:
+            events = [self.event("llm.called", normal, complete=True)]
+        else:
+            events = [self.event("llm.called", payload)]
         if not self.ours:  # a foreign model's tool calls are the agent's plan
             steps = [s for s in plan_steps(outputs) if s["tool"] not in FINAL_ANSWER_TOOLS]
             if steps:

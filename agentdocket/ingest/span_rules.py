@@ -40,12 +40,14 @@ def _key(span: ReceivedSpan) -> Key:
 
 def _separate_repeats(spans: Sequence[ReceivedSpan]) -> list[ReceivedSpan]:
     first: dict[Key, ReceivedSpan] = {}
+    for span in spans:
+        first.setdefault(_key(span), span)
+    if len(first) == len(spans):  # no span id used twice (the common case)
+        return list(spans)
     out: list[ReceivedSpan] = []
     for place, span in enumerate(spans):
-        key = _key(span)
-        original = first.get(key)
-        if original is None:
-            first[key] = span
+        original = first[_key(span)]
+        if original is span:
             out.append(span)
         elif _content(span) != _content(original):
             out.append(_renamed(span, place))
@@ -77,23 +79,25 @@ def _renamed(span: ReceivedSpan, place: int) -> ReceivedSpan:
 
 
 def _break_cycles(spans: list[ReceivedSpan]) -> list[ReceivedSpan]:
-    by_key = {_key(s): s for s in spans}
-    settled: set[Key] = set()  # spans whose chain of parents is known to end
+    parent_of: dict[Key, Key | None] = {}
+    for s in spans:
+        context, parent = s.context, s.parent
+        key = (context.trace_id, context.span_id)
+        parent_of[key] = (parent.trace_id, parent.span_id) if parent is not None else None
+    walked: dict[Key, int] = {}  # span -> the walk up its parents that first reached it
     broken: set[Key] = set()
-    for span in spans:
-        chain: list[Key] = []
-        on_chain: set[Key] = set()
-        key: Key | None = _key(span)
-        while key is not None and key in by_key and key not in settled:
-            if key in on_chain:  # a cycle: the chain from ``key`` on
-                cycle = chain[chain.index(key) :]
-                broken.add(min(cycle, key=lambda k: (by_key[k].start_time, k[1])))
-                break
-            chain.append(key)
-            on_chain.add(key)
-            parent = by_key[key].parent
-            key = (parent.trace_id, parent.span_id) if parent is not None else None
-        settled.update(chain)
+    for walk, key in enumerate(parent_of):
+        at: Key | None = key
+        while at is not None and at not in walked:
+            walked[at] = walk
+            at = parent_of.get(at)
+        if at is not None and walked[at] == walk:  # back on this walk's own chain: a cycle
+            cycle = [at]
+            while (after := parent_of[cycle[-1]]) != at:
+                assert after is not None
+                cycle.append(after)
+            start = {_key(s): s.start_time for s in spans}
+            broken.add(min(cycle, key=lambda k: (start[k], k[1])))
     if not broken:
         return spans
     return [_rooted(s) if _key(s) in broken else s for s in spans]

@@ -9,7 +9,7 @@ from typing import Any
 
 from agentdocket.ingest import attributes as A
 from agentdocket.ingest.conventions.kinds import LLM, RETRIEVAL, RUN, STEP, TOOL
-from agentdocket.ingest.decode import jsonable, opt_str
+from agentdocket.ingest.decode import jsonable
 
 KINDS = {
     A.OI_AGENT: RUN,
@@ -46,14 +46,7 @@ def messages(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
     the multi-part ``message.contents.N.message_content.text``), name and tool calls."""
     out: list[dict[str, Any]] = []
     for m in A.indexed(attrs, prefix):
-        calls = []
-        has_calls = any(k.startswith(A.MESSAGE_TOOL_CALLS) for k in m)
-        for c in A.indexed(m, A.MESSAGE_TOOL_CALLS) if has_calls else ():
-            args = A.loads(c.get(A.TOOL_CALL_FUNCTION_ARGUMENTS))
-            call = {"name": str(c.get(A.TOOL_CALL_FUNCTION_NAME)), "arguments": args}
-            if c.get(A.TOOL_CALL_ID) is not None:
-                call["id"] = str(c[A.TOOL_CALL_ID])
-            calls.append(jsonable(call))
+        calls = _tool_calls(m)
         content = m.get(A.MESSAGE_CONTENT)
         if content is None:  # the multi-part form
             content = "".join(
@@ -61,11 +54,30 @@ def messages(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
                 for c in A.indexed(m, A.MESSAGE_CONTENTS)
                 if c.get(A.MESSAGE_CONTENT_TYPE, "text") == "text"
             )
-        message = {
+        message: dict[str, Any] = {
             "role": str(m.get(A.MESSAGE_ROLE, "user")),
             "content": str(content),
-            "name": opt_str(m.get(A.MESSAGE_NAME)),
-            "tool_calls": calls,
         }
-        out.append({k: v for k, v in message.items() if v is not None})
+        name = m.get(A.MESSAGE_NAME)
+        if name is not None:
+            message["name"] = str(name)
+        message["tool_calls"] = calls
+        out.append(message)
     return out
+
+
+def _tool_calls(message: Mapping[str, Any]) -> list[Any]:
+    """A flattened message's ``message.tool_calls.N.tool_call.*``."""
+    for key in message:
+        if key.startswith(A.MESSAGE_TOOL_CALLS):
+            break
+    else:
+        return []
+    calls = []
+    for c in A.indexed(message, A.MESSAGE_TOOL_CALLS):
+        args = A.loads(c.get(A.TOOL_CALL_FUNCTION_ARGUMENTS))
+        call = {"name": str(c.get(A.TOOL_CALL_FUNCTION_NAME)), "arguments": args}
+        if c.get(A.TOOL_CALL_ID) is not None:
+            call["id"] = str(c[A.TOOL_CALL_ID])
+        calls.append(jsonable(call))
+    return calls
