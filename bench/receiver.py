@@ -233,7 +233,7 @@ def plain_url(url: str) -> str:
 
 
 def run_ours(
-    pg: str, spans: Sequence[ReadableSpan], work: Path, grpc: bool = False, connections: int = 2
+    pg: str, spans: Sequence[ReadableSpan], work: Path, grpc: bool = False, connections: int = 1
 ) -> tuple[float, float]:
     with fresh_database(pg) as url:
         open_store(url).close()  # the schema, as the peers make theirs before they answer
@@ -321,7 +321,7 @@ def main() -> None:
     parser.add_argument("--url", help="PostgreSQL server URL (default: the local cluster)")
     parser.add_argument("--clients", type=int, default=CLIENTS, help="exporters sending at once")
     parser.add_argument(
-        "--connections", type=int, default=2, help="serve --connections (database connections)"
+        "--connections", type=int, default=1, help="serve --connections (database connections)"
     )
     args = parser.parse_args()
     CLIENTS = args.clients

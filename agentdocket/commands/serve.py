@@ -54,11 +54,12 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> timedel
 )
 @click.option(
     "--connections",
-    default=2,
+    default=1,
     show_default=True,
     type=click.IntRange(min=1),
-    help="Database connections writing at once; each takes the traces whose id hashes to it. "
-    "Requests that arrive together share one commit.",
+    help="Database connections writing at once, each taking the traces whose id hashes to it "
+    "(more than one pays where the database is across a network). Requests that arrive "
+    "together share one commit.",
 )
 @click.option(
     "--max-age",

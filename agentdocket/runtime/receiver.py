@@ -39,7 +39,7 @@ class ReceiverSettings:
     token: str | None = None
     max_body: int = 16 * 1024 * 1024
     max_pending: int = 8
-    connections: int = 2  # database connections writing at once (by trace id)
+    connections: int = 1  # database connections writing at once (by trace id)
     spool_dir: Path | None = None
     limits: Limits = LIVE
     refresh_every: float = 60.0  # 0: never
