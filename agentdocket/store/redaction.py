@@ -28,6 +28,8 @@ none. Only a payload with a hit is walked and rebuilt, so clean events pass thro
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import os
 import re
@@ -38,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from ahocorasick_rs import AhoCorasick, Implementation
+from ahocorasick_rs import AhoCorasick, BytesAhoCorasick, Implementation
 
 from agentdocket.errors import AgentdocketError
 from agentdocket.events import Case, Dataset, Event
@@ -101,6 +103,10 @@ BUILTIN_LITERALS: dict[str, tuple[str, ...]] = {
     "private_key_block": ("-----begin",),
     "email": ("@",),
 }
+# UTF-8 of the only characters outside ASCII whose lowercase holds an ASCII letter: U+212A
+# (to "k") and U+0130 (to "i" and a combining dot). Lowercased as bytes, a payload could hide
+# a literal behind them: one that holds them goes to the full probe.
+LOWER_TO_ASCII = (b"\xe2\x84\xaa", b"\xc4\xb0")
 _BUILTIN_TEXT = {name: p for patterns in BUILTIN_PATTERNS.values() for name, p in patterns.items()}
 
 
@@ -149,6 +155,16 @@ class Redactor:
             AhoCorasick(sorted(minimal), implementation=Implementation.DFA) if minimal else None
         )
         object.__setattr__(self, "_automaton", automaton)
+        object.__setattr__(
+            self,
+            "_bytes_automaton",
+            BytesAhoCorasick(
+                [*sorted(x.encode() for x in minimal), *LOWER_TO_ASCII],
+                implementation=Implementation.DFA,
+            )
+            if minimal
+            else None,
+        )
         # Inline flags are only allowed at the start of a pattern; scope each one.
         scoped = [
             f"(?{p[2 : p.index(')')]}:{p[p.index(')') + 1 :]})" if p.startswith("(?i)") else p
@@ -245,6 +261,32 @@ class Redactor:
         probe: re.Pattern[str] | None = self._probe  # type: ignore[attr-defined]
         return probe is not None and probe.search(text) is not None
 
+    def flagged(self, raws: Sequence[bytes], texts: Sequence[str]) -> list[bool]:
+        """:meth:`needs` of many payloads at once, given as their JSON (UTF-8, and the same as
+        text): the automaton reads them all in one call, joined by NUL (which JSON never
+        holds raw, and no literal holds), lowercased as bytes. One call, not one a payload:
+        the automaton lets go of the interpreter lock while it reads, and a thread taking it
+        back waits its turn. A payload holding a character whose lowercase is ASCII (KELVIN
+        SIGN, I WITH DOT ABOVE) is flagged too, for the full probe to decide."""
+        if not raws:
+            return []
+        flags = self._flagged_by_literals(raws)
+        probe: re.Pattern[str] | None = self._probe  # type: ignore[attr-defined]
+        if probe is not None:
+            flags = [f or probe.search(t) is not None for f, t in zip(flags, texts, strict=True)]
+        return flags
+
+    def _flagged_by_literals(self, raws: Sequence[bytes]) -> list[bool]:
+        automaton: BytesAhoCorasick | None = self._bytes_automaton  # type: ignore[attr-defined]
+        if automaton is None:
+            return [False] * len(raws)
+        found = automaton.find_matches_as_indexes(b"\x00".join(raws).lower())
+        starts = list(itertools.accumulate((len(r) + 1 for r in raws[:-1]), initial=0))
+        flags = [False] * len(raws)
+        for _, start, _ in found:
+            flags[bisect.bisect_right(starts, start) - 1] = True
+        return flags
+
     def _has_literal(self, lower: str) -> bool:
         automaton: AhoCorasick | None = self._automaton  # type: ignore[attr-defined]
         if automaton is None:
@@ -277,10 +319,11 @@ class Redactor:
                 text = pattern.sub(self.marker.format(rule=name), text)
         return text
 
-    def event(self, event: Event, text: str | None = None) -> Event:
+    def event(self, event: Event, text: str | None = None, *, probed: bool = False) -> Event:
         """The event with its payload redacted (the same object when nothing matched).
-        ``text``, the payload's JSON when the caller has it, spares serialising it again."""
-        if not self.needs(event.payload if text is None else text):
+        ``text``, the payload's JSON when the caller has it, spares serialising it again;
+        ``probed``: the caller's :meth:`flagged` said yes already."""
+        if not probed and not self.needs(event.payload if text is None else text):
             return event
         redacted = self.value(event.payload)
         return event if redacted == event.payload else replace(event, payload=redacted)

@@ -131,6 +131,24 @@ def test_store_append_and_dataset_registration(url: str) -> None:
     assert_absent(url, OPENAI_KEY, PASSWORD, AWS_KEY)
 
 
+def test_batches_prepared_ahead_are_redacted_too(url: str) -> None:
+    """Many batches: each is prepared on a second thread while the one before is written,
+    its payloads probed one by one there (one batch alone is probed in one call)."""
+    events = [
+        Event.create(
+            trace_id="a" * 32,
+            span_id=f"{i + 1:016x}",
+            seq=i,
+            kind="tool.called",
+            payload={"call_id": f"c{i}", "tool": "t", "arguments": {"token": f"{PASSWORD}{i}"}},
+        )
+        for i in range(5)
+    ] + [_event({"text": f"done with {AWS_KEY}"}, kind="response")]
+    with open_store(url) as store:
+        assert store.append(events, batch_size=2).inserted == len(events)
+    assert_absent(url, PASSWORD, AWS_KEY)
+
+
 def test_tracer(url: str, tmp_path: Path) -> None:
     recorder = Recorder(url, tmp_path / "spool")
     try:
