@@ -46,6 +46,9 @@ class _Prepare:
     encoded: Encoded = field(default_factory=dict)
     refused: Refusals = field(default_factory=list)
 
+    def refuse(self, event: Event, exc: Exception) -> None:
+        self.refused.append((event, RecordRefused(f"{type(exc).__name__}: {exc}")))
+
 
 @dataclass(frozen=True)
 class Prepared:
@@ -273,35 +276,36 @@ class Appender:
         ``together``: redaction probes the payloads in one call (:meth:`_probe_together`),
         else each as it is prepared."""
         out = _Prepare()
-        if not together or not self.redactor.active:
-            for event in events:
-                self._finish(out, event, None)
-            return out.events, out.encoded, out.refused
+        together = together and self.redactor.active
         bounded: list[_Bounded] = []
         for event in events:
             try:
-                bounded.append(self._bounded(event))
+                item = self._bounded(event)
             except DATA_ERRORS as exc:
-                out.refused.append((event, RecordRefused(f"{type(exc).__name__}: {exc}")))
+                out.refuse(event, exc)
+                continue
+            if together:
+                bounded.append(item)
+            else:  # probed now, payload by payload (see _probe_together)
+                text = item[1]
+                flagged = self.redactor.active and (text is None or self.redactor.needs(text))
+                self._finish(out, item, flagged)
         for item, flagged in zip(bounded, self._probe_together(bounded), strict=True):
             self._finish(out, item, flagged)
         return out.events, out.encoded, out.refused
 
-    def _finish(self, out: _Prepare, item: Event | _Bounded, flagged: bool | None) -> None:
-        """Bound and escape ``item`` (an event, or one done already), redact it where a rule
-        may apply (``flagged``: probed already; None: probe it now), and add it to ``out``."""
-        event = item[0] if isinstance(item, tuple) else item
-        try:
-            event, text, raw = item if isinstance(item, tuple) else self._bounded(item)
-            if flagged is None:
-                flagged = text is None or self.redactor.needs(text)
-            if self.redactor.active and flagged:
+    def _finish(self, out: _Prepare, item: _Bounded, flagged: bool) -> None:
+        """Redact a bound and escaped event where a rule may apply (``flagged``), and add it
+        to ``out``."""
+        event, text, raw = item
+        if flagged:
+            try:
                 redacted = self.redactor.event(event, text, probed=text is not None)
-                if redacted is not event:
-                    event, raw = redacted, None
-        except DATA_ERRORS as exc:
-            out.refused.append((event, RecordRefused(f"{type(exc).__name__}: {exc}")))
-            return
+            except DATA_ERRORS as exc:
+                out.refuse(event, exc)
+                return
+            if redacted is not event:
+                event, raw = redacted, None
         out.events.append(event)
         if raw is not None:
             out.encoded[event.event_id] = raw
