@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from ahocorasick_rs import AhoCorasick, BytesAhoCorasick, Implementation
+from ahocorasick_rs import BytesAhoCorasick, Implementation
 
 from agentdocket.errors import AgentdocketError
 from agentdocket.events import Case, Dataset, Event
@@ -148,16 +148,12 @@ class Redactor:
                 unfiltered.append(pattern)
         # A literal containing a shorter one adds nothing: the shorter one is found first.
         minimal = {x for x in literals if not any(y != x and y in x for y in literals)}
-        object.__setattr__(self, "_literals", tuple(sorted(minimal, key=len)))
-        # All of them searched in one pass, by an Aho-Corasick automaton (a DFA, in Rust):
-        # 1.1 us for a 475-character payload, against 5.9 us for one `in` per literal.
-        automaton = (
-            AhoCorasick(sorted(minimal), implementation=Implementation.DFA) if minimal else None
-        )
-        object.__setattr__(self, "_automaton", automaton)
+        # All of them searched in one pass over lowercased UTF-8, by an Aho-Corasick automaton
+        # (a DFA, in Rust): about 1 us for a 475-character payload, against 5.9 us for one
+        # `in` per literal.
         object.__setattr__(
             self,
-            "_bytes_automaton",
+            "_automaton",
             BytesAhoCorasick(
                 [*sorted(x.encode() for x in minimal), *LOWER_TO_ASCII],
                 implementation=Implementation.DFA,
@@ -256,7 +252,9 @@ class Redactor:
                 text = orjson.dumps(value, default=str).decode()
             except TypeError:  # a lone surrogate, an integer past 64 bits: the slower encoder
                 text = json.dumps(value, ensure_ascii=False, default=str)
-        if self._has_literal(text.lower()):
+        # Lowercased as text first, which leaves no character whose lowercase is ASCII (the
+        # automaton's other patterns); a lone surrogate passes through as its three bytes.
+        if self._has_literal(text.lower().encode("utf-8", "surrogatepass")):
             return True
         probe: re.Pattern[str] | None = self._probe  # type: ignore[attr-defined]
         return probe is not None and probe.search(text) is not None
@@ -277,7 +275,7 @@ class Redactor:
         return flags
 
     def _flagged_by_literals(self, raws: Sequence[bytes]) -> list[bool]:
-        automaton: BytesAhoCorasick | None = self._bytes_automaton  # type: ignore[attr-defined]
+        automaton: BytesAhoCorasick | None = self._automaton  # type: ignore[attr-defined]
         if automaton is None:
             return [False] * len(raws)
         found = automaton.find_matches_as_indexes(b"\x00".join(raws).lower())
@@ -287,14 +285,9 @@ class Redactor:
             flags[bisect.bisect_right(starts, start) - 1] = True
         return flags
 
-    def _has_literal(self, lower: str) -> bool:
-        automaton: AhoCorasick | None = self._automaton  # type: ignore[attr-defined]
-        if automaton is None:
-            return False
-        try:
-            return bool(automaton.find_matches_as_indexes(lower))
-        except UnicodeEncodeError:  # a lone surrogate, which the automaton cannot read
-            return any(literal in lower for literal in self._literals)  # type: ignore[attr-defined]
+    def _has_literal(self, lower: bytes) -> bool:
+        automaton: BytesAhoCorasick | None = self._automaton  # type: ignore[attr-defined]
+        return automaton is not None and bool(automaton.find_matches_as_indexes(lower))
 
     def value(self, value: Any) -> Any:
         """``value`` (any JSON) with every rule applied."""
