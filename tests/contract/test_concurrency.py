@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import random
+from collections.abc import Callable
+from typing import Any
 
 from agentdocket.events import Event, RunStarted
 from agentdocket.store import open_store
-from agentdocket.store.postgres import FINE_LIMIT
+from agentdocket.store.postgres_locks import FINE_LIMIT
 from tests.helpers.db import projections
 from tests.helpers.factory import T0, many_runs
 
@@ -23,21 +25,24 @@ def _writer(url: str, events: list[Event], seed: int) -> None:
             store.append(mine[start : start + 97])
 
 
+def _race(work: list[tuple[Callable[..., None], tuple[Any, ...]]], timeout: float) -> None:
+    """Each ``(target, args)`` in a process of its own, all at once; every one succeeds."""
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=target, args=args) for target, args in work]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout)
+        assert p.exitcode == 0
+
+
 def test_four_processes_append_the_same_traces(url: str) -> None:
     events = many_runs(200, seed=11)
     open_store(url).close()  # migrate once, before the race
     # Every process sends three quarters of all events, in its own order, so every trace is
     # written by several processes at once and most events arrive more than once.
-    ctx = mp.get_context("spawn")
-    procs = []
-    for w in range(WRITERS):
-        share = [e for i, e in enumerate(events) if i % WRITERS != w]
-        procs.append(ctx.Process(target=_writer, args=(url, share, w)))
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(300)
-        assert p.exitcode == 0
+    shares = [[e for i, e in enumerate(events) if i % WRITERS != w] for w in range(WRITERS)]
+    _race([(_writer, (url, share, w)) for w, share in enumerate(shares)], 300)
     with open_store(url) as store:
         assert store.reader.counts()["events"] == len(events)
         stored = {e.event_id for t in store.reader.trace_ids() for e in store.reader.events(t)}
@@ -61,14 +66,8 @@ def test_a_batch_of_more_traces_than_the_lock_limit_and_small_batches_at_once(ur
     traces, and the projections still come out as a rebuild makes them."""
     events = many_runs(FINE_LIMIT + 200, seed=5)
     open_store(url).close()
-    ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_big_writer, args=(url, events))]
-    procs += [ctx.Process(target=_writer, args=(url, events[w::2], w)) for w in range(2)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(600)
-        assert p.exitcode == 0
+    small = [(_writer, (url, events[w::2], w)) for w in range(2)]
+    _race([(_big_writer, (url, events)), *small], 600)
     with open_store(url) as store:
         assert store.reader.counts()["events"] == len(events)
         incremental = projections(store)
