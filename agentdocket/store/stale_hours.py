@@ -78,7 +78,8 @@ class StaleHours:
     def mark(
         self, conn: Any, proj: Projection, months: dict[str, date], before: dict[str, Keyed]
     ) -> int:
-        """Mark what ``proj`` changed (after its upserts); how many marks."""
+        """Mark what ``proj`` changed (after its upserts); how many marks it wrote from what it
+        read back (the hours of runs only judged here are marked in the database, uncounted)."""
         judged = {v.trace_id for v in proj.verdicts if v.subject_span_id is None}
         # runs only judged here (a scoring batch's): their hours marked by the database, with
         # no reading back
