@@ -6,7 +6,7 @@ import click
 from rich.table import Table
 
 from agentdocket.commands.common import FORMAT, console, echo_json, open_from
-from agentdocket.events import format_ts
+from agentdocket.events import JUDGEMENT_KINDS, format_ts
 
 
 @click.command()
@@ -30,7 +30,7 @@ def followers(ctx: click.Context, fmt: str) -> None:
                     "follower": name,
                     "position": str(position),
                     "moved_at": None if moved is None else format_ts(moved),
-                    "events_behind": following.count_after(position, skip_kinds=("verdict",)),
+                    "events_behind": following.count_after(position, skip_kinds=JUDGEMENT_KINDS),
                     "finished_runs_behind": following.count_after(
                         position, only_kinds=("run.finished",)
                     ),

@@ -18,6 +18,7 @@ from agentdocket.events.model import (
     validate_payload,
 )
 from agentdocket.events.payloads import (
+    JUDGEMENT_KINDS,
     KINDS,
     PAYLOAD_TYPES,
     PIPELINE_KINDS,
@@ -25,6 +26,7 @@ from agentdocket.events.payloads import (
     ChatMessage,
     Document,
     GenericStep,
+    Label,
     LlmCalled,
     LlmMessages,
     Message,
@@ -44,6 +46,7 @@ from agentdocket.events.payloads import (
 from agentdocket.events.trace import ToolCall, Trace, event_order
 
 __all__ = [
+    "JUDGEMENT_KINDS",
     "KINDS",
     "PAYLOAD_TYPES",
     "PIPELINE_KINDS",
@@ -56,6 +59,7 @@ __all__ = [
     "Event",
     "ExpectedCall",
     "GenericStep",
+    "Label",
     "LlmCalled",
     "LlmMessages",
     "Message",

@@ -291,6 +291,40 @@ class RetentionApplied:
     process: dict[str, Any] = field("host, pid and user of the process", factory=dict)
 
 
+@dataclass(frozen=True)
+class Label:
+    """A person's judgement of a run (or one step of it) under a rubric: a user's thumbs-down
+    from production, an annotator's answer in a queue, a label given on the command line.
+
+    Stored in the trace of the run it is about, like a verdict; never overwritten: a later
+    label by the same author on the same subject and rubric supersedes an earlier one, and
+    both are kept. A skip (``skipped`` set, ``value`` empty) says the author passed on the item.
+    """
+
+    KIND: ClassVar[str] = "label"
+    VERSION: ClassVar[int] = 1
+
+    label_id: str = field("the label's own id: the same id sent twice is stored once")
+    subject_trace_id: str = field("the run labelled")
+    rubric: str = field("the rubric answered, e.g. helpful")
+    author: str = field("who labelled: an annotator's name, or the application's user id")
+    source: Literal["api", "cli", "tracer", "queue"] = field(
+        "the way in: POST /v1/feedback, agentdocket feedback add, the tracer, an annotation queue"
+    )
+    value: bool | int | float | str | None = field(
+        "the answer: true/false (pass/fail), a category, a number on the scale, or a text", None
+    )
+    subject_span_id: str | None = field("the step labelled, when the label is about one", None)
+    rubric_version: str | None = field("the rubric's version, when it is a registered one", None)
+    comment: str | None = field("the author's words", None)
+    queue: str | None = field("the annotation queue the label was given in", None)
+    skipped: str | None = field("why the author skipped the item (then there is no value)", None)
+
+    def __post_init__(self) -> None:
+        if self.skipped is None and self.value is None:
+            raise ValueError("a label needs a value, or a reason it was skipped")
+
+
 PAYLOAD_TYPES: dict[str, type] = {
     cls.KIND: cls
     for cls in (
@@ -307,6 +341,7 @@ PAYLOAD_TYPES: dict[str, type] = {
         RunFinished,
         GenericStep,
         Verdict,
+        Label,
         TelemetryDropped,
         RetentionApplied,
     )
@@ -314,4 +349,6 @@ PAYLOAD_TYPES: dict[str, type] = {
 KINDS = tuple(PAYLOAD_TYPES)
 # Kinds about the pipeline and the log themselves: stored, but not part of any run.
 PIPELINE_KINDS = frozenset({"telemetry.dropped", "retention.applied"})
-STEP_KINDS = frozenset(KINDS) - {"run.started", "run.finished", "verdict"} - PIPELINE_KINDS
+# Kinds that judge a run rather than tell what it did: in its trace, outside its counts.
+JUDGEMENT_KINDS = frozenset({"verdict", "label"})
+STEP_KINDS = frozenset(KINDS) - {"run.started", "run.finished"} - JUDGEMENT_KINDS - PIPELINE_KINDS

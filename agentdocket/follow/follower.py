@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
-from agentdocket.events import Trace
+from agentdocket.events import JUDGEMENT_KINDS, Trace
 from agentdocket.follow.config import ConfigFileError, FollowConfig
 from agentdocket.follow.selection import Followed, follower_key, resolve
 from agentdocket.follow.stats import Stats, add
@@ -92,7 +92,7 @@ class Follower:
         the round was full (more is waiting)."""
         following = self.store.arrivals
         limit = self.config.batch * EVENTS_PER_RUN
-        arrivals = following.after(self.position, limit, skip_kinds=("verdict",))
+        arrivals = following.after(self.position, limit, skip_kinds=JUDGEMENT_KINDS)
         first: dict[str, Position] = {}
         received: dict[str, datetime | None] = {}
         for a in arrivals:
@@ -213,7 +213,7 @@ class Follower:
             return
         self._counted_at = now
         following = self.store.arrivals
-        self.stats.behind_events = following.count_after(self.position, skip_kinds=("verdict",))
+        self.stats.behind_events = following.count_after(self.position, skip_kinds=JUDGEMENT_KINDS)
         self.stats.behind_runs = following.count_after(self.position, only_kinds=("run.finished",))
 
     # --- the loop -----------------------------------------------------------------------------

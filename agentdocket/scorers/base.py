@@ -248,6 +248,8 @@ class Scorer:
         for e in trace.events:
             if e.kind == "verdict" and e.payload.get("scorer") == name:
                 continue  # its own verdicts are outputs, not inputs
+            if e.kind == "label":
+                continue  # people's labels are never a scorer's input
             if every or e.kind in kinds:
                 parts.append(e.event_id.bytes)
                 parts.append(e.schema_version.to_bytes(2, "big"))

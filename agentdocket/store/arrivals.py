@@ -15,7 +15,7 @@ a time, and a verdict given twice is stored once anyway (its event id is derived
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -67,19 +67,19 @@ class Arrivals:
         self.db = db
 
     def _after(
-        self, position: Position, skip_kinds: Sequence[str], only_kinds: Sequence[str] = ()
+        self, position: Position, skip_kinds: Collection[str], only_kinds: Sequence[str] = ()
     ) -> tuple[str, list[Any]]:
         where, params = self.db.arrived_after(position.tx, position.seq)
         if skip_kinds:
             where += f" AND kind NOT IN ({', '.join('?' * len(skip_kinds))})"
-            params += list(skip_kinds)
+            params += sorted(skip_kinds)
         if only_kinds:
             where += f" AND kind IN ({', '.join('?' * len(only_kinds))})"
             params += list(only_kinds)
         return where, params
 
     def after(
-        self, position: Position, limit: int, *, skip_kinds: Sequence[str] = ()
+        self, position: Position, limit: int, *, skip_kinds: Collection[str] = ()
     ) -> list[Arrival]:
         """Up to ``limit`` events stored after ``position``, in arrival order, none of which
         can be followed by an event committed earlier. Kinds in ``skip_kinds`` are left out
@@ -102,7 +102,7 @@ class Arrivals:
         self,
         position: Position,
         *,
-        skip_kinds: Sequence[str] = (),
+        skip_kinds: Collection[str] = (),
         only_kinds: Sequence[str] = (),
     ) -> int:
         """How many events (not of ``skip_kinds``; only of ``only_kinds`` if given) can be

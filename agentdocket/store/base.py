@@ -16,7 +16,11 @@ written against a per-database :class:`~agentdocket.store.recorder.Recorder`:
 - ``store.pipeline`` (:class:`~agentdocket.store.pipeline.PipelineSamples`): what receiver
   processes report of themselves;
 - ``store.retention`` (:class:`~agentdocket.store.retention.Retention`): whole months leaving
-  the log.
+  the log;
+- ``store.labels`` (:class:`~agentdocket.store.labels.Labels`): people's labels (read from the
+  log) and the rubrics they answer;
+- ``store.queues`` (:class:`~agentdocket.store.queues.Queues`): annotators and annotation
+  queues.
 
 Their rows are typed (:mod:`agentdocket.store.rows`).
 """
@@ -31,9 +35,11 @@ from agentdocket.store.arrivals import Arrivals
 from agentdocket.store.datasets import Datasets
 from agentdocket.store.dead_letters import DeadLetters
 from agentdocket.store.derived import DIGEST_SQL
+from agentdocket.store.labels import Labels
 from agentdocket.store.limits import STORE, Limits
 from agentdocket.store.pipeline import PipelineSamples
 from agentdocket.store.projector import Projector
+from agentdocket.store.queues import Queues
 from agentdocket.store.reading import Reader
 from agentdocket.store.recorder import Recorder
 from agentdocket.store.redaction import Redactor
@@ -61,6 +67,8 @@ class Store:
         self.arrivals = Arrivals(recorder)
         self.pipeline = PipelineSamples(recorder)
         self.retention = Retention(recorder, self._appender)
+        self.labels = Labels(recorder)
+        self.queues = Queues(recorder, self.labels)
         # False when open_store was given derived objects the database does not have as given
         # (PostgreSQL at the head revision is migrated only by `agentdocket migrate`).
         self.derived_current = True

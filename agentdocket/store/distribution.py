@@ -46,6 +46,13 @@ COORDINATOR = frozenset(
         "rollup_verdicts",
         "rollup_measures",
         "rollup_transitions",
+        # people in the loop (migration 0016): small, read by trace id from the log apart
+        "rubrics",
+        "annotators",
+        "queues",
+        "queue_items",
+        "queue_members",
+        "queue_claims",
     }
 )
 

@@ -249,7 +249,9 @@ def project(events: Iterable[Event]) -> Projection:
             # row (its times and counts) alone
             out.verdicts.append(_verdict_row(event))
             continue
-        if kind in PIPELINE_KINDS:
+        if kind in PIPELINE_KINDS or kind == "label":
+            # a person's label judges the run as a verdict does (read from the log itself,
+            # see agentdocket.store.labels): no row of its own here, no count in the run's
             continue
         if kind == "llm.called" and JUDGE_CACHE_KEY in (event.payload.get("attributes") or {}):
             # a judge's call: it belongs to the judging, not to a run of the agent

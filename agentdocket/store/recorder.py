@@ -59,7 +59,9 @@ UNIQUE_KEYS = {
     "runs": ("trace_id",),
     "verdicts": ("verdict_id",),
 }
-JSON_COLUMNS = frozenset({"models", "attributes", "details", "payload", "data"})
+JSON_COLUMNS = frozenset(
+    {"models", "attributes", "details", "payload", "data", "definition", "rubrics", "selection"}
+)
 TIME_COLUMNS = frozenset(
     {
         "ts",
@@ -71,6 +73,7 @@ TIME_COLUMNS = frozenset(
         "received_at",
         "updated_at",  # scoring_cursors
         "at",  # pipeline_samples, scoring_samples
+        "claimed_at",  # queue_claims
     }
 )
 # Errors of Python's own making while a record is encoded for the database (an integer past 64

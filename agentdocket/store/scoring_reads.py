@@ -109,7 +109,8 @@ class ScoringReader:
         # the runs' months: on PostgreSQL only their partitions are read
         months = sorted({self.db.from_db("run_month", r[4]) for r in runs.values() if r[4]})
         for event in self.db.scoring_events(list(runs), kinds, months):
-            by_trace[event.trace_id].append(event)
+            if event.kind != "label":  # people's labels are never a scorer's input
+                by_trace[event.trace_id].append(event)
         out = []
         for tid in ids:
             run = runs.get(tid)

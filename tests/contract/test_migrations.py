@@ -60,6 +60,14 @@ CURSORS = {"scoring_cursors"}  # migration 0008
 SAMPLES = {"pipeline_samples", "scoring_samples"}  # migration 0009
 MONTHS = {"trace_months"}  # migration 0012
 LEDGER = {"arrival_ledger"}  # migration 0015
+PEOPLE = {  # migration 0016
+    "rubrics",
+    "annotators",
+    "queues",
+    "queue_items",
+    "queue_members",
+    "queue_claims",
+}
 INSTALLED = {o.name for o in dashboards.objects() if o.identity.startswith("VIEW ")}
 
 
@@ -101,9 +109,12 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
             | CURSORS
             | SAMPLES
             | MONTHS
-            | LEDGER,
+            | LEDGER
+            | PEOPLE,
             VIEWS | INSTALLED | DEAD_LETTERS[1],
         )
+        downgrade(bare_url, "0015")
+        assert PEOPLE.isdisjoint(_objects(bare_url)[0])
         downgrade(bare_url, "0008")
         assert _objects(bare_url) == (
             TABLES | ROLLUP_TABLES | DEAD_LETTERS[0] | DERIVED | CURSORS,
@@ -128,9 +139,11 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
         assert _objects(bare_url) == (TABLES, VIEWS | DASHBOARD_VIEWS)
     else:
         assert _objects(bare_url) == (
-            TABLES | DEAD_LETTERS[0] | DERIVED | CURSORS | SAMPLES | MONTHS,
+            TABLES | DEAD_LETTERS[0] | DERIVED | CURSORS | SAMPLES | MONTHS | PEOPLE,
             VIEWS | DEAD_LETTERS[1],
         )
+        downgrade(bare_url, "0015")
+        assert PEOPLE.isdisjoint(_objects(bare_url)[0])
         downgrade(bare_url, "0008")
         assert _objects(bare_url) == (
             TABLES | DEAD_LETTERS[0] | DERIVED | CURSORS,
