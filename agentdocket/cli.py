@@ -17,6 +17,7 @@ from agentdocket.commands import experiment as experiment_commands
 from agentdocket.commands import exports, imports, reports
 from agentdocket.commands import followers as followers_commands
 from agentdocket.commands import grammar as grammar_commands
+from agentdocket.commands import people as people_commands
 from agentdocket.commands import refresh_dashboards as dashboard_commands
 from agentdocket.commands import retention as retention_commands
 from agentdocket.commands import runs as runs_commands
@@ -235,6 +236,13 @@ main.add_command(dataset_commands.datasets)
 main.add_command(experiment_commands.experiment)
 main.add_command(followers_commands.followers)
 main.add_command(retention_commands.retention)
+for command in (
+    people_commands.rubric,
+    people_commands.annotator,
+    people_commands.queue,
+    people_commands.feedback,
+):
+    main.add_command(command)
 
 
 @main.command(name="grafana-role")

@@ -137,8 +137,14 @@ DB_RETURNED_ROWS: Final = "db.response.returned_rows"
 ERROR_TYPE: Final = "error.type"
 
 # --- agentdocket -----------------------------------------------------------------------------
-KIND: Final = "agentdocket.kind"  # run, plan, tool, sql, retrieval, llm, message, response
+KIND: Final = "agentdocket.kind"  # run, plan, tool, sql, retrieval, llm, message, response, label
 SEQ: Final = "agentdocket.seq"  # order of the span's (first) event within its run
+LABEL_RUBRIC: Final = "agentdocket.label.rubric"  # a person's label (run.feedback)
+LABEL_VALUE: Final = "agentdocket.label.value"
+LABEL_AUTHOR: Final = "agentdocket.label.author"
+LABEL_COMMENT: Final = "agentdocket.label.comment"
+LABEL_ID: Final = "agentdocket.label.id"
+LABEL_SUBJECT_SPAN: Final = "agentdocket.label.span_id"
 END_SEQ: Final = "agentdocket.end_seq"  # order of a span's closing event (run, tool)
 STRATEGY: Final = "agentdocket.run.strategy"
 MODEL_PREFIX: Final = "agentdocket.run.model."  # + role

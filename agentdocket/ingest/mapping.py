@@ -20,6 +20,7 @@ from agentdocket.ingest.conventions import LLM, RETRIEVAL, RUN, TOOL, kind_of
 from agentdocket.ingest.evaluations import EVALUATION_EVENT
 from agentdocket.ingest.evaluations import check as check_evaluation
 from agentdocket.ingest.evaluations import verdict as evaluation_verdict
+from agentdocket.ingest.label_spans import label_events
 from agentdocket.ingest.span_reader import RUN_SETTINGS, SpanLike, SpanReader
 
 __all__ = ["RUN_SETTINGS", "SpanLike", "evaluations", "span_to_events", "spans_to_events"]
@@ -136,4 +137,5 @@ _OURS = {
     "llm": SpanReader.llm,
     "message": SpanReader.message,
     "response": SpanReader.response,
+    "label": label_events,
 }

@@ -15,6 +15,7 @@ place), 503 (too many requests in flight, or nowhere to keep the batch). A span 
 refuses is no error for the client: the store keeps it as a dead letter and stores the rest.
 Spans no convention expects (ending before they start, a span id used twice, a parent cycle)
 are stored by the rules of :mod:`agentdocket.ingest.span_rules`.
+``POST /v1/feedback`` takes people's labels as JSON (:mod:`agentdocket.ingest.feedback`).
 ``GET /healthz`` tells whether the database answers, whether anything waits in the spool, and
 how many dead letters are kept (``{"total": N, "unresolved": M}``); ``GET /metrics`` gives
 this process's figures in the Prometheus text format (:mod:`agentdocket.ingest.metrics`).
@@ -40,7 +41,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agentdocket.events import Event
+from agentdocket.events.model import now
 from agentdocket.ingest import span_rules
+from agentdocket.ingest.feedback import Invalid, Lookup, StoreLookup, labels_from
 from agentdocket.ingest.log_records import logs_to_events
 from agentdocket.ingest.mapping import spans_to_events
 from agentdocket.ingest.otlp import decode_json, decode_protobuf
@@ -152,8 +155,11 @@ class Receiver:
         token: str | None = None,
         max_body: int = DEFAULT_MAX_BODY,
         max_pending: int = DEFAULT_MAX_PENDING,
+        lookup: Lookup | None = None,
     ) -> None:
         self.sink = sink
+        # rubrics and runs for POST /v1/feedback, on a connection of their own
+        self.lookup = lookup if lookup is not None else StoreLookup(sink.url)
         self.token = token
         self.max_body = max_body
         self.max_pending = max_pending
@@ -166,6 +172,7 @@ class Receiver:
             routes=[
                 Route("/v1/traces", self.traces, methods=["POST"]),
                 Route("/v1/logs", self.logs, methods=["POST"]),
+                Route("/v1/feedback", self.feedback, methods=["POST"]),
                 Route("/healthz", self.healthz, methods=["GET"]),
                 Route("/metrics", self.metrics, methods=["GET"]),
             ]
@@ -198,6 +205,44 @@ class Receiver:
             self.rejected(reject)
             content, media = _status_body(_RPC_CODE.get(reject.status, 2), reject.message, protobuf)
             return Response(content, reject.status, reject.headers, media_type=media)
+
+    async def feedback(self, request: Request) -> Response:
+        """People's labels (:mod:`agentdocket.ingest.feedback`): 200 once stored or spooled,
+        with how many and which of their runs are not (yet) stored."""
+        try:
+            self.check_token(request.headers.get("authorization", ""))
+            media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+            if media != JSON:
+                raise Rejected(415, f"content type {media or '(none)'!r}: send {JSON}")
+            with self.slot():
+                body = await self._body(request, "identity")
+                client = request.client.host if request.client else "unknown"
+                answer = await run_in_threadpool(self._labels, body, f"feedback {client}")
+                return Response(orjson.dumps(answer), 200, media_type=JSON)
+        except Rejected as reject:
+            self.rejected(reject)
+            message = orjson.dumps({"error": reject.message})
+            return Response(message, reject.status, reject.headers, media_type=JSON)
+
+    def _labels(self, body: bytes, source: str) -> dict[str, Any]:
+        try:
+            events = labels_from(body, self.lookup, now())
+        except Invalid as exc:
+            headers = {"Retry-After": str(RETRY_AFTER_S)} if exc.status == 503 else None
+            raise Rejected(exc.status, exc.message, headers) from None
+        outcome = self.sink.deliver(events, source=source)
+        if outcome not in ("stored", "spooled"):
+            raise Rejected(
+                503,
+                "the database is away and the spool cannot take the labels; retry later",
+                {"Retry-After": str(5 * RETRY_AFTER_S)},
+            )
+        known = self.lookup.known_runs([e.trace_id for e in events])
+        unknown = None if known is None else sorted({e.trace_id for e in events} - known)
+        with self._lock:
+            self.stats.requests += 1
+            self.stats.events += len(events)
+        return {"accepted": len(events), "outcome": outcome, "unknown_runs": unknown}
 
     async def healthz(self, request: Request) -> Response:
         health = await run_in_threadpool(self.sink.health)

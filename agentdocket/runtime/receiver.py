@@ -169,6 +169,7 @@ def run_receiver(settings: ReceiverSettings, say: Say) -> None:
     receiver = Receiver(sink, token=token, max_body=s.max_body, max_pending=s.max_pending)
     services = Services()
     services.start(_Closing(sink))  # stopped last
+    services.start(_Closing(receiver.lookup))
     try:
         server = _uvicorn_server(receiver.app, s.host, s.port)
         grpc = _Grpc(receiver, s.host, s.grpc_port) if s.grpc_port else None

@@ -174,6 +174,16 @@ class Reader:
         """The run of this trace id, if it is stored (a trace that is no run has a row too)."""
         return self._run(trace_id, self._month(trace_id))
 
+    def known_runs(self, trace_ids: Sequence[str]) -> set[str]:
+        """Which of these traces are runs (their ``run.started`` is stored)."""
+        if not trace_ids:
+            return set()
+        where, params = self.db.any_of("trace_id", sorted(set(trace_ids)))
+        rows = self.db.read(
+            f"SELECT trace_id FROM runs WHERE {where} AND started_at IS NOT NULL", params
+        )
+        return {str(r[0]) for r in rows}
+
     def list_runs(
         self,
         *,

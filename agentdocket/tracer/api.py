@@ -325,6 +325,30 @@ class Run:
             attrs[A.MESSAGE_SPEAKER_NAME] = name
         self._instant("message", attrs)
 
+    def feedback(
+        self,
+        value: bool | int | float | str,
+        *,
+        author: str,
+        rubric: str = "thumbs",
+        comment: str | None = None,
+        label_id: str | None = None,
+    ) -> None:
+        """A person's label on this run (a user's thumbs-up: ``run.feedback("up",
+        author="user:42")``), recorded with the run's spans. The value is checked where the
+        rubric is known: here for the built-in ``thumbs``."""
+        attrs: dict[str, Any] = {
+            A.KIND: "label",
+            A.LABEL_RUBRIC: rubric,
+            A.LABEL_VALUE: value,
+            A.LABEL_AUTHOR: author,
+        }
+        if comment is not None:
+            attrs[A.LABEL_COMMENT] = comment
+        if label_id is not None:
+            attrs[A.LABEL_ID] = label_id
+        self._instant("label", attrs)
+
     def respond(self, text: str) -> None:
         """The agent's final answer (also set as the run span's ``output.value``)."""
         value = A.text_value(text)

@@ -301,3 +301,24 @@ def test_configure_records_through_the_module_level_api(tmp_path: Path) -> None:
         kinds = [e.kind for e in store.reader.events(run.trace_id)]
     assert kinds == ["run.started", "tool.called", "tool.returned", "response", "run.finished"]
     tracer.shutdown()  # a second shutdown is harmless
+
+
+def test_a_users_feedback_through_the_tracer_is_a_label_of_the_run(recorder: Recorder) -> None:
+    with recorder.tracer.run("qa") as run:
+        run.respond("42")
+        run.feedback("down", author="user:7", comment="not what I asked", label_id="fb-1")
+    run.feedback(4, author="ana", rubric="quality")  # after the run: the same trace
+    run.feedback("sideways", author="user:8")  # not a thumbs value: kept as a step, noted
+    recorder.flush()
+    assert run.trace_id is not None
+    with open_store(recorder.exporter.url) as store:
+        labels = store.labels.of_runs([run.trace_id])
+        assert [(x.rubric, x.value, x.author, x.source) for x in labels] == [
+            ("thumbs", False, "user:7", "tracer"),
+            ("quality", 4, "ana", "tracer"),
+        ]
+        assert labels[0].comment == "not what I asked" and labels[0].label_id == "fb-1"
+        kinds = [e.kind for e in store.reader.events(run.trace_id)]
+        assert kinds.count("label") == 2 and kinds.count("step") == 1
+        row = store.reader.run(run.trace_id)
+        assert row is not None and row["n_events"] == len(kinds) - 2  # labels not counted
