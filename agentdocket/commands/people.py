@@ -32,7 +32,12 @@ def rubric() -> None:
 def rubric_add(ctx: click.Context, file: Path) -> None:
     """Register the rubrics of a TOML file ([[rubric]] tables: name, question, kind, and
     labels, ordered, low, high, version). A version is immutable: change a rubric by giving
-    it a new version."""
+    it a new version.
+
+    \b
+    Examples:
+      agentdocket rubric add rubrics.toml
+    """
     rubrics = parse_rubrics(file.read_text(encoding="utf-8"), str(file))
     with open_from(ctx) as store:
         for r in rubrics:
@@ -45,7 +50,12 @@ def rubric_add(ctx: click.Context, file: Path) -> None:
 @FORMAT
 @click.pass_context
 def rubric_list(ctx: click.Context, fmt: str) -> None:
-    """The registered rubrics (every version) and the built-in ones."""
+    """The registered rubrics (every version) and the built-in ones.
+
+    \b
+    Examples:
+      agentdocket rubric list --format json
+    """
     with open_from(ctx) as store:
         rubrics = store.labels.rubrics()
     if fmt == "json":
@@ -74,7 +84,13 @@ def annotator() -> None:
 @click.option("--rotate", is_flag=True, help="Give an existing annotator a new token.")
 @click.pass_context
 def annotator_add(ctx: click.Context, name: str, rotate: bool) -> None:
-    """Make an annotator; prints the sign-in token once (only its digest is kept)."""
+    """Make an annotator; prints the sign-in token once (only its digest is kept).
+
+    \b
+    Examples:
+      agentdocket annotator add ana
+      agentdocket annotator add ana --rotate
+    """
     with open_from(ctx) as store:
         token = store.queues.add_annotator(name, rotate=rotate)
     click.echo(token)
@@ -125,7 +141,14 @@ def queue_create(
     sample: int | None,
     show_verdicts: bool,
 ) -> None:
-    """Make a queue of the runs a selection finds (filters combine)."""
+    """Make a queue of the runs a selection finds (filters combine).
+
+    \b
+    Examples:
+      agentdocket queue create triage --rubric thumbs --annotator ana --failing tools.slot_fill
+      agentdocket queue create judges --rubric helpful@1 --annotator ana --annotator ben \\
+          --per-item 2 --disagree review.peer.tool_employment,answer.reference --sample 100
+    """
     from agentdocket.people.selection import Selection, parse_pair, read_trace_list, select
 
     listed = traces + (read_trace_list(traces_from.read_text().splitlines()) if traces_from else ())
@@ -166,7 +189,12 @@ def queue_create(
 @FORMAT
 @click.pass_context
 def queue_list(ctx: click.Context, fmt: str) -> None:
-    """Every queue with its progress."""
+    """Every queue with its progress.
+
+    \b
+    Examples:
+      agentdocket queue list --format json
+    """
     with open_from(ctx) as store:
         found = [store.queues.get(n) for n in store.queues.names()]
         rows = [(q, store.queues.progress(q)) for q in found if q is not None]
@@ -204,7 +232,12 @@ def queue_list(ctx: click.Context, fmt: str) -> None:
 @FORMAT
 @click.pass_context
 def queue_progress(ctx: click.Context, name: str, fmt: str) -> None:
-    """How far a queue is, in all and per annotator."""
+    """How far a queue is, in all and per annotator.
+
+    \b
+    Examples:
+      agentdocket queue progress triage
+    """
     with open_from(ctx) as store:
         found = store.queues.get(name)
         if found is None:
@@ -265,7 +298,13 @@ def feedback_add(
     span_id: str | None,
     label_id: str | None,
 ) -> None:
-    """Label a run (it need not be stored yet: the label is kept and meets it)."""
+    """Label a run (it need not be stored yet: the label is kept and meets it).
+
+    \b
+    Examples:
+      agentdocket feedback add 4bf92f3577b34da6a3ce929d0e0e4736 --rubric thumbs --value up \\
+          --author ana
+    """
     name, _, version = rubric_name.partition("@")
     with open_from(ctx) as store:
         found = store.labels.rubric(name, version or None)
@@ -307,7 +346,12 @@ def feedback_list(
     author: str | None,
     fmt: str,
 ) -> None:
-    """Labels given (superseded ones and skips too), oldest first."""
+    """Labels given (superseded ones and skips too), oldest first.
+
+    \b
+    Examples:
+      agentdocket feedback list --queue triage --format json
+    """
     with open_from(ctx) as store:
         given = store.labels.given(rubric=rubric_name, queue=queue_name, author=author)
     rows = [

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from agentdocket.errors import AgentdocketError
 from agentdocket.events import Event, Label, PayloadError, parse_ts
 from agentdocket.events.labels import label_event, new_label_id
 from agentdocket.events.rubrics import BUILT_IN, Rubric, RubricError
@@ -37,7 +38,7 @@ FIELDS = frozenset(
 )
 
 
-class Invalid(Exception):
+class Invalid(AgentdocketError, ValueError):
     """A request turned away: its status and a message naming the member."""
 
     def __init__(self, status: int, message: str) -> None:
