@@ -114,7 +114,14 @@ def report(
 
 @click.command(name="calibrate")
 @click.option("--judge", "judge_name", required=True, help="The judge's verdicts: NAME[=VERSION].")
-@click.option("--truth", required=True, help="The verdicts taken as truth: NAME[=VERSION].")
+@click.option(
+    "--against",
+    "--truth",
+    "truth",
+    required=True,
+    help="The truth: a scorer's verdicts, NAME[=VERSION], or people's labels, people:RUBRIC "
+    "(the annotators' majority on a pass/fail rubric).",
+)
 @click.option("--dataset", help="Only runs of this dataset.")
 @click.option("--samples", default=1000, show_default=True, help="Bootstrap resamples.")
 @click.option("--seed", default=0, show_default=True, help="Bootstrap seed.")
@@ -129,55 +136,77 @@ def calibrate_command(
     seed: int,
     fmt: str,
 ) -> None:
-    """Treat one scorer's verdicts as predictions of another's (e.g. peer review against
-    reference-based verdicts): precision (low = optimistic), recall (low = cynical), agreement
-    and Cohen's kappa, with bootstrap intervals. Runs judged by both count; errored runs not.
+    """Treat one scorer's verdicts as predictions of a truth (reference-based verdicts, or
+    what people said): precision (low = optimistic), recall (low = cynical), F1, agreement
+    and Cohen's kappa, with bootstrap intervals, the confusion matrix and the runs where they
+    disagree. Runs judged by both count; errored runs not.
 
     \b
     Examples:
-      agentdocket calibrate --judge review.peer --truth answer.reference
-      agentdocket calibrate --judge review.peer=1 --truth answer.reference --dataset db-qa \\
-          --format json
+      agentdocket calibrate --judge review.peer --against answer.reference
+      agentdocket calibrate --judge answer.reference --against people:helpful --format json
+      agentdocket calibrate --judge review.peer=1 --truth answer.reference --dataset db-qa
     """
-    from agentdocket.scorers.calibration import calibrate, decision
-    from agentdocket.scorers.report import ReportError, choose_versions
+    from agentdocket.people.majority import majority
+    from agentdocket.people.selection import SelectionError, decisions
+    from agentdocket.scorers.calibration import calibrate
 
-    sides: list[dict[str, bool]] = []
+    note = ""
     with open_from(ctx) as store:
-        stored = store.scoring.scorer_versions(dataset)
         errored = {r.trace_id for r in store.scoring.report_runs(dataset) if r.status == "error"}
-        for given, option in ((judge_name, "--judge"), (truth, "--truth")):
-            name, _, version = given.partition("=")
-            if name not in stored:
-                raise click.BadParameter(f"no verdicts of {name!r} stored", param_hint=option)
-            try:
-                chosen = choose_versions({name: stored[name]}, [given] if version else [])
-            except ReportError as exc:
-                raise click.BadParameter(str(exc), param_hint=option) from None
-            found: dict[str, bool] = {}
-            for v in store.scoring.report_verdicts(chosen, dataset):
-                d = decision(v.passed, v.label)
-                if d is not None and v.trace_id not in errored:
-                    found[v.trace_id] = d
-            sides.append(found)
-    judged, truths = sides
-    pairs = [(judged[t], truths[t]) for t in sorted(judged.keys() & truths.keys())]
+        try:
+            judged = decisions(store, judge_name, dataset, "--judge")
+            if truth.startswith("people:"):
+                rubric = truth.removeprefix("people:")
+                found = store.labels.rubric(rubric)
+                if found is None or found.kind != "pass_fail":
+                    raise SelectionError(f"--against {truth}: no pass/fail rubric {rubric!r}")
+                people = majority(store.labels.given(rubric=rubric))
+                truths = people.decided
+                note = (
+                    f" (majority of {people.annotators} annotators, {people.labels} labels; "
+                    f"{len(people.ties)} runs tied, left out)"
+                )
+            else:
+                truths = decisions(store, truth, dataset, "--against")
+        except SelectionError as exc:
+            raise click.ClickException(str(exc)) from None
+    both = sorted((judged.keys() & truths.keys()) - errored)
+    pairs = [(judged[t], truths[t]) for t in both]
     if not pairs:
-        raise click.ClickException("no run has a pass / fail verdict from both scorers")
+        raise click.ClickException(f"no run has a pass / fail from both {judge_name} and {truth}")
     result = calibrate(pairs, samples=samples, seed=seed)
+    disagree = [
+        {"trace_id": t, "judge": judged[t], "truth": truths[t]}
+        for t in both
+        if judged[t] != truths[t]
+    ]
     if fmt == "json":
-        click.echo(json.dumps(dataclasses.asdict(result), indent=2))
+        out = dataclasses.asdict(result)
+        out["disagreements"] = disagree
+        click.echo(json.dumps(out, indent=2))
         return
+    _print_calibration(result, f"{judge_name} as a judge of {truth}{note}", samples, disagree)
+
+
+def _print_calibration(
+    result: Any, title: str, samples: int, disagree: list[dict[str, Any]]
+) -> None:
     console.print(
-        f"{judge_name} as a judge of {truth}: {result.n} runs, TP {result.tp}, FP {result.fp}, "
-        f"FN {result.fn}, TN {result.tn} ({result.level:.0%} intervals, {samples} resamples)"
+        f"{title}: {result.n} runs ({result.level:.0%} intervals, {samples} resamples)",
+        markup=False,
     )
+    matrix = Table("", "truth: pass", "truth: fail")
+    matrix.add_row("judge: pass", f"TP {result.tp}", f"FP {result.fp}")
+    matrix.add_row("judge: fail", f"FN {result.fn}", f"TN {result.tn}")
+    console.print(matrix)
     table = Table()
     for col in ("metric", "value", "interval", "reads as"):
         table.add_column(col)
     meaning = {
         "precision": "low: optimistic (failing runs judged passing)",
         "recall": "low: cynical (passing runs judged failing)",
+        "f1": "the two together (harmonic mean)",
         "agreement": "share of runs judged as the truth has them",
         "kappa": "agreement beyond chance (0: chance, 1: perfect)",
     }
@@ -191,6 +220,14 @@ def calibrate_command(
             text,
         )
     console.print(table)
+    if disagree:
+        shown = ", ".join(d["trace_id"] for d in disagree[:10])
+        more = (
+            f" and {len(disagree) - 10} more (--format json lists all)"
+            if len(disagree) > 10
+            else ""
+        )
+        console.print(f"they disagree on {len(disagree)} runs: {shown}{more}", markup=False)
 
 
 COMMANDS = (report, calibrate_command)

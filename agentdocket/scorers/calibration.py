@@ -4,6 +4,7 @@ binary classification with "pass" as the positive class.
 
 - precision = TP / (TP + FP): low precision is optimism (failing runs judged passing);
 - recall = TP / (TP + FN): low recall is cynicism (passing runs judged failing);
+- F1 = 2 TP / (2 TP + FP + FN), the harmonic mean of the two;
 - agreement = (TP + TN) / n, and Cohen's kappa, agreement beyond chance;
 
 each with a percentile bootstrap confidence interval (pairs resampled with replacement, a fixed
@@ -13,12 +14,13 @@ seed so that a report can be reproduced). A metric whose denominator is zero is 
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 Pair = tuple[bool, bool]  # (the judge says pass, the truth says pass)
-METRICS = ("precision", "recall", "agreement", "kappa")
+METRICS = ("precision", "recall", "f1", "agreement", "kappa")
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class Calibration:
     tn: int
     precision: float | None
     recall: float | None
+    f1: float | None
     agreement: float | None
     kappa: float | None
     intervals: dict[str, tuple[float, float] | None] = field(default_factory=dict)
@@ -37,23 +40,24 @@ class Calibration:
     samples: int = 0
 
 
-def _ratio(a: int, b: int) -> float | None:
-    return a / b if b else None
-
-
-def _metrics(tp: int, fp: int, fn: int, tn: int) -> dict[str, float | None]:
+def _metrics(
+    tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Each metric of each row of cell counts; NaN where its denominator is zero."""
+    tp, fp, fn, tn = (np.asarray(x, dtype=float) for x in (tp, fp, fn, tn))
     n = tp + fp + fn + tn
-    if n == 0:
-        return dict.fromkeys(METRICS)
-    observed = (tp + tn) / n
-    judge_pos, truth_pos = (tp + fp) / n, (tp + fn) / n
-    chance = judge_pos * truth_pos + (1 - judge_pos) * (1 - truth_pos)
-    return {
-        "precision": _ratio(tp, tp + fp),
-        "recall": _ratio(tp, tp + fn),
-        "agreement": observed,
-        "kappa": (observed - chance) / (1 - chance) if chance < 1 else None,
-    }
+    with np.errstate(divide="ignore", invalid="ignore"):
+        observed = (tp + tn) / n
+        judge_pos, truth_pos = (tp + fp) / n, (tp + fn) / n
+        chance = judge_pos * truth_pos + (1 - judge_pos) * (1 - truth_pos)
+        kappa = np.where(chance < 1, (observed - chance) / (1 - chance), np.nan)
+        return {
+            "precision": tp / (tp + fp),
+            "recall": tp / (tp + fn),
+            "f1": 2 * tp / (2 * tp + fp + fn),
+            "agreement": observed,
+            "kappa": kappa,
+        }
 
 
 def _counts(pairs: Sequence[Pair]) -> tuple[int, int, int, int]:
@@ -63,34 +67,30 @@ def _counts(pairs: Sequence[Pair]) -> tuple[int, int, int, int]:
     return tp, fp, fn, len(pairs) - tp - fp - fn
 
 
+def _value(x: np.ndarray) -> float | None:
+    v = float(x)
+    return None if np.isnan(v) else v
+
+
 def calibrate(
     pairs: Sequence[Pair], samples: int = 1000, level: float = 0.95, seed: int = 0
 ) -> Calibration:
-    """Precision, recall, agreement and kappa of the judge against the truth, with intervals."""
+    """Precision, recall, F1, agreement and kappa of the judge against the truth, with
+    percentile bootstrap intervals: the pairs resampled with replacement, which is a
+    multinomial draw over the four observed cells (``numpy`` with ``seed``)."""
     tp, fp, fn, tn = _counts(pairs)
-    estimate = _metrics(tp, fp, fn, tn)
-    rng = random.Random(seed)
-    drawn: dict[str, list[float]] = {m: [] for m in METRICS}
     n = len(pairs)
-    # the four cells, resampled: a draw is a multinomial over the observed cells
-    cells = [0] * tp + [1] * fp + [2] * fn + [3] * tn
-    for _ in range(samples if n else 0):
-        counts = [0, 0, 0, 0]
-        for cell in rng.choices(cells, k=n):
-            counts[cell] += 1
-        for name, value in _metrics(*counts).items():
-            if value is not None:
-                drawn[name].append(value)
-    intervals: dict[str, tuple[float, float] | None] = {}
-    tail = (1 - level) / 2
-    for name, values in drawn.items():
-        if not values:
-            intervals[name] = None
-            continue
-        values.sort()
-        lo = values[int(tail * (len(values) - 1))]
-        hi = values[int((1 - tail) * (len(values) - 1) + 0.5)]
-        intervals[name] = (lo, hi)
+    estimate = {k: _value(v) for k, v in _metrics(*(np.array(c) for c in (tp, fp, fn, tn))).items()}
+    intervals: dict[str, tuple[float, float] | None] = dict.fromkeys(METRICS)
+    if n and samples:
+        draws = np.random.default_rng(seed).multinomial(n, np.array([tp, fp, fn, tn]) / n, samples)
+        tail = (1 - level) / 2
+        for name, values in _metrics(*draws.T).items():
+            kept = np.sort(values[~np.isnan(values)])
+            if kept.size:
+                lo = kept[int(tail * (kept.size - 1))]
+                hi = kept[int((1 - tail) * (kept.size - 1) + 0.5)]
+                intervals[name] = (float(lo), float(hi))
     return Calibration(
         n,
         tp,
@@ -99,6 +99,7 @@ def calibrate(
         tn,
         precision=estimate["precision"],
         recall=estimate["recall"],
+        f1=estimate["f1"],
         agreement=estimate["agreement"],
         kappa=estimate["kappa"],
         intervals=intervals,

@@ -1,0 +1,155 @@
+"""People in the loop through the command line, on every backend: rubrics, annotators, a
+queue made from a selection, and a judge measured against a simulated annotator panel whose
+error rates are known (``calibrate --against people:RUBRIC``)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from agentdocket.cli import main
+from agentdocket.events import Label
+from agentdocket.events.labels import label_event
+from agentdocket.events.rubrics import Rubric
+from agentdocket.store import open_store
+from tests.helpers.factory import run_events, verdict_event
+from tests.helpers.fresh import EVERY, fresh_url
+from tests.unit.test_people_calibration import _population
+
+HELPFUL = Rubric(name="helpful", question="Does the answer help?", kind="pass_fail")
+ERRORS = {"ana": 0.05, "ben": 0.1, "cy": 0.2}
+PREVALENCE, SENS, SPEC = 0.6, 0.85, 0.7
+
+
+@pytest.fixture(params=EVERY)
+def url(request: pytest.FixtureRequest) -> str:
+    return fresh_url(request)
+
+
+def _cli(url: str, *args: str) -> str:
+    out = CliRunner().invoke(main, ["--database", url, *args])
+    assert out.exit_code == 0, out.output
+    return out.output
+
+
+def _panel(url: str, n: int) -> list[str]:
+    """``n`` runs with a latent truth; three annotators label each with their error rates, a
+    judge (scorer ``judge.sim``) with its sensitivity and specificity."""
+    rng = random.Random(5)
+    draw = np.random.default_rng(5)
+    ids = []
+    with open_store(url) as store:
+        store.labels.register_rubric(HELPFUL)
+        events = []
+        for i in range(n):
+            run = run_events(rng)
+            tid = run[0].trace_id
+            ids.append(tid)
+            truth = bool(draw.random() < PREVALENCE)
+            judged = bool(draw.random() < SENS) if truth else bool(draw.random() >= SPEC)
+            events += [*run, verdict_event(run, scorer="judge.sim", passed=judged)]
+            for who, error in ERRORS.items():
+                said = truth != bool(draw.random() < error)
+                label = Label(
+                    label_id=f"{who}-{i}",
+                    subject_trace_id=tid,
+                    rubric="helpful",
+                    rubric_version="1",
+                    author=who,
+                    source="queue",
+                    value=said,
+                )
+                events.append(label_event(label))
+        store.append(events)
+    return ids
+
+
+def test_a_judge_against_a_simulated_panel_recovers_its_precision_and_recall(url: str) -> None:
+    _panel(url, 400)
+    out = json.loads(
+        _cli(
+            url,
+            "calibrate",
+            "--judge",
+            "judge.sim",
+            "--against",
+            "people:helpful",
+            "--format",
+            "json",
+        )
+    )
+    precision, recall = _population(PREVALENCE, list(ERRORS.values()), SENS, SPEC)
+    assert out["n"] == 400 and out["tp"] + out["fp"] + out["fn"] + out["tn"] == 400
+    for name, true in (("precision", precision), ("recall", recall)):
+        low, high = out["intervals"][name]
+        assert low <= true <= high, (name, true, low, high)
+    assert len(out["disagreements"]) == out["fp"] + out["fn"]
+    text = _cli(url, "calibrate", "--judge", "judge.sim", "--against", "people:helpful")
+    assert "majority of 3 annotators, 1200 labels" in text and "TP" in text and "f1" in text
+
+
+def test_queues_from_the_command_line(url: str, tmp_path: Path) -> None:
+    ids = _panel(url, 12)
+    rubrics = tmp_path / "rubrics.toml"
+    rubrics.write_text(
+        '[[rubric]]\nname = "tone"\nquestion = "Tone?"\nkind = "categorical"\n'
+        'labels = ["curt", "fine", "warm"]\nordered = true\n'
+    )
+    assert "tone version 1 (categorical): registered" in _cli(url, "rubric", "add", str(rubrics))
+    token = _cli(url, "annotator", "add", "ana").strip()
+    assert len(token) > 20
+    _cli(url, "annotator", "add", "ben")
+    made = _cli(
+        url,
+        "queue",
+        "create",
+        "failing",
+        "--rubric",
+        "tone",
+        "--annotator",
+        "ana",
+        "--annotator",
+        "ben",
+        "--per-item",
+        "2",
+        "--failing",
+        "judge.sim",
+    )
+    with open_store(url) as store:
+        queue = store.queues.get("failing")
+        assert queue is not None
+        failing = {
+            v.trace_id for v in store.scoring.report_verdicts({"judge.sim": "1"}) if not v.passed
+        }
+        assert set(queue.items) == failing and f"{len(failing)} runs" in made
+        item = store.queues.next_item(queue, "ana")
+        assert item in failing
+    listed = json.loads(_cli(url, "queue", "list", "--format", "json"))
+    assert listed[0]["name"] == "failing" and listed[0]["rubrics"] == ["tone@1"]
+    _cli(url, "feedback", "add", ids[0], "--rubric", "tone", "--value", "warm", "--author", "ana")
+    bad = CliRunner().invoke(
+        main,
+        [
+            "--database",
+            url,
+            "feedback",
+            "add",
+            ids[0],
+            "--rubric",
+            "tone",
+            "--value",
+            "hot",
+            "--author",
+            "a",
+        ],
+    )
+    assert bad.exit_code != 0 and "takes one of curt, fine, warm" in bad.output
+    given = json.loads(_cli(url, "feedback", "list", "--rubric", "tone", "--format", "json"))
+    assert [(g["trace_id"], g["value"]) for g in given] == [(ids[0], "warm")]
+    progress = json.loads(_cli(url, "queue", "progress", "failing", "--format", "json"))
+    assert progress["items"] == len(failing) and progress["annotators"]["ana"]["labelled"] == 0
