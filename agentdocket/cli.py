@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from agentdocket.commands import annotation as annotation_commands
 from agentdocket.commands import compare as compare_commands
 from agentdocket.commands import datasets as dataset_commands
 from agentdocket.commands import dead_letters as dead_letter_commands
@@ -239,8 +240,9 @@ main.add_command(retention_commands.retention)
 for command in (
     people_commands.rubric,
     people_commands.annotator,
-    people_commands.queue,
+    annotation_commands.queue,
     people_commands.feedback,
+    annotation_commands.agreement_command,
 ):
     main.add_command(command)
 

@@ -19,7 +19,7 @@ from agentdocket.events.rubrics import Rubric
 from agentdocket.store import open_store
 from tests.helpers.factory import run_events, verdict_event
 from tests.helpers.fresh import EVERY, fresh_url
-from tests.unit.test_people_calibration import _population
+from tests.helpers.panel import population
 
 HELPFUL = Rubric(name="helpful", question="Does the answer help?", kind="pass_fail")
 ERRORS = {"ana": 0.05, "ben": 0.1, "cy": 0.2}
@@ -37,7 +37,7 @@ def _cli(url: str, *args: str) -> str:
     return out.output
 
 
-def _panel(url: str, n: int) -> list[str]:
+def _panel(url: str, n: int, queue: str | None = None) -> list[str]:
     """``n`` runs with a latent truth; three annotators label each with their error rates, a
     judge (scorer ``judge.sim``) with its sensitivity and specificity."""
     rng = random.Random(5)
@@ -63,6 +63,7 @@ def _panel(url: str, n: int) -> list[str]:
                     author=who,
                     source="queue",
                     value=said,
+                    queue=queue,
                 )
                 events.append(label_event(label))
         store.append(events)
@@ -83,7 +84,7 @@ def test_a_judge_against_a_simulated_panel_recovers_its_precision_and_recall(url
             "json",
         )
     )
-    precision, recall = _population(PREVALENCE, list(ERRORS.values()), SENS, SPEC)
+    precision, recall = population(PREVALENCE, list(ERRORS.values()), SENS, SPEC)
     assert out["n"] == 400 and out["tp"] + out["fp"] + out["fn"] + out["tn"] == 400
     for name, true in (("precision", precision), ("recall", recall)):
         low, high = out["intervals"][name]
@@ -153,3 +154,51 @@ def test_queues_from_the_command_line(url: str, tmp_path: Path) -> None:
     assert [(g["trace_id"], g["value"]) for g in given] == [(ids[0], "warm")]
     progress = json.loads(_cli(url, "queue", "progress", "failing", "--format", "json"))
     assert progress["items"] == len(failing) and progress["annotators"]["ana"]["labelled"] == 0
+
+
+def test_agreement_of_a_queue_equals_the_reference_computation(url: str) -> None:
+    from agentdocket.people.agreement import fleiss_kappa, krippendorff_alpha
+    from tests.helpers.agreement_reference import alpha_by_pairs, fleiss_by_formula
+
+    ids = _panel(url, 120, queue="panel")
+    for who in ERRORS:
+        _cli(url, "annotator", "add", who)
+    with open_store(url) as store:
+        store.queues.create(
+            "panel",
+            rubrics=[("helpful", "1")],
+            per_item=3,
+            items=ids,
+            members=list(ERRORS),
+            selection={"traces": len(ids)},
+        )
+        given = store.labels.given(queue="panel")
+    by_item: dict[str, dict[str, object]] = {}
+    for g in given:
+        by_item.setdefault(g.trace_id, {})[g.author] = g.value
+    ordered = [by_item[t] for t in sorted(by_item)]  # the runs in trace id order, as stored
+    items = [list(v.values()) for v in ordered]
+    units = [[v.get(w) for w in ERRORS] for v in ordered]
+    out = json.loads(
+        _cli(url, "agreement", "--queue", "panel", "--samples", "400", "--format", "json")
+    )
+    (helpful,) = out
+    assert helpful["rubric"] == "helpful" and helpful["labels"] == 360
+    assert helpful["fleiss"]["value"] == pytest.approx(fleiss_by_formula(items), abs=1e-12)
+    assert helpful["alpha_nominal"]["value"] == pytest.approx(
+        float(alpha_by_pairs(units, "nominal")), abs=1e-12
+    )
+    fleiss = fleiss_kappa(items, samples=400, seed=0)
+    alpha = krippendorff_alpha(units, samples=400, seed=0)
+    assert (helpful["fleiss"]["low"], helpful["fleiss"]["high"]) == (fleiss.low, fleiss.high)
+    assert (helpful["alpha_nominal"]["low"], helpful["alpha_nominal"]["high"]) == (
+        alpha.low,
+        alpha.high,
+    )
+    assert [(p["first"], p["second"]) for p in helpful["pairwise"]] == [
+        ("ana", "ben"),
+        ("ana", "cy"),
+        ("ben", "cy"),
+    ]
+    text = _cli(url, "agreement", "--queue", "panel", "--samples", "200")
+    assert "Fleiss' kappa" in text and "Krippendorff's alpha (nominal)" in text

@@ -22,6 +22,7 @@ from agentdocket.people.agreement import (
     fleiss_kappa,
     krippendorff_alpha,
 )
+from tests.helpers.agreement_reference import alpha_by_pairs, fleiss_by_formula
 
 # Krippendorff, "Computing Krippendorff's Alpha-Reliability" (2011): 4 observers, 12 units,
 # "." missing. Rows are the observers A..D, columns the units.
@@ -38,43 +39,11 @@ def _units() -> list[list[int | None]]:
     return [[None if r[u] == "." else int(r[u]) for r in rows] for u in range(len(rows[0]))]
 
 
-def _alpha_by_pairs(units: Sequence[Sequence[int | None]], metric: str) -> Fraction:
-    """Krippendorff's alpha in exact arithmetic, the paper's way: the coincidence matrix from
-    the pairable values (each ordered pair of two coders' values in a unit adds 1/(m_u - 1)),
-    then alpha = 1 - (n - 1) sum o_ck d_ck / sum n_c n_k d_ck."""
-    values = sorted({v for unit in units for v in unit if v is not None})
-    o = {(c, k): Fraction(0) for c in values for k in values}
-    for unit in units:
-        present = [v for v in unit if v is not None]
-        m = len(present)
-        if m < 2:
-            continue
-        for i in range(m):
-            for j in range(m):
-                if i != j:
-                    o[present[i], present[j]] += Fraction(1, m - 1)
-    n_c = {c: sum(o[c, k] for k in values) for c in values}
-    n = sum(n_c.values())
-
-    def delta(c: int, k: int) -> Fraction:
-        if metric == "nominal":
-            return Fraction(0 if c == k else 1)
-        if metric == "interval":
-            return Fraction((c - k) ** 2)
-        low, high = min(c, k), max(c, k)  # ordinal
-        between = sum(n_c[g] for g in values if low <= g <= high)
-        return (between - (n_c[c] + n_c[k]) / 2) ** 2
-
-    observed = sum(o[c, k] * delta(c, k) for c in values for k in values)
-    expected = sum(n_c[c] * n_c[k] * delta(c, k) for c in values for k in values)
-    return 1 - (n - 1) * observed / expected
-
-
 @pytest.mark.parametrize(
     "metric,published", [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849)]
 )
 def test_krippendorffs_example_gives_the_papers_alpha(metric: str, published: float) -> None:
-    exact = _alpha_by_pairs(_units(), metric)
+    exact = alpha_by_pairs(_units(), metric)
     estimate = krippendorff_alpha(_units(), level_of_measurement=metric, samples=200)
     assert estimate.value == pytest.approx(float(exact), abs=1e-12)
     assert round(estimate.value, 3) == round(float(exact), 3) == published
@@ -88,8 +57,8 @@ def test_nominal_alpha_of_the_example_is_an_exact_fraction() -> None:
     # 5, 3, and 8 off the coincidence matrix's diagonal
     totals = [9, 13, 10, 5, 3]
     paper = 1 - Fraction((40 - 1) * 8, 40**2 - sum(t * t for t in totals))
-    assert _alpha_by_pairs(_units(), "nominal") == paper
-    assert _alpha_by_pairs(_units(), "nominal") == Fraction(113, 152)
+    assert alpha_by_pairs(_units(), "nominal") == paper
+    assert alpha_by_pairs(_units(), "nominal") == Fraction(113, 152)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -99,7 +68,7 @@ def test_alpha_matches_the_pairs_formula_on_random_panels(seed: int, metric: str
     values = rng.integers(1, 6, size=(25, 4)).astype(object)
     values[rng.random(values.shape) < 0.3] = None
     units = values.tolist()
-    exact = _alpha_by_pairs(units, metric)
+    exact = alpha_by_pairs(units, metric)
     got = krippendorff_alpha(units, level_of_measurement=metric, samples=0)
     assert got.value == pytest.approx(float(exact), abs=1e-12)
 
@@ -109,7 +78,7 @@ def test_ordinal_alpha_follows_the_order_given_not_the_labels_spelling() -> None
     units = [[None if v is None else words[v] for v in unit] for unit in _units()]
     order = [words[v] for v in range(1, 6)]
     got = krippendorff_alpha(units, level_of_measurement="ordinal", order=order, samples=0)
-    assert got.value == pytest.approx(float(_alpha_by_pairs(_units(), "ordinal")), abs=1e-12)
+    assert got.value == pytest.approx(float(alpha_by_pairs(_units(), "ordinal")), abs=1e-12)
 
 
 # Fleiss' kappa's worked example (Wikipedia, "Fleiss' kappa"): 10 items, 14 raters, 5
@@ -132,21 +101,6 @@ def _rows_as_labels(table: Sequence[Sequence[int]]) -> list[list[int]]:
     return [[j + 1 for j, count in enumerate(row) for _ in range(count)] for row in table]
 
 
-def _fleiss_by_formula(items: Sequence[Sequence[Hashable]]) -> float:
-    """The documented generalisation, item by item: P_i with each item's own n_i, the items
-    weighted equally, p_j pooled over all ratings."""
-    items = [list(i) for i in items if len(i) >= 2]
-    labels = sorted({x for i in items for x in i})
-    shares = []
-    for item in items:
-        n = len(item)
-        shares.append(sum(item.count(c) * (item.count(c) - 1) for c in labels) / (n * (n - 1)))
-    p_bar = sum(shares) / len(shares)
-    ratings = [x for i in items for x in i]
-    p_e = sum((ratings.count(c) / len(ratings)) ** 2 for c in labels)
-    return (p_bar - p_e) / (1 - p_e)
-
-
 def test_fleiss_kappa_of_the_worked_example() -> None:
     got = fleiss_kappa(_rows_as_labels(FLEISS_TABLE), samples=200)
     assert got.value is not None and round(got.value, 3) == 0.210
@@ -162,10 +116,10 @@ def test_fleiss_kappa_of_the_worked_example() -> None:
 def test_fleiss_kappa_with_unequal_raters_is_the_documented_generalisation(seed: int) -> None:
     rng = np.random.default_rng(seed)
     items = [rng.integers(0, 4, size=rng.integers(1, 7)).tolist() for _ in range(30)]
-    assert fleiss_kappa(items, samples=0).value == pytest.approx(_fleiss_by_formula(items))
+    assert fleiss_kappa(items, samples=0).value == pytest.approx(fleiss_by_formula(items))
     # with the same raters on every item, it is Fleiss' formula exactly
     equal = [rng.integers(0, 3, size=5).tolist() for _ in range(30)]
-    assert fleiss_kappa(equal, samples=0).value == pytest.approx(_fleiss_by_formula(equal))
+    assert fleiss_kappa(equal, samples=0).value == pytest.approx(fleiss_by_formula(equal))
 
 
 def _pairs(table: Sequence[Sequence[int]], labels: Sequence[Hashable]) -> list[tuple[Any, Any]]:
@@ -233,10 +187,10 @@ def test_the_convenience_report_agrees_with_the_functions() -> None:
     assert report.alpha_nominal.value == pytest.approx(113 / 152)
     assert report.alpha_ordinal is not None
     assert report.alpha_ordinal.value == pytest.approx(
-        float(_alpha_by_pairs(units, "ordinal")), abs=1e-12
+        float(alpha_by_pairs(units, "ordinal")), abs=1e-12
     )
     assert report.fleiss.value == pytest.approx(
-        _fleiss_by_formula([[v for v in unit if v is not None] for unit in units])
+        fleiss_by_formula([[v for v in unit if v is not None] for unit in units])
     )
     assert [(p.first, p.second) for p in report.pairwise] == list(itertools.combinations("ABCD", 2))
     for pair in report.pairwise:
@@ -424,7 +378,7 @@ def test_an_annotator_with_a_single_item_has_no_pairwise_kappa_but_counts() -> N
     assert [(p.first, p.second) for p in report.pairwise] == [("ann", "bob")]
     assert report.fleiss.n_items == 10 and report.alpha_nominal.n_items == 10
     lists = [[v for v in labels.values()] for labels in panel.values()]
-    assert report.fleiss.value == pytest.approx(_fleiss_by_formula(lists))
+    assert report.fleiss.value == pytest.approx(fleiss_by_formula(lists))
 
 
 def test_missing_labels_are_left_out() -> None:

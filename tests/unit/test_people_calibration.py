@@ -11,6 +11,7 @@ import pytest
 from agentdocket.people.majority import majority
 from agentdocket.scorers.calibration import calibrate
 from agentdocket.store.labels import StoredLabel
+from tests.helpers.panel import population
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -51,29 +52,6 @@ def test_the_majority_counts_each_annotators_latest_label_and_leaves_ties_out() 
     assert (found.labels, found.annotators) == (6, 3)
 
 
-def _population(
-    prevalence: float, errors: list[float], sens: float, spec: float
-) -> tuple[float, float]:
-    """Precision and recall of a judge (sensitivity, specificity against the latent truth)
-    against the majority of independent annotators with these error rates, exactly."""
-    n = len(errors)
-
-    def p_majority_right() -> float:
-        total = 0.0
-        for mask in range(2**n):
-            right = [bool(mask >> i & 1) for i in range(n)]
-            p = float(np.prod([1 - e if r else e for r, e in zip(right, errors, strict=True)]))
-            if 2 * sum(right) > n:
-                total += p
-        return total
-
-    m = p_majority_right()
-    both = prevalence * sens * m + (1 - prevalence) * (1 - spec) * (1 - m)
-    judge = prevalence * sens + (1 - prevalence) * (1 - spec)
-    people = prevalence * m + (1 - prevalence) * (1 - m)
-    return both / judge, both / people
-
-
 def _panel(
     rng: np.random.Generator,
     n: int,
@@ -92,7 +70,7 @@ def _panel(
 @pytest.mark.parametrize("n", [150, 400])
 def test_precision_and_recall_intervals_cover_at_95_percent(n: int) -> None:
     setting = {"prevalence": 0.6, "errors": [0.05, 0.1, 0.2], "sens": 0.85, "spec": 0.7}
-    precision, recall = _population(**setting)  # type: ignore[arg-type]
+    precision, recall = population(**setting)  # type: ignore[arg-type]
     rng = np.random.default_rng(2026)
     reps = 1000
     covered = {"precision": 0, "recall": 0}
