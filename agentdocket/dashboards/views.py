@@ -27,6 +27,7 @@ variable's "All" covers every run).
 - ``dashboard_scoring_samples``: what each follower reported every 15 seconds (scoring lag over
   the interval, finished runs and events behind its cursor, verdicts per second).
 - ``dashboard_telemetry_dropped``: spans exporters reported dropping (``telemetry.dropped``).
+- ``dashboard_labels``: people's labels, each author's latest per run (or step) and rubric.
 - ``dashboard_experiment_verdicts``: each run's latest run-level verdicts with its dataset,
   case and the selections that pick it (``experiment:NAME``, ``AGENT@VERSION``, ``AGENT``), for
   the experiments dashboard.
@@ -251,6 +252,23 @@ TELEMETRY_DROPPED = """
         """
 
 
+# People's labels: each author's latest whole-run or step label per rubric (skips left out),
+# from the log's label events (the partial index events_labels), with the run's dimensions.
+LABELS = """
+            SELECT DISTINCT ON (e.trace_id, coalesce(e.payload->>'subject_span_id', ''),
+                    e.payload->>'rubric', e.payload->>'author')
+                e.ts AS time, e.trace_id, e.payload->>'subject_span_id' AS span_id,
+                e.payload->>'rubric' AS rubric, e.payload->>'author' AS author,
+                e.payload->>'source' AS source, e.payload->>'queue' AS queue,
+                e.payload->'value' #>> '{}' AS value,
+                coalesce(r.agent, '(none)') AS agent, coalesce(r.dataset, '(none)') AS dataset
+            FROM events e LEFT JOIN runs r ON r.trace_id = e.trace_id
+            WHERE e.kind = 'label' AND e.payload->>'skipped' IS NULL
+            ORDER BY e.trace_id, coalesce(e.payload->>'subject_span_id', ''),
+                e.payload->>'rubric', e.payload->>'author', e.ts DESC, e.event_id DESC
+        """
+
+
 # Each run-level latest verdict of a run with a case, once per selection that picks its run,
 # as `agentdocket compare` names them: experiment:NAME, AGENT@VERSION, AGENT. (The selections
 # are rows of a VALUES list, each with whether it applies: Citus does not run a UNION of
@@ -289,6 +307,7 @@ def _views() -> dict[str, str]:
         "dashboard_scoring_samples": SCORING_SAMPLES,
         "dashboard_telemetry_dropped": TELEMETRY_DROPPED,
         "dashboard_experiment_verdicts": EXPERIMENT_VERDICTS,
+        "dashboard_labels": LABELS,
     }
 
 

@@ -110,6 +110,26 @@ def seed(url: str, tmp: Path) -> None:
         score_runs(store, [stricter], trace_ids=ibm)
         store.dead_letters.keep([DeadLetter.of_raw('{"x": 1}', "test: refused", "seed")])
         _pipeline_samples(store)
+        _labels(store, demo)
+
+
+def _labels(store: Store, runs: list[str]) -> None:
+    """Two annotators' thumbs on eight demo runs (agreeing on six), and a user's thumbs-down
+    sent by the application."""
+    from agentdocket.events import Label
+    from agentdocket.events.labels import label_event
+
+    events = []
+    for i, trace_id in enumerate(runs[:8]):
+        for who in ("ana", "ben"):
+            value = i % 2 == 0 if who == "ana" or i < 6 else i % 2 == 1
+            events.append(
+                label_event(
+                    Label(f"{who}-{i}", trace_id, "thumbs", who, "queue", value, queue="seed")
+                )
+            )
+    events.append(label_event(Label("app-1", runs[0], "thumbs", "user:7", "api", False)))
+    store.append(events)
 
 
 def _pipeline_samples(store: Store) -> None:

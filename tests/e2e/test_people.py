@@ -202,3 +202,55 @@ def test_agreement_of_a_queue_equals_the_reference_computation(url: str) -> None
     ]
     text = _cli(url, "agreement", "--queue", "panel", "--samples", "200")
     assert "Fleiss' kappa" in text and "Krippendorff's alpha (nominal)" in text
+
+
+def test_the_agreement_panel_is_fleiss_kappa_of_each_weeks_runs(pg_url: str) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from agentdocket.dashboards.macros import expand
+    from agentdocket.dashboards.panels import people
+    from agentdocket.people.agreement import fleiss_kappa
+
+    rng = random.Random(9)
+    draw = np.random.default_rng(9)
+    monday = datetime(2026, 11, 2, 9, tzinfo=UTC)
+    weeks: dict[int, list[list[object]]] = {0: [], 1: []}
+    events = []
+    for i in range(60):
+        run = run_events(rng)
+        week = i % 2
+        truth = bool(draw.random() < 0.5)
+        said = []
+        for j, (who, error) in enumerate(ERRORS.items()):
+            if i % 5 == 0 and j == 2:
+                continue  # some runs have two labels, not three
+            value = truth != bool(draw.random() < error)
+            said.append(value)
+            when = monday + timedelta(days=7 * week + 1, minutes=i + j)
+            label = Label(
+                label_id=f"{who}-{i}",
+                subject_trace_id=run[0].trace_id,
+                rubric="helpful",
+                author=who,
+                source="queue",
+                value=value,
+                queue="w",
+            )
+            events.append(label_event(label, when))
+        events += run
+        weeks[week].append(said)
+    with open_store(pg_url) as store:
+        store.append(events)
+        [spec] = [p for p in people.PANELS if p.title.startswith("Annotator agreement")]
+        values = {"agent": ["agent-a"], "dataset": ["ds"]}
+        rows = store.recorder.read(expand(spec.sql, values))
+    got = {(r[0].date(), r[1]): r[2] for r in rows}
+    assert set(got) == {
+        (monday.date(), "helpful"),
+        ((monday + timedelta(days=7)).date(), "helpful"),
+    }
+    for week, items in weeks.items():
+        expected = fleiss_kappa(items, samples=0).value
+        assert got[((monday + timedelta(days=7 * week)).date(), "helpful")] == pytest.approx(
+            expected, abs=1e-12
+        )

@@ -25,6 +25,7 @@ from agentdocket.dashboards.panels import (
     grammar,
     overview,
     peer_review,
+    people,
     pipeline,
     responses,
     run,
@@ -49,6 +50,7 @@ PANELS: tuple[PanelSpec, ...] = (
     *grammar.PANELS,
     *versions.PANELS,
     *experiments.PANELS,
+    *people.PANELS,
 )
 
 # Each dashboard's uid -> its title and description, in the order they are built.
@@ -60,6 +62,7 @@ TITLES: dict[str, tuple[str, str]] = {
     grammar.UID: grammar.TITLE,
     versions.UID: versions.TITLE,
     experiments.UID: experiments.TITLE,
+    people.UID: people.TITLE,
     pipeline.UID: pipeline.TITLE,
     run.UID: run.TITLE,
 }
