@@ -116,6 +116,9 @@ def feedback() -> None:
 @click.option("--comment", help="Words to go with it.")
 @click.option("--span", "span_id", help="The step labelled (its span id), if not the whole run.")
 @click.option("--id", "label_id", help="The label's id (sent again: stored once).")
+@click.option(
+    "--queue", "queue_name", help="The annotation queue it answers (labels made elsewhere)."
+)
 @click.pass_context
 def feedback_add(
     ctx: click.Context,
@@ -126,6 +129,7 @@ def feedback_add(
     comment: str | None,
     span_id: str | None,
     label_id: str | None,
+    queue_name: str | None,
 ) -> None:
     """Label a run (it need not be stored yet: the label is kept and meets it).
 
@@ -139,6 +143,16 @@ def feedback_add(
         found = store.labels.rubric(name, version or None)
         if found is None:
             raise click.BadParameter(f"no rubric {rubric_name!r}", param_hint="--rubric")
+        if queue_name is not None:
+            queue = store.queues.get(queue_name)
+            if queue is None or trace_id not in queue.items:
+                raise click.BadParameter(
+                    f"no run {trace_id} in queue {queue_name!r}", param_hint="--queue"
+                )
+            if author not in queue.members:
+                raise click.BadParameter(
+                    f"{author!r} is not an annotator of {queue_name!r}", param_hint="--author"
+                )
         try:
             answer = found.check(value, "--value")
             event = label_event(
@@ -152,6 +166,7 @@ def feedback_add(
                     source="cli",
                     value=answer,
                     comment=comment,
+                    queue=queue_name,
                 )
             )
         except (RubricError, ValueError) as exc:
