@@ -27,7 +27,7 @@ import ipaddress
 import logging
 import threading
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +37,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from agentdocket.events import Event
 from agentdocket.ingest import span_rules
@@ -143,7 +143,9 @@ READERS: dict[str, dict[bool, Reader]] = {
 
 class Receiver:
     """The application and its state: the sink (store, spool, back-off), the token, the
-    limits, and how many requests are in flight."""
+    limits, and how many requests are in flight. ``extra_routes`` join the application's
+    own: what the serve process offers beside the receiver (the annotation page), each with
+    its own access rules (the bearer token guards the receiver's routes only)."""
 
     def __init__(
         self,
@@ -152,6 +154,7 @@ class Receiver:
         token: str | None = None,
         max_body: int = DEFAULT_MAX_BODY,
         max_pending: int = DEFAULT_MAX_PENDING,
+        extra_routes: Sequence[BaseRoute] = (),
     ) -> None:
         self.sink = sink
         self.token = token
@@ -168,6 +171,7 @@ class Receiver:
                 Route("/v1/logs", self.logs, methods=["POST"]),
                 Route("/healthz", self.healthz, methods=["GET"]),
                 Route("/metrics", self.metrics, methods=["GET"]),
+                *extra_routes,
             ]
         )
 
