@@ -16,7 +16,7 @@ LAYERS = [
     {"events"},
     {"store", "migrations"},
     {"ingest", "importers", "scorers", "generators"},
-    {"tracer", "examiner", "demo", "dashboards", "experiments", "follow"},
+    {"tracer", "examiner", "demo", "dashboards", "experiments", "follow", "people"},
     {"runtime"},
     {"commands"},
     {"cli"},

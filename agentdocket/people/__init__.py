@@ -1,0 +1,1 @@
+"""People in the loop: labels, rubrics, annotation queues, agreement."""
