@@ -361,9 +361,11 @@ def _view(
     comment = next((x.comment for x in current.values() if x.comment), None) or ""
     skips = [x.skipped for x in here if x.skipped is not None]
     reason = skips[-1] if skips and not current else ""
-    if form is not None:
+    if form is not None and form.get("action") == "skip":  # what they sent, back to them
+        reason = form.get("reason", "")
+    elif form is not None:
         answers = {i: form.get(f"answer-{i}", "") for i in range(len(rubrics))}
-        comment, reason = form.get("comment", ""), form.get("reason", "")
+        comment = form.get("comment", "")
     trace = store.reader.read_trace(trace_id)
     events = list(trace.events) if trace is not None else []
     mine_now = store.queues.progress(queue).by_annotator.get(who, {})

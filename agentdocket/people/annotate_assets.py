@@ -3,10 +3,10 @@ only them run: they are constants, allowed by their digests, so a script that fo
 into a page anyway would not run.
 
 The script is the page's keys: 1..9 choose the nth answer of the rubric in focus (else of the
-first unanswered one) and move on to the next rubric; Enter sends the form in focus (the
-labels, or the skip from its reason box; Ctrl+Enter from a text box); s and c go to the skip
-reason and the comment; b follows the link back; Esc leaves a text box. On the queues page,
-1..9 start the nth queue.
+first unanswered one) and move the focus on to the next rubric (else to the save button);
+Enter sends the form in focus (the labels, or the skip from its reason box; Ctrl+Enter from a
+text box); s and c go to the skip reason and the comment; b follows the link back; Esc leaves
+a text box. On the queues page, 1..9 start the nth queue.
 """
 
 from __future__ import annotations
@@ -93,12 +93,12 @@ SCRIPT = """
     var radios = group.querySelectorAll("input[type=radio]");
     if (n >= radios.length) return false;
     radios[n].checked = true;
-    var all = groups(), next = all[all.indexOf(group) + 1];
-    if (next) {
-      (next.querySelector("input:checked") || next.querySelector("input[type=radio]")).focus();
-    } else {
-      document.getElementById("save").focus();
-    }
+    // on to the next rubric of the form (a choice's, or a text box), else to the save button
+    var all = Array.prototype.slice.call(document.querySelectorAll("fieldset.rubric"));
+    var next = all[all.indexOf(group) + 1];
+    var to = next ? next.querySelector("input:checked") || next.querySelector("input, textarea")
+                  : document.getElementById("save");
+    if (to) to.focus();
     return true;
   }
   function focus(id) {

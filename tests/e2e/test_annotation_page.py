@@ -175,6 +175,9 @@ def test_a_wrong_answer_is_422_naming_the_rubric_and_a_double_submit_is_one_labe
     again = client.get(item).text
     assert 'value="false" checked' in again and 'value="2" checked' in again
     assert "planner.suffix_match" in again  # the judges' verdicts, now that bob labelled it
+    no_reason = client.post(item, data={"nonce": _nonce(again), "action": "skip", "reason": ""})
+    assert no_reason.status_code == 422 and "why you skip" in no_reason.text
+    assert 'value="false" checked' in no_reason.text  # his labels stay shown
 
 
 def test_a_run_s_hostile_text_shows_as_text(page: tuple[TestClient, Seeded]) -> None:
