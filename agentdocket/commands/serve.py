@@ -128,6 +128,9 @@ def serve(
     With --score (or --config) it also judges runs as they finish, as `score --follow` does;
     its figures join the receiver's on GET /metrics.
 
+    The annotators' page is at http://HOST:PORT/annotate/: each annotator signs in with
+    their token and labels the runs of their annotation queues.
+
     \b
     Examples:
       agentdocket serve

@@ -28,7 +28,7 @@ import ipaddress
 import logging
 import threading
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,7 +38,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from agentdocket.events import Event
 from agentdocket.events.model import now
@@ -146,7 +146,9 @@ READERS: dict[str, dict[bool, Reader]] = {
 
 class Receiver:
     """The application and its state: the sink (store, spool, back-off), the token, the
-    limits, and how many requests are in flight."""
+    limits, and how many requests are in flight. ``extra_routes`` join the application's
+    own: what the serve process offers beside the receiver (the annotation page), each with
+    its own access rules (the bearer token guards the receiver's routes only)."""
 
     def __init__(
         self,
@@ -156,6 +158,7 @@ class Receiver:
         max_body: int = DEFAULT_MAX_BODY,
         max_pending: int = DEFAULT_MAX_PENDING,
         lookup: Lookup | None = None,
+        extra_routes: Sequence[BaseRoute] = (),
     ) -> None:
         self.sink = sink
         # rubrics and runs for POST /v1/feedback, on a connection of their own
@@ -175,6 +178,7 @@ class Receiver:
                 Route("/v1/feedback", self.feedback, methods=["POST"]),
                 Route("/healthz", self.healthz, methods=["GET"]),
                 Route("/metrics", self.metrics, methods=["GET"]),
+                *extra_routes,
             ]
         )
 

@@ -1,6 +1,7 @@
 """``agentdocket serve`` as a service: the OTLP/HTTP and OTLP/gRPC receivers on one sink, and
-beside them the pipeline sampler (which also keeps partitions made ahead), the rollup
-refresher (PostgreSQL) and, when asked, a follower judging runs as they finish."""
+beside them the annotators' page (``/annotate/`` on the HTTP port), the pipeline sampler
+(which also keeps partitions made ahead), the rollup refresher (PostgreSQL) and, when asked, a
+follower judging runs as they finish."""
 
 from __future__ import annotations
 
@@ -120,7 +121,8 @@ class _Grpc:
 
 
 class _Closing:
-    """Something to close when the services stop (the sink: flush, close the spool)."""
+    """Something to close when the services stop (the sink: flush, close the spool; the
+    annotation page: close its store)."""
 
     def __init__(self, thing: Any) -> None:
         self.thing = thing
@@ -150,6 +152,7 @@ def run_receiver(settings: ReceiverSettings, say: Say) -> None:
     something cannot start (nothing is left running then)."""
     try:
         from agentdocket.ingest.receiver import Receiver
+        from agentdocket.people.annotate import PATH, Annotation
     except ImportError as exc:
         raise _missing(exc) from None
     from agentdocket.ingest.sampler import Sampler
@@ -166,10 +169,18 @@ def run_receiver(settings: ReceiverSettings, say: Say) -> None:
         connections=s.connections,
     )
     token = s.token.strip() if s.token else None
-    receiver = Receiver(sink, token=token, max_body=s.max_body, max_pending=s.max_pending)
+    annotation = Annotation(s.url, redactor=s.redactor)  # its store opens when first needed
+    receiver = Receiver(
+        sink,
+        token=token,
+        max_body=s.max_body,
+        max_pending=s.max_pending,
+        extra_routes=annotation.routes,
+    )
     services = Services()
     services.start(_Closing(sink))  # stopped last
     services.start(_Closing(receiver.lookup))
+    services.start(_Closing(annotation))
     try:
         server = _uvicorn_server(receiver.app, s.host, s.port)
         grpc = _Grpc(receiver, s.host, s.grpc_port) if s.grpc_port else None
@@ -180,6 +191,7 @@ def run_receiver(settings: ReceiverSettings, say: Say) -> None:
             + (f" and OTLP/gRPC on {s.host}:{grpc.port}" if grpc else "")
             + f" into {display_url(s.url)} (pid {os.getpid()})"
         )
+        say(f"agentdocket: annotation page on http://{s.host}:{s.port}{PATH}/")
         if s.scoring is not None:
             from agentdocket.follow.metrics import FollowerCollector
 

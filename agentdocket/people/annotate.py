@@ -1,0 +1,408 @@
+"""The annotators' web page: a Starlette application that ``agentdocket serve`` mounts at
+``/annotate`` (:mod:`agentdocket.runtime.receiver`). Server-rendered HTML
+(:mod:`agentdocket.people.annotate_html`), a little inline script for the keys, no build step.
+
+- ``GET /annotate/``: the sign-in form; signed in, the annotator's queues with their progress.
+- ``POST /annotate/login`` (a token) and ``POST /annotate/logout``.
+- ``GET /annotate/q/{queue}/next``: the annotator's next item of the queue (claimed for them,
+  :meth:`Queues.next_item <agentdocket.store.queues.Queues.next_item>`), or the queue's done
+  page.
+- ``GET /annotate/q/{queue}/item/{trace_id}``: the run as a person reads it and one form with
+  each rubric of the queue (pre-filled with the annotator's current labels), a skip and a link
+  back to their previous item; ``POST`` the same address to label (one ``label`` event per
+  rubric) or skip, then on to the next item. A wrong answer gets the form again, 422.
+
+An annotator sees only the queues they are a member of and only those queues' items: any
+other queue or item is 404, also for a trace id that exists. Not signed in, a page sends them
+to the sign-in form.
+
+Signing in: the cookie holds the annotator's token itself (HttpOnly, SameSite=Strict, Secure
+over HTTPS, for this path only), looked up by its digest on every request, rather than a
+signed session: there is then no secret key to keep, share between serve processes or lose
+at a restart, and a token rotated (``add_annotator(rotate=True)``) signs its holder out at
+once, where a signed session would stay good until it expired. One indexed lookup a request
+costs nothing at a person's pace. SameSite=Strict keeps other sites' pages from posting labels
+in an annotator's name.
+
+A label's id is a nonce drawn when the form is rendered, plus the rubric's name: the same form
+sent twice (a double Enter, a resent request) is one label per rubric, since a label's event
+id derives from its id (:mod:`agentdocket.events.labels`).
+
+The page keeps one store of its own, opened when first needed and opened again after the
+database was away (the page answers 503 meanwhile). Its calls run in a worker thread, one at a
+time: a store is one database connection, and a few people's clicks need no more.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+
+from agentdocket.events.labels import label_event
+from agentdocket.events.rubrics import Rubric
+from agentdocket.people.annotate_assets import CSP
+from agentdocket.people.annotate_form import HEX32, labels_from, parse_form
+from agentdocket.people.annotate_html import (
+    ItemView,
+    Paths,
+    QueueRow,
+    done_page,
+    form_value,
+    item_page,
+    message_page,
+    queues_page,
+    signin_page,
+)
+from agentdocket.people.annotate_run import latest_verdicts
+from agentdocket.store import Redactor, Store, StoreUnavailable, open_store
+from agentdocket.store.labels import latest
+from agentdocket.store.queues import Queue
+
+PATH = "/annotate"  # where serve mounts the page
+COOKIE = "agentdocket_annotator"
+MAX_FORM = 256 * 1024  # bytes of one posted form
+FORM_TYPE = "application/x-www-form-urlencoded"
+HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",  # a form's nonce is for one rendering
+}
+
+T = TypeVar("T")
+
+
+# --- responses --------------------------------------------------------------------------------
+
+
+def _html(text: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(text, status, headers=HEADERS)
+
+
+def _redirect(to: str) -> RedirectResponse:
+    return RedirectResponse(to, 303, headers={"Cache-Control": "no-store"})
+
+
+def _paths(request: Request) -> Paths:
+    return Paths(str(request.scope.get("root_path", "")))
+
+
+class Annotation:
+    """The annotation page: ``app`` (to mount at :data:`PATH`) and its store, opened when
+    first needed; :meth:`close` closes it."""
+
+    def __init__(self, url: str, *, redactor: Redactor | None = None) -> None:
+        self.url = url
+        self.redactor = redactor
+        self._store: Store | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        self.app = Starlette(
+            routes=[
+                Route("/", self.home, methods=["GET"]),
+                Route("/login", self.login, methods=["POST"]),
+                Route("/logout", self.logout, methods=["POST"]),
+                Route("/q/{queue:path}/next", self.next, methods=["GET"]),
+                Route("/q/{queue:path}/item/{trace_id}", self.item, methods=["GET", "POST"]),
+            ],
+            exception_handlers={404: self._not_found},
+        )
+
+    @property
+    def routes(self) -> list[BaseRoute]:
+        """The page mounted at :data:`PATH`, for the serve process's application."""
+        return [Mount(PATH, app=self.app)]
+
+    def close(self) -> None:
+        """Close the store (requests after this get 503)."""
+        with self._lock:
+            self._closed = True
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+    # --- the store, in a worker thread ----------------------------------------------------------
+
+    def _call(self, work: Callable[[Store], T]) -> T:
+        with self._lock:
+            if self._closed:
+                raise StoreUnavailable("the annotation page is closing")
+            if self._store is None:
+                self._store = open_store(self.url, redactor=self.redactor)
+            try:
+                return work(self._store)
+            except StoreUnavailable:
+                store, self._store = self._store, None
+                with contextlib.suppress(Exception):  # the connection is gone already
+                    store.close()
+                raise
+
+    async def _with_store(self, paths: Paths, work: Callable[[Store], Response]) -> Response:
+        try:
+            return await run_in_threadpool(self._call, work)
+        except StoreUnavailable:
+            return _away(paths)
+
+    async def _signed_in(
+        self, request: Request, work: Callable[[Store, str, Paths], Response]
+    ) -> Response:
+        """``work`` for the annotator the request's cookie signs in, else to the sign-in
+        form."""
+        paths = _paths(request)
+        token = request.cookies.get(COOKIE)
+        if not token:
+            return _redirect(paths.home)
+
+        def run(store: Store) -> Response:
+            who = store.queues.annotator(token)
+            return _redirect(paths.home) if who is None else work(store, who, paths)
+
+        return await self._with_store(paths, run)
+
+    # --- pages ----------------------------------------------------------------------------------
+
+    async def _not_found(self, request: Request, exc: Exception) -> Response:
+        paths = _paths(request)
+        return _html(message_page(paths, "Not found", "There is nothing for you here."), 404)
+
+    async def home(self, request: Request) -> Response:
+        paths = _paths(request)
+        token = request.cookies.get(COOKIE)
+        if not token:
+            return _html(signin_page(paths))
+
+        def work(store: Store) -> Response:
+            who = store.queues.annotator(token)
+            if who is None:
+                response = _html(signin_page(paths, "Your sign-in has ended: sign in again."))
+                response.delete_cookie(COOKIE, path=paths.cookie)
+                return response
+            rows = []
+            for name in store.queues.names(who):
+                queue = store.queues.get(name)
+                if queue is None:
+                    continue
+                mine = store.queues.progress(queue).by_annotator.get(who, {})
+                rows.append(
+                    QueueRow(
+                        name,
+                        len(queue.items),
+                        mine.get("labelled", 0),
+                        mine.get("skipped", 0),
+                        mine.get("remaining", 0),
+                    )
+                )
+            return _html(queues_page(paths, who, rows))
+
+        return await self._with_store(paths, work)
+
+    async def login(self, request: Request) -> Response:
+        paths = _paths(request)
+        form = await _read_form(request)
+        if isinstance(form, Response):
+            return form
+        token = form.get("token", "").strip()
+        who = None
+        if token:
+            try:
+                who = await run_in_threadpool(self._call, lambda s: s.queues.annotator(token))
+            except StoreUnavailable:
+                return _away(paths)
+        if who is None:
+            message = "No annotator has that token. Check it, or ask for a new one."
+            return _html(signin_page(paths, message), 401)
+        response = _redirect(paths.home)
+        response.set_cookie(
+            COOKIE,
+            token,
+            path=paths.cookie,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        paths = _paths(request)
+        response = _redirect(paths.home)
+        response.delete_cookie(COOKIE, path=paths.cookie)
+        return response
+
+    async def next(self, request: Request) -> Response:
+        name = request.path_params["queue"]
+
+        def work(store: Store, who: str, paths: Paths) -> Response:
+            queue = _queue(store, name, who)
+            if queue is None:
+                return _not_found_page(paths, who)
+            item = store.queues.next_item(queue, who)
+            if item is not None:
+                return _redirect(paths.item(queue.name, item))
+            mine = store.queues.progress(queue).by_annotator.get(who, {})
+            page = done_page(
+                paths, who, queue.name, mine.get("labelled", 0), mine.get("skipped", 0)
+            )
+            return _html(page)
+
+        return await self._signed_in(request, work)
+
+    async def item(self, request: Request) -> Response:
+        name = request.path_params["queue"]
+        trace_id = request.path_params["trace_id"]
+        form: Mapping[str, str] | None = None
+        if request.method == "POST":
+            read = await _read_form(request)
+            if isinstance(read, Response):
+                return read
+            form = read
+
+        def work(store: Store, who: str, paths: Paths) -> Response:
+            queue = _queue(store, name, who)
+            if queue is None or not HEX32.fullmatch(trace_id) or trace_id not in queue.items:
+                return _not_found_page(paths, who)
+            rubrics = _rubrics(store, queue)
+            if isinstance(rubrics, str):
+                return _html(
+                    message_page(paths, "This queue cannot be labelled", rubrics, who), 500
+                )
+            if form is None:
+                view = _view(store, queue, who, trace_id, rubrics, nonce=secrets.token_hex(16))
+                return _html(item_page(view, paths))
+            labels, problems = labels_from(
+                form, queue=queue.name, annotator=who, trace_id=trace_id, rubrics=rubrics
+            )
+            if problems:
+                nonce = form.get("nonce", "")
+                view = _view(
+                    store,
+                    queue,
+                    who,
+                    trace_id,
+                    rubrics,
+                    nonce=nonce if HEX32.fullmatch(nonce) else secrets.token_hex(16),
+                    form=form,
+                    errors=problems,
+                )
+                return _html(item_page(view, paths), 422)
+            result = store.append([label_event(x) for x in labels], source="annotate")
+            if result.refused:
+                text = "The database refused the labels (they are kept as dead letters)."
+                return _html(message_page(paths, "Not saved", text, who), 500)
+            return _redirect(paths.next(queue.name))
+
+        return await self._signed_in(request, work)
+
+
+# --- what the pages read ----------------------------------------------------------------------
+
+
+def _away(paths: Paths) -> Response:
+    text = "The page cannot reach its database now; try again in a moment."
+    response = _html(message_page(paths, "The database is away", text), 503)
+    response.headers["Retry-After"] = "5"
+    return response
+
+
+def _not_found_page(paths: Paths, who: str) -> Response:
+    return _html(message_page(paths, "Not found", "There is nothing for you here.", who), 404)
+
+
+def _queue(store: Store, name: str, who: str) -> Queue | None:
+    """The queue, if ``who`` is a member of it."""
+    queue = store.queues.get(name)
+    return queue if queue is not None and who in queue.members else None
+
+
+def _rubrics(store: Store, queue: Queue) -> list[Rubric] | str:
+    """The queue's rubrics, or what is missing."""
+    found = []
+    for name, version in queue.rubrics:
+        rubric = store.labels.rubric(name, version)
+        if rubric is None:
+            return f"Its rubric {name!r} version {version!r} is not registered."
+        found.append(rubric)
+    return found
+
+
+def _view(
+    store: Store,
+    queue: Queue,
+    who: str,
+    trace_id: str,
+    rubrics: Sequence[Rubric],
+    *,
+    nonce: str,
+    form: Mapping[str, str] | None = None,
+    errors: Sequence[str] = (),
+) -> ItemView:
+    """The item page of ``trace_id`` for ``who``: the run, their current labels (or what they
+    just sent, ``form``), and the item they labelled before it."""
+    mine = store.labels.given(queue=queue.name, author=who)  # oldest first
+    order = list(dict.fromkeys(x.trace_id for x in mine))  # items in the order first labelled
+    if trace_id in order:
+        at = order.index(trace_id)
+        back = order[at - 1] if at else None
+    else:
+        back = order[-1] if order else None
+    here = [x for x in mine if x.trace_id == trace_id]
+    current = {x.rubric: x for x in latest(here)}
+    answers = {
+        i: form_value(current[r.name].value) for i, r in enumerate(rubrics) if r.name in current
+    }
+    comment = next((x.comment for x in current.values() if x.comment), None) or ""
+    skips = [x.skipped for x in here if x.skipped is not None]
+    reason = skips[-1] if skips and not current else ""
+    if form is not None and form.get("action") == "skip":  # what they sent, back to them
+        reason = form.get("reason", "")
+    elif form is not None:
+        answers = {i: form.get(f"answer-{i}", "") for i in range(len(rubrics))}
+        comment = form.get("comment", "")
+    trace = store.reader.read_trace(trace_id)
+    events = list(trace.events) if trace is not None else []
+    mine_now = store.queues.progress(queue).by_annotator.get(who, {})
+    return ItemView(
+        queue=queue.name,
+        trace_id=trace_id,
+        annotator=who,
+        run=store.reader.run(trace_id),
+        events=events,
+        case=trace.case if trace is not None else None,
+        rubrics=rubrics,
+        nonce=nonce,
+        answers=answers,
+        comment=comment,
+        reason=reason,
+        back=back,
+        verdicts=latest_verdicts(events) if queue.show_verdicts and current else None,
+        verdicts_later=queue.show_verdicts,
+        errors=errors,
+        labelled=mine_now.get("labelled", 0),
+        remaining=mine_now.get("remaining", 0),
+    )
+
+
+async def _read_form(request: Request) -> dict[str, str] | Response:
+    """The posted form's fields, or the response refusing it (415, 413, 400)."""
+    paths = _paths(request)
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != FORM_TYPE:
+        return _html(message_page(paths, "Not a form", f"Send {FORM_TYPE}."), 415)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_FORM:
+            return _html(message_page(paths, "Too long", "The form is too long."), 413)
+        chunks.append(chunk)
+    try:
+        return parse_form(b"".join(chunks))
+    except ValueError:
+        return _html(message_page(paths, "Not a form", "The form has too many fields."), 400)

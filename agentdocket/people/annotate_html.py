@@ -1,0 +1,253 @@
+"""The annotation page's HTML: pure functions from what a page shows to its text (the run
+itself: :mod:`agentdocket.people.annotate_run`).
+
+Every text that comes from a run, a rubric, a queue or a person goes through
+:func:`html.escape`; the only markup is written here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import quote
+
+from agentdocket.events import Case, Event
+from agentdocket.events.rubrics import Rubric
+from agentdocket.people.annotate_assets import SCRIPT, STYLE
+from agentdocket.people.annotate_run import esc as _e
+from agentdocket.people.annotate_run import run_html, verdicts_html
+from agentdocket.store.rows import Run
+
+
+@dataclass(frozen=True)
+class Paths:
+    """The page's addresses under ``root`` (where it is mounted: ``/annotate``)."""
+
+    root: str = ""
+
+    @property
+    def home(self) -> str:
+        return f"{self.root}/"
+
+    @property
+    def login(self) -> str:
+        return f"{self.root}/login"
+
+    @property
+    def logout(self) -> str:
+        return f"{self.root}/logout"
+
+    @property
+    def cookie(self) -> str:
+        return self.root or "/"
+
+    def next(self, queue: str) -> str:
+        return f"{self.root}/q/{quote(queue, safe='')}/next"
+
+    def item(self, queue: str, trace_id: str) -> str:
+        return f"{self.root}/q/{quote(queue, safe='')}/item/{trace_id}"
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """A queue on the annotator's list, with their progress in it."""
+
+    name: str
+    items: int
+    labelled: int
+    skipped: int
+    remaining: int
+
+
+@dataclass(frozen=True)
+class ItemView:
+    """Everything the item page shows: the run, the form and where the person is."""
+
+    queue: str
+    trace_id: str
+    annotator: str
+    run: Run | None
+    events: Sequence[Event]
+    case: Case | None
+    rubrics: Sequence[Rubric]
+    nonce: str
+    answers: Mapping[int, str] = field(default_factory=dict)  # rubric index -> form value
+    comment: str = ""
+    reason: str = ""
+    back: str | None = None  # the trace id of the annotator's previous item
+    verdicts: Sequence[Event] | None = None  # None: not shown (yet)
+    verdicts_later: bool = False  # the queue shows verdicts once the item is labelled
+    errors: Sequence[str] = ()
+    labelled: int = 0
+    remaining: int = 0
+
+
+def form_value(answer: object) -> str:
+    """An answer as its form control carries it: true/false, a number, a label, a text."""
+    if isinstance(answer, bool):
+        return "true" if answer else "false"
+    return "" if answer is None else str(answer)
+
+
+def page(title: str, body: str, *, who: str | None = None, paths: Paths | None = None) -> str:
+    """A whole document: the head (viewport, style, script) and a header naming who is
+    signed in, with a sign-out button."""
+    signed = ""
+    if who is not None and paths is not None:
+        signed = (
+            f'<span class="muted">signed in as <strong>{_e(who)}</strong></span> '
+            f'<form method="post" action="{_e(paths.logout)}">'
+            '<button class="quiet" type="submit">sign out</button></form>'
+        )
+    home = _e(paths.home) if paths is not None else "./"
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<meta name="referrer" content="no-referrer"><title>{_e(title)} · agentdocket</title>'
+        f"<style>{STYLE}</style></head><body>"
+        f'<header><a href="{home}"><strong>agentdocket</strong> annotation</a><div>{signed}</div>'
+        f"</header><main>{body}</main><script>{SCRIPT}</script></body></html>\n"
+    )
+
+
+def signin_page(paths: Paths, message: str | None = None) -> str:
+    problem = f'<p class="errors" role="alert">{_e(message)}</p>' if message else ""
+    body = (
+        '<div class="signin"><h1>Sign in to annotate</h1>'
+        f"{problem}"
+        f'<form method="post" action="{_e(paths.login)}">'
+        '<label for="token">Your annotator token</label>'
+        '<input id="token" name="token" type="password" autocomplete="off" autofocus '
+        'required spellcheck="false">'
+        '<div class="row"><button type="submit">Sign in <kbd>Enter</kbd></button></div></form>'
+        '<p class="muted">Your token was shown once, when you were made an annotator; ask '
+        "whoever runs agentdocket for a new one if you lost it.</p></div>"
+    )
+    return page("Sign in", body, paths=paths)
+
+
+def queues_page(paths: Paths, who: str, rows: Sequence[QueueRow]) -> str:
+    if not rows:
+        listing = "<p>You are in no annotation queue yet.</p>"
+    else:
+        lines = []
+        started = 0  # the queues with work left, numbered for the keys
+        for row in rows:
+            if row.remaining:
+                started += 1
+                key = f" <kbd>{started}</kbd>" if started <= 9 else ""
+                action = (
+                    f'<a class="start" href="{_e(paths.next(row.name))}"'
+                    f"{' autofocus' if started == 1 else ''}>"
+                    f"{'Continue' if row.labelled or row.skipped else 'Start'}{key}</a>"
+                )
+            else:
+                action = '<span class="muted">done</span>'
+            lines.append(
+                f"<tr><td><strong>{_e(row.name)}</strong></td><td>{row.items}</td>"
+                f"<td>{row.labelled}</td><td>{row.skipped}</td><td>{row.remaining}</td>"
+                f"<td>{action}</td></tr>"
+            )
+        listing = (
+            "<table><thead><tr><th>queue</th><th>items</th><th>labelled</th><th>skipped</th>"
+            f"<th>remaining</th><th></th></tr></thead><tbody>{''.join(lines)}</tbody></table>"
+            '<p class="keys">Keys: <kbd>1</kbd>…<kbd>9</kbd> start the nth queue; '
+            "<kbd>Tab</kbd> and <kbd>Enter</kbd> follow a link.</p>"
+        )
+    return page("Your queues", f"<h1>Your queues</h1>{listing}", who=who, paths=paths)
+
+
+def done_page(paths: Paths, who: str, queue: str, labelled: int, skipped: int) -> str:
+    body = (
+        f"<h1>Queue {_e(queue)}: done</h1>"
+        f"<p>Nothing is left for you in this queue: you labelled {labelled} item"
+        f"{'s' if labelled != 1 else ''} and skipped {skipped}. Thank you.</p>"
+        f'<p><a href="{_e(paths.home)}" autofocus>Back to your queues</a> '
+        "<kbd>Enter</kbd></p>"
+    )
+    return page(f"{queue}: done", body, who=who, paths=paths)
+
+
+def message_page(paths: Paths, title: str, text: str, who: str | None = None) -> str:
+    body = f'<h1>{_e(title)}</h1><p>{_e(text)}</p><p><a href="{_e(paths.home)}">Your queues</a></p>'
+    return page(title, body, who=who, paths=paths)
+
+
+# --- the form ---------------------------------------------------------------------------------
+
+
+def _rubric_field(i: int, rubric: Rubric, given: str) -> str:
+    legend = (
+        f"<legend>{_e(rubric.question)} <small>{_e(rubric.name)} v{_e(rubric.version)}"
+        "</small></legend>"
+    )
+    name = f"answer-{i}"
+    if rubric.kind == "text":
+        return (
+            f'<fieldset class="rubric text">{legend}<textarea name="{name}" rows="3" '
+            f'aria-label="{_e(rubric.question)}">{_e(given)}</textarea></fieldset>'
+        )
+    choices = []
+    for n, (caption, answer) in enumerate(rubric.choices()):
+        value = form_value(answer)
+        key = f"<kbd>{n + 1}</kbd> " if n < 9 else ""
+        checked = " checked" if value == given else ""
+        choices.append(
+            f'<label><input type="radio" name="{name}" value="{_e(value)}"{checked}>'
+            f"{key}{_e(caption)}</label>"
+        )
+    answers = "".join(choices)
+    return (
+        f'<fieldset class="rubric choices">{legend}<div class="answers">{answers}</div></fieldset>'
+    )
+
+
+def form_html(view: ItemView, paths: Paths) -> str:
+    action = _e(paths.item(view.queue, view.trace_id))
+    nonce = f'<input type="hidden" name="nonce" value="{_e(view.nonce)}">'
+    errors = ""
+    if view.errors:
+        items = "".join(f"<li>{_e(x)}</li>" for x in view.errors)
+        errors = f'<div class="errors" role="alert"><ul>{items}</ul></div>'
+    fields = "".join(
+        _rubric_field(i, r, view.answers.get(i, "")) for i, r in enumerate(view.rubrics)
+    )
+    back = (
+        f'<a id="back" href="{_e(paths.item(view.queue, view.back))}">← back <kbd>b</kbd></a>'
+        if view.back
+        else '<span class="muted">no earlier item</span>'
+    )
+    return (
+        f"{errors}"
+        f'<form id="labels" method="post" action="{action}">{nonce}'
+        '<input type="hidden" name="action" value="label">'
+        f"{fields}"
+        '<label for="comment">Comment <small>(optional) <kbd>c</kbd></small></label>'
+        f'<input id="comment" name="comment" type="text" value="{_e(view.comment)}">'
+        '<div class="row"><button id="save" type="submit">Save and next <kbd>Enter</kbd>'
+        f"</button> {back}</div></form>"
+        f'<form id="skip" class="skip" method="post" action="{action}">{nonce}'
+        '<input type="hidden" name="action" value="skip">'
+        '<label for="skip-reason">Skip this item: why? <kbd>s</kbd></label>'
+        f'<input id="skip-reason" name="reason" type="text" value="{_e(view.reason)}">'
+        '<div class="row"><button class="quiet" type="submit">Skip</button></div></form>'
+        '<p class="keys">Keys: <kbd>1</kbd>…<kbd>9</kbd> choose the nth answer of the rubric in '
+        "focus, else of the first one unanswered; <kbd>Enter</kbd> saves and goes to the next "
+        "item (<kbd>Ctrl</kbd>+<kbd>Enter</kbd> from a text box); <kbd>s</kbd> skip reason; "
+        "<kbd>c</kbd> comment; <kbd>b</kbd> back to your previous item; <kbd>Esc</kbd> leaves "
+        "a text box; <kbd>Tab</kbd> and the arrows move as usual.</p>"
+    )
+
+
+def item_page(view: ItemView, paths: Paths) -> str:
+    head = (
+        f"<h1>Queue {_e(view.queue)} <small>run {_e(view.trace_id[:12])} · "
+        f"{view.labelled} labelled, {view.remaining} to go</small></h1>"
+    )
+    body = (
+        f'{head}<div class="item"><section class="run" aria-label="the run">'
+        f"{run_html(view.run, view.events, view.case)}"
+        f"{verdicts_html(view.verdicts, view.verdicts_later)}</section>"
+        f'<section class="judge" aria-label="your labels">{form_html(view, paths)}</section></div>'
+    )
+    return page(f"{view.queue}: {view.trace_id[:12]}", body, who=view.annotator, paths=paths)
