@@ -6,6 +6,7 @@ and a relabel among it), against the real serve process; and its HTTP contract i
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import random
 import re
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import CliRunner
 from selenium import webdriver
 from selenium.common.exceptions import NoAlertPresentException, WebDriverException
 from selenium.webdriver.chrome.options import Options
@@ -28,11 +30,14 @@ from selenium.webdriver.support.wait import WebDriverWait
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
+from agentdocket.cli import main
 from agentdocket.events import Case, Dataset, Event
 from agentdocket.events.rubrics import Rubric
+from agentdocket.people.agreement import fleiss_kappa, krippendorff_alpha
 from agentdocket.people.annotate import COOKIE, Annotation
 from agentdocket.store import open_store
-from agentdocket.store.labels import latest
+from agentdocket.store.labels import StoredLabel, latest
+from tests.helpers.agreement_reference import alpha_by_pairs, fleiss_by_formula
 from tests.helpers.factory import T0, run_events, verdict_event
 from tests.helpers.otlp_server import Server
 
@@ -372,3 +377,38 @@ def test_two_annotators_label_a_queue_with_the_keyboard(sqlite_url: str, tmp_pat
         assert g.value == want, (g.author, g.trace_id, g.rubric)
     assert keys["bob"][relabelled] == ("2", "2")
     assert (progress.complete, progress.labels) == (20, 40)
+    _agreement_is_the_reference_computation(sqlite_url, current)
+
+
+def _agreement_is_the_reference_computation(url: str, current: list[StoredLabel]) -> None:
+    """``agreement --queue main`` on what the annotators gave: the point estimates as the
+    loop-based formulas from the papers compute them, the intervals as the statistics module
+    gives them on the labels read here."""
+    out = CliRunner().invoke(
+        main, ["--database", url, "agreement", "--queue", "main", "--format", "json"]
+    )
+    assert out.exit_code == 0, out.output
+    found = {r["rubric"]: r for r in json.loads(out.output)}
+    for rubric in ("correct", "clarity"):
+        by_run: dict[str, dict[str, object]] = {}
+        for g in current:
+            if g.rubric == rubric:
+                by_run.setdefault(g.trace_id, {})[g.author] = g.value
+        units = [[by_run[t].get(w) for w in ("ann", "bob")] for t in sorted(by_run)]
+        items = [[v for v in unit if v is not None] for unit in units]
+        got = found[rubric]
+        fleiss = fleiss_kappa(items, samples=1000, seed=0)
+        alpha = krippendorff_alpha(units, samples=1000, seed=0)
+        assert got["fleiss"]["value"] == pytest.approx(fleiss_by_formula(items), abs=1e-12)
+        assert got["alpha_nominal"]["value"] == pytest.approx(
+            float(alpha_by_pairs(units, "nominal")), abs=1e-12
+        )
+        assert (got["fleiss"]["low"], got["fleiss"]["high"]) == (fleiss.low, fleiss.high)
+        assert (got["alpha_nominal"]["low"], got["alpha_nominal"]["high"]) == (
+            alpha.low,
+            alpha.high,
+        )
+        (pair,) = got["pairwise"]
+        assert (pair["first"], pair["second"]) == ("ann", "bob")
+    ordinal = found["clarity"]["alpha_ordinal"]
+    assert ordinal is not None and ordinal["low"] is not None
