@@ -11,6 +11,7 @@ import click
 
 from agentdocket.commands import annotation as annotation_commands
 from agentdocket.commands import compare as compare_commands
+from agentdocket.commands import costs as cost_commands
 from agentdocket.commands import datasets as dataset_commands
 from agentdocket.commands import dead_letters as dead_letter_commands
 from agentdocket.commands import examine as examine_commands
@@ -243,6 +244,7 @@ for command in (
     annotation_commands.queue,
     people_commands.feedback,
     annotation_commands.agreement_command,
+    cost_commands.costs,
 ):
     main.add_command(command)
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 from collections import Counter
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import click
 from rich.table import Table
 
 from agentdocket.commands.common import FORMAT, console, echo_json, open_from
-from agentdocket.events import Event, event_to_json, format_ts
+from agentdocket.commands.costs import PRICES
+from agentdocket.events import JUDGEMENT_KINDS, Event, event_to_json, format_ts
 from agentdocket.store import Run
 
 
@@ -152,13 +154,22 @@ def _summary(event: Event) -> str:
     type=click.IntRange(min=0),
     help="Show at most this many steps, the first and the last (0: every step).",
 )
+@PRICES
 @FORMAT
 @click.pass_context
-def runs_show(ctx: click.Context, trace_id: str, width: int, max_steps: int, fmt: str) -> None:
+def runs_show(
+    ctx: click.Context,
+    trace_id: str,
+    width: int,
+    max_steps: int,
+    prices: Path | None,
+    fmt: str,
+) -> None:
     """Show one run as a timeline of its steps (TRACE_ID may be abbreviated).
 
     A run of more steps than --steps shows its first and last steps, and what kinds the
-    others are; --steps 0 shows them all, --format json gives every event.
+    others are; --steps 0 shows them all, --format json gives every event. Its model calls
+    are priced at their own times (genai-prices, and the price file of --prices).
 
     \b
     Examples:
@@ -179,12 +190,14 @@ def runs_show(ctx: click.Context, trace_id: str, width: int, max_steps: int, fmt
         trace = store.reader.read_trace(tid)
     assert run is not None and trace is not None
     events = list(trace.events)
+    costs = _costs(events, prices)
     if fmt == "json":
         echo_json(
             {
                 "run": run,
                 "events": [event_to_json(e) for e in events],
                 "case": trace.case.to_json() if trace.case is not None else None,
+                "costs": costs,
             }
         )
         return
@@ -198,7 +211,7 @@ def runs_show(ctx: click.Context, trace_id: str, width: int, max_steps: int, fmt
     )
     console.print(f"question: {run['question'] or '-'}")
     console.print(f"answer: {run['answer'] or '-'}")
-    steps = [e for e in events if e.kind != "verdict"]
+    steps = [e for e in events if e.kind not in JUDGEMENT_KINDS]
     verdicts = [e for e in events if e.kind == "verdict"]
     console.print(_steps_table(steps, (steps or events)[0].ts, width, max_steps))
     if 0 < max_steps < len(steps):
@@ -210,12 +223,46 @@ def runs_show(ctx: click.Context, trace_id: str, width: int, max_steps: int, fmt
         )
     if verdicts:
         console.print(_verdicts_table(verdicts))
+    if costs["calls"]:
+        console.print(_costs_table(costs))
+    labels = sum(1 for e in events if e.kind == "label")
+    if labels:
+        console.print(f"{labels} labels from people: agentdocket feedback list", highlight=False)
     if trace.case is not None:
         c = trace.case
         console.print(
             f"case {c.case_id}: expected plan {c.expected_plan or '-'}; "
             f"reference {c.reference_answer or c.stub_response or '-'}"
         )
+
+
+def _costs(events: list[Event], prices: Path | None) -> dict[str, Any]:
+    """The run's model calls priced at their own times (the price file, where given)."""
+    from agentdocket.commands.costs import price_book
+    from agentdocket.costs.refresh import run_costs
+    from agentdocket.store.costs import StoredCall
+
+    calls = [
+        StoredCall(str(e.event_id), e.trace_id, e.ts, dict(e.payload))
+        for e in events
+        if e.kind == "llm.called"
+    ]
+    return run_costs(calls, price_book(prices))
+
+
+def _costs_table(costs: dict[str, Any]) -> Table:
+    total, unpriced = costs["total_usd"], costs["unpriced_calls"]
+    title = "cost: " + ("-" if total is None else f"${total:.6f}")
+    if unpriced:
+        title += f" ({unpriced} calls unpriced)"
+    table = Table(title=title, title_justify="left", show_header=True, header_style="bold")
+    for col in ("model", "role", "tokens in / out", "cost"):
+        table.add_column(col, overflow="fold")
+    for c in costs["calls"]:
+        cost = "unpriced" if c["cost_usd"] is None else f"${c['cost_usd']:.6f}"
+        tokens = f"{c['input_tokens'] or '-'} / {c['output_tokens'] or '-'}"
+        table.add_row(c["model"], c["role"] or "-", tokens, cost)
+    return table
 
 
 def _steps_table(steps: list[Event], start: datetime, width: int, max_steps: int) -> Table:

@@ -85,6 +85,13 @@ GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
 GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
 GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
 GEN_AI_PROVIDER: Final = "gen_ai.provider.name"
+# the service tier a call was served at (priced apart by some providers), current and older
+SERVICE_TIERS: Final = (
+    "openai.response.service_tier",
+    "gen_ai.openai.response.service_tier",
+    "openai.request.service_tier",
+    "gen_ai.openai.request.service_tier",
+)
 GEN_AI_SYSTEM_OLD: Final = "gen_ai.system"
 GEN_AI_RETRIEVAL_QUERY: Final = "gen_ai.retrieval.query.text"
 GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"

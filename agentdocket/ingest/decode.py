@@ -127,8 +127,9 @@ _PROVIDERS = (A.LLM_PROVIDER, A.GEN_AI_PROVIDER, A.GEN_AI_SYSTEM_OLD)
 
 
 def llm_settings(attrs: Mapping[str, Any], *, foreign: bool) -> tuple[float | None, dict[str, Any]]:
-    """A model call's temperature and free attributes: the provider, and for a foreign span
-    the tools offered to the model (:func:`tool_definitions`)."""
+    """A model call's temperature and free attributes: the provider, the service tier it was
+    served at, and for a foreign span the tools offered to the model
+    (:func:`tool_definitions`)."""
     params = A.loads(attrs.get(A.LLM_INVOCATION_PARAMETERS))
     temperature = attrs.get(A.GEN_AI_REQUEST_TEMPERATURE)
     if temperature is None and isinstance(params, dict):
@@ -139,6 +140,11 @@ def llm_settings(attrs: Mapping[str, Any], *, foreign: bool) -> tuple[float | No
         provider = attrs.get(key)
         if provider:
             extra.setdefault("provider", str(provider))
+            break
+    for key in A.SERVICE_TIERS:
+        tier = attrs.get(key)
+        if tier and tier != "auto":
+            extra.setdefault("service_tier", str(tier))
             break
     tools = tool_definitions(attrs) if foreign else []
     if tools:

@@ -20,7 +20,9 @@ written against a per-database :class:`~agentdocket.store.recorder.Recorder`:
 - ``store.labels`` (:class:`~agentdocket.store.labels.Labels`): people's labels (read from the
   log) and the rubrics they answer;
 - ``store.queues`` (:class:`~agentdocket.store.queues.Queues`): annotators and annotation
-  queues.
+  queues;
+- ``store.costs`` (:class:`~agentdocket.store.costs.Costs`): model calls and what they cost
+  (the ``call_costs`` projection).
 
 Their rows are typed (:mod:`agentdocket.store.rows`).
 """
@@ -32,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from agentdocket.events import Dataset, Event
 from agentdocket.store.appending import BATCH, Appender, AppendResult
 from agentdocket.store.arrivals import Arrivals
+from agentdocket.store.costs import Costs
 from agentdocket.store.datasets import Datasets
 from agentdocket.store.dead_letters import DeadLetters
 from agentdocket.store.derived import DIGEST_SQL
@@ -69,6 +72,7 @@ class Store:
         self.retention = Retention(recorder, self._appender)
         self.labels = Labels(recorder)
         self.queues = Queues(recorder, self.labels)
+        self.costs = Costs(recorder)
         # False when open_store was given derived objects the database does not have as given
         # (PostgreSQL at the head revision is migrated only by `agentdocket migrate`).
         self.derived_current = True

@@ -53,6 +53,8 @@ COORDINATOR = frozenset(
         "queue_items",
         "queue_members",
         "queue_claims",
+        # what model calls cost (migration 0017): rebuilt whole by `costs refresh`
+        "call_costs",
     }
 )
 

@@ -27,7 +27,7 @@ from agentdocket.store.recorder import (
     dumps,
 )
 
-BOOL_COLUMNS = frozenset({"passed", "show_verdicts"})
+BOOL_COLUMNS = frozenset({"passed", "show_verdicts", "judge"})
 DATE_COLUMNS = frozenset({"run_month"})  # ISO dates as text
 # sqlite3 has no error codes worth mapping by number in Python 3.11; its messages tell.
 TRANSIENT_MESSAGES = ("locked", "busy", "disk i/o", "unable to open", "disk is full")

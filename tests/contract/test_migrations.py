@@ -67,6 +67,7 @@ PEOPLE = {  # migration 0016
     "queue_items",
     "queue_members",
     "queue_claims",
+    "call_costs",  # migration 0017
 }
 INSTALLED = {o.name for o in dashboards.objects() if o.identity.startswith("VIEW ")}
 
@@ -113,7 +114,7 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
             | PEOPLE,
             VIEWS | INSTALLED | DEAD_LETTERS[1],
         )
-        downgrade(bare_url, "0015")
+        downgrade(bare_url, "0015")  # 0017, 0016
         assert PEOPLE.isdisjoint(_objects(bare_url)[0])
         downgrade(bare_url, "0008")
         assert _objects(bare_url) == (
@@ -142,7 +143,7 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
             TABLES | DEAD_LETTERS[0] | DERIVED | CURSORS | SAMPLES | MONTHS | PEOPLE,
             VIEWS | DEAD_LETTERS[1],
         )
-        downgrade(bare_url, "0015")
+        downgrade(bare_url, "0015")  # 0017, 0016
         assert PEOPLE.isdisjoint(_objects(bare_url)[0])
         downgrade(bare_url, "0008")
         assert _objects(bare_url) == (

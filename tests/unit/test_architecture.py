@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "agentdocket"
 LAYERS = [
     {"events"},
     {"store", "migrations"},
-    {"ingest", "importers", "scorers", "generators"},
+    {"ingest", "importers", "scorers", "generators", "costs"},
     {"tracer", "examiner", "demo", "dashboards", "experiments", "follow", "people"},
     {"runtime"},
     {"commands"},

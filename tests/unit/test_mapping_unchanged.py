@@ -17,7 +17,8 @@ import pytest
 from agentdocket.events import Event, validate_payload
 from tests.helpers import mapping_digests
 
-# Recorded from commit db8bcfc.
+# Recorded from commit db8bcfc; the OpenAI captures' again when model calls began to keep the
+# service tier they were served at (openai.response.service_tier), which prices some calls.
 RECORDED = {
     "adk-1/000-traces.json json": "51f03d3c5c5f9e8cee80ddce9093f00e",
     "adk-1/000-traces.json protobuf": "51f03d3c5c5f9e8cee80ddce9093f00e",
@@ -43,14 +44,14 @@ RECORDED = {
     "mcp/001-traces.json protobuf": "e0a629ae58a11ae005573236680bc6d7",
     "mcp/002-traces.json json": "7973657d16b783bf2548299d726db7b1",
     "mcp/002-traces.json protobuf": "7973657d16b783bf2548299d726db7b1",
-    "mcp/003-traces.json json": "88d41c943fee7725b51dc99bf7ae1634",
-    "mcp/003-traces.json protobuf": "88d41c943fee7725b51dc99bf7ae1634",
-    "openai-v2/000-traces.json json": "5d26ec4a2158e5cdf907b8a7462f4a08",
-    "openai-v2/000-traces.json protobuf": "5d26ec4a2158e5cdf907b8a7462f4a08",
+    "mcp/003-traces.json json": "575f1abaaf9613f354c09e1323ab5001",
+    "mcp/003-traces.json protobuf": "575f1abaaf9613f354c09e1323ab5001",
+    "openai-v2/000-traces.json json": "ecfa64e2a5fcfca41bb91a6a07b563c3",
+    "openai-v2/000-traces.json protobuf": "ecfa64e2a5fcfca41bb91a6a07b563c3",
     "openai-v2/001-logs.json json": "ffc940f0adb4ff834b2b04441a0b35d6",
     "openai-v2/001-logs.json protobuf": "ffc940f0adb4ff834b2b04441a0b35d6",
-    "openai-v2-latest/000-traces.json json": "66cb495d73ef26d2f5cc971ac7243c3d",
-    "openai-v2-latest/000-traces.json protobuf": "66cb495d73ef26d2f5cc971ac7243c3d",
+    "openai-v2-latest/000-traces.json json": "955ca2f8aad2111a70ca0dab68cd067b",
+    "openai-v2-latest/000-traces.json protobuf": "955ca2f8aad2111a70ca0dab68cd067b",
     "openai-v2-latest/001-logs.json json": "3744b52f20c45f8291c93e25517b055c",
     "openai-v2-latest/001-logs.json protobuf": "3744b52f20c45f8291c93e25517b055c",
     "smolagents/000-traces.json json": "855b6be74934318b625eeb2d228aa398",

@@ -1,0 +1,108 @@
+"""``agentdocket costs``: what model calls cost, priced at each call's time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from rich.table import Table
+
+from agentdocket.commands.common import FORMAT, console, echo_json, open_from
+
+if TYPE_CHECKING:
+    from agentdocket.costs.prices import PriceBook
+
+PRICES_ENV = "AGENTDOCKET_PRICES"
+PRICES = click.option(
+    "--prices",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    envvar=PRICES_ENV,
+    help=f"A price file (TOML) over the genai-prices table (or ${PRICES_ENV}).",
+)
+
+
+def price_book(prices: Path | None) -> PriceBook:
+    from agentdocket.costs.overrides import read_prices
+    from agentdocket.costs.prices import PriceBook
+
+    return PriceBook(read_prices(prices) if prices is not None else None)
+
+
+@click.group(name="costs")
+def costs() -> None:
+    """What model calls cost: each call priced from its tokens, model and provider at its own
+    time (genai-prices, and your price file over it); calls no price covers are unpriced,
+    never zero.
+
+    \b
+    Examples:
+      agentdocket costs refresh
+      agentdocket costs refresh --prices prices.toml
+      agentdocket costs show --by role
+      agentdocket costs show --by agent --judges --format json
+    """
+
+
+@costs.command(name="refresh")
+@PRICES
+@click.pass_context
+def refresh_command(ctx: click.Context, prices: Path | None) -> None:
+    """Price every model call of the log again (after new calls, a new genai-prices or a
+    changed price file); the log is not touched.
+
+    \b
+    Examples:
+      agentdocket costs refresh
+      agentdocket costs refresh --prices prices.toml
+    """
+    from agentdocket.costs.refresh import refresh
+
+    book = price_book(prices)
+    with open_from(ctx) as store:
+        done = refresh(store, book)
+    console.print(
+        f"{done.calls} model calls priced by {done.version}: {done.unpriced} unpriced",
+        markup=False,
+    )
+
+
+@costs.command(name="show")
+@click.option(
+    "--by",
+    "dimension",
+    type=click.Choice(["run", "role", "model", "agent", "dataset", "case"]),
+    default="agent",
+    show_default=True,
+    help="What to add the costs up by.",
+)
+@click.option("--judges", is_flag=True, help="The judges' calls (the cost of evaluating).")
+@FORMAT
+@click.pass_context
+def show_command(ctx: click.Context, dimension: str, judges: bool, fmt: str) -> None:
+    """Costs added up (as last priced by `costs refresh`), with the calls no price covers.
+
+    \b
+    Examples:
+      agentdocket costs show --by role
+      agentdocket costs show --by run --format json
+    """
+    with open_from(ctx) as store:
+        rows = store.costs.by(dimension, judges=judges)
+        versions = store.costs.priced_by()
+    if fmt == "json":
+        echo_json({"priced_by": versions, "by": dimension, "rows": rows})
+        return
+    if not versions:
+        console.print("nothing priced yet: run `agentdocket costs refresh`")
+        return
+    table = Table(*rows[0].keys()) if rows else Table("cost_usd")
+    for row in rows:
+        table.add_row(
+            *(
+                "-" if v is None else f"{v:.6f}" if isinstance(v, float) else str(v)
+                for v in row.values()
+            )
+        )
+    console.print(table)
+    console.print(f"priced by {', '.join(versions)}", markup=False)

@@ -1,0 +1,2 @@
+"""What model calls cost: prices in force at each call's time (pydantic's ``genai-prices``,
+and a user's price file over it), and the ``call_costs`` projection the reports read."""

@@ -1,0 +1,85 @@
+"""Pricing the log's model calls into ``call_costs``: every call, under one price book, in one
+transaction (so the projection always holds one set of prices, named by ``priced_by``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agentdocket.costs.prices import PriceBook, Usage
+from agentdocket.store import Store
+from agentdocket.store.costs import CostRow, StoredCall
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    calls: int
+    priced: int
+    unpriced: int
+    version: str
+
+
+def cost_row(call: StoredCall, book: PriceBook) -> CostRow:
+    p = call.payload
+    usage = Usage.of_call(p, call.ts)
+    priced = book.price(usage)
+    return CostRow(
+        event_id=call.event_id,
+        trace_id=call.trace_id,
+        ts=call.ts,
+        model=usage.model,
+        provider=usage.provider,
+        role="judge" if call.judge else p.get("role"),
+        judge=call.judge,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_creation_tokens=usage.cache_creation_tokens,
+        cost=None if priced.cost is None else float(priced.cost),
+        priced_by=book.version,
+        rate=priced.by,
+        unpriced=priced.unpriced,
+    )
+
+
+def refresh(
+    store: Store, book: PriceBook, progress: Callable[[int], None] | None = None
+) -> Refreshed:
+    """Price every model call of the log with ``book`` and keep the rows (the log is read,
+    never changed). ``progress(calls priced so far)`` after each batch."""
+    rows: list[CostRow] = []
+    for batch in store.costs.calls():
+        rows.extend(cost_row(call, book) for call in batch)
+        if progress is not None:
+            progress(len(rows))
+    store.costs.replace(rows)
+    unpriced = sum(1 for r in rows if r.cost is None)
+    return Refreshed(len(rows), len(rows) - unpriced, unpriced, book.version)
+
+
+def run_costs(calls: list[StoredCall], book: PriceBook) -> dict[str, object]:
+    """A run's model calls priced now (what `runs show` prints): each call, the total of the
+    priced ones, and how many no price covers."""
+    rows = [cost_row(call, book) for call in calls]
+    priced = [r.cost for r in rows if r.cost is not None]
+    return {
+        "priced_by": book.version,
+        "total_usd": sum(priced) if priced else None,
+        "unpriced_calls": len(rows) - len(priced),
+        "calls": [
+            {
+                "event_id": r.event_id,
+                "model": r.model,
+                "provider": r.provider,
+                "role": r.role,
+                "input_tokens": r.input_tokens,
+                "output_tokens": r.output_tokens,
+                "cache_read_tokens": r.cache_read_tokens,
+                "cache_creation_tokens": r.cache_creation_tokens,
+                "cost_usd": r.cost,
+                "rate": r.rate,
+                "unpriced": r.unpriced,
+            }
+            for r in rows
+        ],
+    }

@@ -1,0 +1,162 @@
+"""The ``call_costs`` projection: model calls as the log has them, their costs as the pricing
+(:mod:`agentdocket.costs`) made them, and what they add up to by run, role, agent, dataset,
+case and model. Pricing is not the store's: it reads the calls and keeps the rows it is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import astuple, dataclass, fields
+from datetime import datetime
+from typing import Any
+
+from agentdocket.store.projections import JUDGE_CACHE_KEY
+from agentdocket.store.recorder import Recorder
+
+READ_BATCH = 5000
+
+
+@dataclass(frozen=True)
+class StoredCall:
+    """A model call of the log: where it is, when, and its payload."""
+
+    event_id: str
+    trace_id: str
+    ts: datetime
+    payload: dict[str, Any]
+
+    @property
+    def judge(self) -> bool:
+        return JUDGE_CACHE_KEY in (self.payload.get("attributes") or {})
+
+
+@dataclass(frozen=True)
+class CostRow:
+    event_id: str
+    trace_id: str
+    ts: datetime
+    model: str
+    provider: str | None
+    role: str | None
+    judge: bool
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_creation_tokens: int | None
+    cost: float | None
+    priced_by: str
+    rate: str | None
+    unpriced: str | None
+
+
+COLUMNS = tuple(f.name for f in fields(CostRow))
+# what the costs add up to: the rows' key columns, and the join that brings them
+DIMENSIONS: dict[str, tuple[str, str]] = {
+    "run": ("c.trace_id", ""),
+    "role": ("coalesce(c.role, '(none)')", ""),
+    "model": ("c.model", ""),
+    "agent": (
+        "coalesce(r.agent, '(none)'), coalesce(r.agent_version, '(none)')",
+        "JOIN runs r ON r.trace_id = c.trace_id",
+    ),
+    "dataset": ("coalesce(r.dataset, '(none)')", "JOIN runs r ON r.trace_id = c.trace_id"),
+    "case": (
+        "coalesce(r.dataset, '(none)'), coalesce(r.case_id, '(none)')",
+        "JOIN runs r ON r.trace_id = c.trace_id",
+    ),
+}
+KEYS = {
+    "run": ("trace_id",),
+    "role": ("role",),
+    "model": ("model",),
+    "agent": ("agent", "agent_version"),
+    "dataset": ("dataset",),
+    "case": ("dataset", "case_id"),
+}
+
+
+class Costs:
+    """Reading model calls; keeping and adding up their costs."""
+
+    def __init__(self, db: Recorder) -> None:
+        self.db = db
+
+    def calls(self) -> Iterator[list[StoredCall]]:
+        """Every model call of the log, in batches (the partial index ``events_llm_calls``)."""
+        with self.db.write() as conn:
+            for rows in self.db.stream_on(
+                conn,
+                "SELECT event_id, trace_id, ts, payload FROM events WHERE kind = 'llm.called' "
+                "ORDER BY trace_id, event_id",
+                READ_BATCH,
+            ):
+                yield [
+                    StoredCall(
+                        str(self.db.from_db("event_id", r[0])),
+                        r[1],
+                        self.db.from_db("ts", r[2]),
+                        self.db.from_db("payload", r[3]),
+                    )
+                    for r in rows
+                ]
+
+    def replace(self, rows: Sequence[CostRow]) -> None:
+        """Every call's cost, in one transaction: the rows before go, these come."""
+        with self.db.write() as conn:
+            self.db.execute(conn, "DELETE FROM call_costs")
+            marks = ", ".join("?" * len(COLUMNS))
+            sql = f"INSERT INTO call_costs ({', '.join(COLUMNS)}) VALUES ({marks})"
+            for row in rows:
+                self.db.execute(
+                    conn,
+                    sql,
+                    [self.db.to_db(c, v) for c, v in zip(COLUMNS, astuple(row), strict=True)],
+                )
+
+    def of_runs(self, trace_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The priced calls of these runs, in time order."""
+        if not trace_ids:
+            return []
+        where, params = self.db.any_of("trace_id", list(trace_ids))
+        return list(
+            self.db.dicts(f"SELECT * FROM call_costs WHERE {where} ORDER BY ts, event_id", params)
+        )
+
+    def priced_by(self) -> list[str]:
+        return [str(r[0]) for r in self.db.read("SELECT DISTINCT priced_by FROM call_costs")]
+
+    def by(self, dimension: str, *, judges: bool = False) -> list[dict[str, Any]]:
+        """Cost, calls and unpriced calls per ``dimension`` (run, role, model, agent, dataset,
+        case): the agent's own calls, or with ``judges`` the judges' (the cost of evaluating,
+        credited to the run each judged)."""
+        key, join = DIMENSIONS[dimension]
+        if judges:
+            # a judge's calls live in a trace of their own, which its verdict names
+            source = (
+                "(SELECT DISTINCT v.trace_id AS run, j.* FROM call_costs j JOIN verdicts v "
+                "ON v.judge_trace_id = j.trace_id WHERE j.judge) c"
+            )
+            key = key.replace("c.trace_id", "c.run")
+            join = join.replace("r.trace_id = c.trace_id", "r.trace_id = c.run")
+            where = ""
+        else:
+            source, where = "call_costs c", "WHERE NOT c.judge "
+        names = KEYS[dimension]
+        sql = (
+            f"SELECT {key}, sum(c.cost), count(*), sum(CASE WHEN c.cost IS NULL THEN 1 ELSE 0 "
+            f"END), sum(c.input_tokens), sum(c.output_tokens) FROM {source} {join} "
+            f"{where}GROUP BY {key} ORDER BY {key}"
+        )
+        out = []
+        for row in self.db.read(sql):
+            found = dict(zip(names, row[: len(names)], strict=True))
+            cost, calls, unpriced, tokens_in, tokens_out = row[len(names) :]
+            found |= {
+                "cost_usd": None if cost is None else float(cost),
+                "calls": int(calls),
+                "unpriced_calls": int(unpriced or 0),
+                "input_tokens": None if tokens_in is None else int(tokens_in),
+                "output_tokens": None if tokens_out is None else int(tokens_out),
+            }
+            out.append(found)
+        return out
