@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
 
 from agentdocket.commands.common import console, echo_json, open_from
+from agentdocket.commands.costs import PRICES
 from agentdocket.store import Store
+
+if TYPE_CHECKING:
+    from agentdocket.experiments.compare import Side
 
 SELECTION = "AGENT[@VERSION] or experiment:NAME"
 
@@ -25,8 +30,10 @@ def run_comparison(
     pins: dict[str, str] | None = None,
     primary: tuple[str, ...] = (),
     max_drop: float | None = None,
+    prices: Path | None = None,
 ) -> dict[str, Any]:
-    """The comparison of two selections of ``dataset``'s runs (see :mod:`..experiments.compare`)."""
+    """The comparison of two selections of ``dataset``'s runs (see :mod:`..experiments.compare`),
+    and of what they cost (:mod:`..experiments.costs`)."""
     from agentdocket.experiments.compare import Judged, Side, compare, group_runs, selected
     from agentdocket.scorers.base import version_key
 
@@ -103,7 +110,37 @@ def run_comparison(
     result["dataset"] = dataset
     for name, entry in result["scorers"].items():
         entry["version"] = versions[name]
+    result["cost"] = _cost(store, sides[0], sides[1], sorted(ids), resamples, prices)
     return result
+
+
+def _cost(
+    store: Store,
+    baseline: Side,
+    candidate: Side,
+    ids: list[str],
+    resamples: int,
+    prices: Path | None,
+) -> dict[str, Any]:
+    """Each run's model calls priced at their own times, and the two sides' costs compared."""
+    from agentdocket.commands.costs import price_book
+    from agentdocket.costs.prices import Usage
+    from agentdocket.experiments.costs import cost_difference
+
+    book = price_book(prices)
+    run_costs: dict[str, float | None] = {}
+    for trace in store.scoring.traces(ids, {"llm.called"}):
+        total: float | None = 0.0
+        for event in trace.events:
+            priced = book.price(Usage.of_call(event.payload, event.ts))
+            if priced.cost is None:
+                total = None
+                break
+            total = (total or 0.0) + float(priced.cost)
+        run_costs[trace.trace_id] = total if trace.events else None
+    out = cost_difference(baseline, candidate, run_costs, resamples=resamples)
+    out["priced_by"] = book.version
+    return out
 
 
 def _pct(x: float | None, score: bool) -> str:
@@ -205,6 +242,7 @@ def markdown(result: dict[str, Any]) -> str:
     out += ["| " + " | ".join(row) + " |" for row in _rows(result)]
     out.append("")
     out += [f"- {s['summary']}" for s in result["scorers"].values()]
+    out.append(f"- {result['cost']['summary']}")
     out.append("")
     gate = result["gate"]
     verdict = gate["verdict"]
@@ -267,6 +305,7 @@ def markdown(result: dict[str, Any]) -> str:
     type=click.IntRange(min=100),
     help="Bootstrap resamples for the intervals.",
 )
+@PRICES
 @click.pass_context
 def compare(
     ctx: click.Context,
@@ -281,6 +320,7 @@ def compare(
     pinned: tuple[str, ...],
     alpha: float,
     resamples: int,
+    prices: Path | None,
 ) -> None:
     """Compare two sets of runs of a dataset, case by case: is the candidate better, worse,
     or is the difference noise?
@@ -289,7 +329,8 @@ def compare(
     cases that changed, scores the Wilcoxon signed-rank test; both a paired bootstrap 95%
     interval of the difference. p-values are adjusted within the gating scorers (Holm with
     Tarone's refinement: a scorer with no data, or too few changed cases to ever be
-    significant, is not counted).
+    significant, is not counted). What the runs cost is compared too: the typical case's
+    cost ratio with a paired bootstrap interval (the calls priced at their own times).
 
     \b
     Examples:
@@ -307,7 +348,17 @@ def compare(
         pins[name] = version
     with open_from(ctx) as store:
         result = run_comparison(
-            store, dataset, baseline, candidate, scorers, alpha, resamples, pins, primary, max_drop
+            store,
+            dataset,
+            baseline,
+            candidate,
+            scorers,
+            alpha,
+            resamples,
+            pins,
+            primary,
+            max_drop,
+            prices,
         )
     if fmt == "json":
         echo_json(result)
@@ -325,6 +376,7 @@ def compare(
         console.print(table)
         for s in result["scorers"].values():
             console.print(f"- {s['summary']}", markup=False, highlight=False)
+        console.print(f"- {result['cost']['summary']}", markup=False, highlight=False)
         console.print(result["gate"]["verdict"], markup=False, highlight=False)
         for line in _changed_cases(result):
             console.print(line, markup=False, highlight=False)
