@@ -13,7 +13,8 @@ from agentdocket.commands.common import FORMAT, console, echo_json, open_from
 if TYPE_CHECKING:
     from agentdocket.costs.prices import PriceBook
 
-PRICES_ENV = "AGENTDOCKET_PRICES"
+from agentdocket.costs import PRICES_ENV
+
 PRICES = click.option(
     "--prices",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
@@ -46,10 +47,12 @@ def costs() -> None:
 
 @costs.command(name="refresh")
 @PRICES
+@click.option("--all", "whole", is_flag=True, help="Price every call again, not only new ones.")
 @click.pass_context
-def refresh_command(ctx: click.Context, prices: Path | None) -> None:
-    """Price every model call of the log again (after new calls, a new genai-prices or a
-    changed price file); the log is not touched.
+def refresh_command(ctx: click.Context, prices: Path | None, whole: bool) -> None:
+    """Price the log's model calls: the new ones, or every one again when the prices changed
+    (another genai-prices, a changed price file) or with --all; the log is not touched.
+    `serve` does it every minute, with $AGENTDOCKET_PRICES.
 
     \b
     Examples:
@@ -60,9 +63,10 @@ def refresh_command(ctx: click.Context, prices: Path | None) -> None:
 
     book = price_book(prices)
     with open_from(ctx) as store:
-        done = refresh(store, book)
+        done = refresh(store, book, whole=whole)
+    which = "model calls" if done.whole else "new model calls"
     console.print(
-        f"{done.calls} model calls priced by {done.version}: {done.unpriced} unpriced",
+        f"{done.calls} {which} priced by {done.version}: {done.unpriced} unpriced",
         markup=False,
     )
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import genai_prices
 
+from agentdocket.costs import PRICES_ENV
 from agentdocket.costs.overrides import MILLION, Overrides
 
 # OpenTelemetry's gen_ai.provider.name values -> genai-prices' provider ids, where they differ
@@ -153,3 +154,15 @@ def _table_price(
             return Priced(found.total_price, f"{TABLE}: {found.provider.id}/{found.model.id}")
     where = f" (provider {provider})" if provider else ""
     return Priced(None, None, f"no price for model {model!r}{where}")
+
+
+def price_book_from_env() -> PriceBook:
+    """The price book of the price file ``$AGENTDOCKET_PRICES`` names (genai-prices alone
+    when it names none)."""
+    import os
+    from pathlib import Path
+
+    from agentdocket.costs.overrides import read_prices
+
+    path = os.environ.get(PRICES_ENV)
+    return PriceBook(read_prices(Path(path)) if path else None)

@@ -17,6 +17,7 @@ class Refreshed:
     priced: int
     unpriced: int
     version: str
+    whole: bool = True  # every call priced again (else only new ones)
 
 
 def cost_row(call: StoredCall, book: PriceBook) -> CostRow:
@@ -43,18 +44,27 @@ def cost_row(call: StoredCall, book: PriceBook) -> CostRow:
 
 
 def refresh(
-    store: Store, book: PriceBook, progress: Callable[[int], None] | None = None
+    store: Store,
+    book: PriceBook,
+    progress: Callable[[int], None] | None = None,
+    *,
+    whole: bool = False,
 ) -> Refreshed:
-    """Price every model call of the log with ``book`` and keep the rows (the log is read,
-    never changed). ``progress(calls priced so far)`` after each batch."""
+    """Price the log's model calls with ``book`` and keep the rows (the log is read, never
+    changed): every call when ``whole``, or when the rows kept were priced by other prices;
+    else only the calls that have no row yet. ``progress(calls priced so far)`` after each
+    batch."""
+    whole = whole or store.costs.priced_by() != [book.version]
+    known = set() if whole else store.costs.priced_ids()
     rows: list[CostRow] = []
     for batch in store.costs.calls():
-        rows.extend(cost_row(call, book) for call in batch)
+        rows.extend(cost_row(call, book) for call in batch if call.event_id not in known)
         if progress is not None:
             progress(len(rows))
-    store.costs.replace(rows)
+    if rows or whole:
+        store.costs.replace(rows, whole=whole)
     unpriced = sum(1 for r in rows if r.cost is None)
-    return Refreshed(len(rows), len(rows) - unpriced, unpriced, book.version)
+    return Refreshed(len(rows), len(rows) - unpriced, unpriced, book.version, whole)
 
 
 def run_costs(calls: list[StoredCall], book: PriceBook) -> dict[str, object]:

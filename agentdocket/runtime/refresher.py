@@ -1,10 +1,14 @@
-"""The dashboards' rollups refreshed every so often (PostgreSQL), on a thread of its own."""
+"""The dashboards' rollups refreshed every so often (PostgreSQL), on a thread of its own, and
+the model calls that arrived since priced (``call_costs``, with the price file
+``$AGENTDOCKET_PRICES`` names, if any)."""
 
 from __future__ import annotations
 
 import logging
 import threading
 
+from agentdocket.costs.prices import price_book_from_env
+from agentdocket.costs.refresh import refresh as refresh_costs
 from agentdocket.runtime import Say
 from agentdocket.store import open_store
 from agentdocket.store.rollup_refresh import Refreshed
@@ -30,6 +34,7 @@ class Refresher(threading.Thread):
             try:
                 with open_store(self.url, migrate=False) as store:
                     self.last = store.projections.refresh_dashboards()
+                    refresh_costs(store, price_book_from_env())
                 if self.say is not None:
                     self.say(str(self.last))
             except Exception as exc:  # whoever runs this (the receiver) must keep running

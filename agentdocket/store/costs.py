@@ -100,10 +100,16 @@ class Costs:
                     for r in rows
                 ]
 
-    def replace(self, rows: Sequence[CostRow]) -> None:
-        """Every call's cost, in one transaction: the rows before go, these come."""
+    def priced_ids(self) -> set[str]:
+        """The event ids of the calls that have a row."""
+        return {str(r[0]) for r in self.db.read("SELECT event_id FROM call_costs")}
+
+    def replace(self, rows: Sequence[CostRow], *, whole: bool = True) -> None:
+        """Calls' costs, in one transaction: with ``whole``, every call's (the rows before
+        go), else rows for calls that had none."""
         with self.db.write() as conn:
-            self.db.execute(conn, "DELETE FROM call_costs")
+            if whole:
+                self.db.execute(conn, "DELETE FROM call_costs")
             marks = ", ".join("?" * len(COLUMNS))
             sql = f"INSERT INTO call_costs ({', '.join(COLUMNS)}) VALUES ({marks})"
             for row in rows:

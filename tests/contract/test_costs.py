@@ -116,3 +116,17 @@ def test_a_price_file_changes_the_models_it_names_and_not_the_log(url: str) -> N
         assert sorted(after[k]["cost"] for k in changed) == pytest.approx([0.0022, 0.0022])
         assert {c["priced_by"] for c in after.values()} == {book.version}
         assert store.costs.priced_by() == [book.version]
+
+
+def test_a_refresh_prices_new_calls_and_all_of_them_when_the_prices_change(url: str) -> None:
+    with open_store(url) as store:
+        ids = _seed(store)
+        assert refresh(store, PriceBook()).whole
+        later = _call(ids[1], 5, "gpt-4o", "openai", "responder")
+        store.append([later])
+        again = refresh(store, PriceBook())
+        assert (again.whole, again.calls) == (False, 1)
+        assert len(store.costs.of_runs([ids[1]])) == 3
+        assert refresh(store, PriceBook()).calls == 0  # nothing new
+        changed = refresh(store, PriceBook(parse_prices(PRIVATE, "private.toml")))
+        assert (changed.whole, changed.calls) == (True, 6)
