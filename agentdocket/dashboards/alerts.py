@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentdocket.dashboards.panels import OVERVIEW, pipeline
+from agentdocket.dashboards.panels import OVERVIEW, costs, pipeline
 
 RECENT = "date_trunc('hour', now()) - interval '1 hour'"  # the current and the previous hour
 
@@ -30,6 +30,8 @@ class Thresholds:
     min_trailing: int = 20  # ... and over the week before
     backlog_runs: int = 1000  # finished runs behind a follower's cursor
     lag_p95_s: float = 60.0  # a follower's 95th-percentile scoring lag
+    spend_rise: float = 0.5  # an agent's spend over the last 7 days above the 7 before
+    min_spend_usd: float = 1.0  # ... when the 7 before spent at least this much
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,25 @@ def _scoring_lag(t: Thresholds) -> AlertRule:
     )
 
 
+def _spend_rise(t: Thresholds) -> AlertRule:
+    """An agent spent more on model calls over the last 7 days than over the 7 before."""
+    week = "time >= now() - interval '7 days'"
+    return AlertRule(
+        "agentdocket-spend-rise",
+        "Spend rose",
+        "SELECT agent, recent / usual - 1 AS value FROM ("
+        f"SELECT agent, sum(cost) FILTER (WHERE {week}) AS recent, "
+        f"sum(cost) FILTER (WHERE NOT ({week})) AS usual FROM dashboard_call_costs "
+        "WHERE time >= now() - interval '14 days' AND NOT judge GROUP BY agent) s "
+        f"WHERE usual >= {t.min_spend_usd} AND recent > usual * {1 + t.spend_rise}",
+        "{{ $labels.agent }} spent more on model calls this week than the week before",
+        f"The agent's spend over the last 7 days is more than {t.spend_rise:.0%} above the "
+        "7 days before (value: the rise, 0.5 = 50%). Open its spend by model and role.",
+        costs.UID,
+        "Spend by agent",
+    )
+
+
 # Every rule, in the order of the provisioning file.
 RULES = (
     _pass_rate_drop,
@@ -187,6 +208,7 @@ RULES = (
     _dead_letters,
     _scoring_backlog,
     _scoring_lag,
+    _spend_rise,
 )
 
 

@@ -35,6 +35,7 @@ from agentdocket.dashboards.panels import (
     TITLES,
     VARIABLE_SQL,
     VERSIONS,
+    costs,
     pipeline,
     run,
 )
@@ -120,6 +121,8 @@ def variables(uid: str) -> list[cogbuilder.Builder[models.VariableModel]]:
             query_variable("version_a", "Version A", VARIABLE_SQL["version_a"], multi=False),
             query_variable("version_b", "Version B", VARIABLE_SQL["version_b"], multi=False),
         ]
+    elif uid == costs.UID:  # what a run passing this scorer costs
+        out.append(query_variable("scorer", "Scorer", VARIABLE_SQL["scorer"], multi=False))
     elif uid != OVERVIEW:
         out.append(query_variable("version", "Scorer version", VARIABLE_SQL["version"]))
     return out

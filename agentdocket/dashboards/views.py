@@ -27,6 +27,7 @@ variable's "All" covers every run).
 - ``dashboard_scoring_samples``: what each follower reported every 15 seconds (scoring lag over
   the interval, finished runs and events behind its cursor, verdicts per second).
 - ``dashboard_telemetry_dropped``: spans exporters reported dropping (``telemetry.dropped``).
+- ``dashboard_call_costs``: each model call with its cost in US dollars (null: unpriced).
 - ``dashboard_labels``: people's labels, each author's latest per run (or step) and rubric.
 - ``dashboard_experiment_verdicts``: each run's latest run-level verdicts with its dataset,
   case and the selections that pick it (``experiment:NAME``, ``AGENT@VERSION``, ``AGENT``), for
@@ -269,6 +270,18 @@ LABELS = """
         """
 
 
+# Model calls and their costs (call_costs, as `costs refresh` last priced them), with the
+# run's dimensions; a judge's call (its trace is no run) is the run's it judged.
+CALL_COSTS = """
+            SELECT c.ts AS time, c.trace_id, c.model, coalesce(c.role, '(none)') AS role,
+                c.judge, c.cost, c.unpriced, c.input_tokens, c.output_tokens,
+                coalesce(r.agent, '(none)') AS agent,
+                coalesce(r.agent_version, '(none)') AS agent_version,
+                coalesce(r.dataset, '(none)') AS dataset
+            FROM call_costs c LEFT JOIN runs r ON r.trace_id = c.trace_id
+        """
+
+
 # Each run-level latest verdict of a run with a case, once per selection that picks its run,
 # as `agentdocket compare` names them: experiment:NAME, AGENT@VERSION, AGENT. (The selections
 # are rows of a VALUES list, each with whether it applies: Citus does not run a UNION of
@@ -308,6 +321,7 @@ def _views() -> dict[str, str]:
         "dashboard_telemetry_dropped": TELEMETRY_DROPPED,
         "dashboard_experiment_verdicts": EXPERIMENT_VERDICTS,
         "dashboard_labels": LABELS,
+        "dashboard_call_costs": CALL_COSTS,
     }
 
 

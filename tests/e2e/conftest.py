@@ -16,6 +16,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from agentdocket import dashboards, scorers
 from agentdocket.demo import run_demo
+from agentdocket.events import Event
 from agentdocket.scorers.base import Outcome
 from agentdocket.scorers.runner import score_runs
 from agentdocket.store import DeadLetter, Store, open_store
@@ -111,6 +112,35 @@ def seed(url: str, tmp: Path) -> None:
         store.dead_letters.keep([DeadLetter.of_raw('{"x": 1}', "test: refused", "seed")])
         _pipeline_samples(store)
         _labels(store, demo)
+        _priced_calls(store, ibm)
+
+
+def _priced_calls(store: Store, runs: list[str]) -> None:
+    """A planner's call on gpt-4o in twenty IBM runs (the demo's scripted model has no price),
+    then every call priced."""
+    from agentdocket.costs.prices import PriceBook
+    from agentdocket.costs.refresh import refresh
+    from agentdocket.events import LlmCalled
+
+    events = []
+    for i, trace_id in enumerate(runs[:20]):
+        run = store.reader.run(trace_id)
+        assert run is not None and run["first_ts"] is not None
+        call = LlmCalled(
+            model="gpt-4o",
+            role="planner",
+            input_tokens=1000 + 100 * i,
+            output_tokens=200,
+            cache_read_tokens=100,
+            attributes={"provider": "openai"},
+        )
+        events.append(
+            Event.create(
+                trace_id=trace_id, span_id="c" * 16, seq=10**6, ts=run["first_ts"], payload=call
+            )
+        )
+    store.append(events)
+    refresh(store, PriceBook())
 
 
 def _labels(store: Store, runs: list[str]) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agentdocket.dashboards import alerts
-from agentdocket.events import Event, TelemetryDropped
+from agentdocket.events import Event, LlmCalled, TelemetryDropped
 from agentdocket.store import DeadLetter, Store, open_store
 from agentdocket.store.pipeline import PipelineSample, ScoringSample
 from tests.helpers.db import ROOT
@@ -42,6 +42,33 @@ def _runs(
         store.append(events)
 
 
+def _spend(store: Store, when: datetime, usd: float, n: int) -> None:
+    """A model call of one of support's runs at ``when``, costing ``usd`` (gpt-4o's input
+    tokens at $2.50 a million), then every call priced."""
+    from agentdocket.costs.prices import PriceBook
+    from agentdocket.costs.refresh import refresh
+
+    (run,) = store.reader.list_runs(agent="support", limit=1)
+    call = LlmCalled(
+        model="gpt-4o",
+        input_tokens=round(usd / 2.5e-6),
+        output_tokens=0,
+        attributes={"provider": "openai"},
+    )
+    store.append(
+        [
+            Event.create(
+                trace_id=run["trace_id"],
+                span_id=f"{n + 1:016x}",
+                seq=10**6 + n,
+                ts=when,
+                payload=call,
+            )
+        ]
+    )
+    refresh(store, PriceBook())
+
+
 def _samples(store: Store, at: datetime, dropped: int, behind: int, lag: float) -> None:
     store.pipeline.record(PipelineSample(at, "host:1", 0, 0, None, 100, 900, 0, 0, dropped))
     store.pipeline.record(
@@ -69,6 +96,8 @@ def test_rules_are_quiet_on_a_healthy_week_and_fire_on_a_regression(url: str) ->
         _runs(store, rng, now - timedelta(minutes=20), 10, errors=1, passes=8)
         for minutes in (12, 6, 1):
             _samples(store, now - timedelta(minutes=minutes), dropped=3, behind=10, lag=0.5)
+        _spend(store, now - timedelta(days=10), 2.0, 0)  # $2 a week, steadily
+        _spend(store, now - timedelta(days=3), 2.0, 1)
         store.projections.refresh_dashboards()
     with grafana_role(url) as conn:
         assert _firing(conn) == {rule.uid: [] for rule in alerts.rules()}
@@ -88,6 +117,7 @@ def test_rules_are_quiet_on_a_healthy_week_and_fire_on_a_regression(url: str) ->
             ]
         )
         store.dead_letters.keep([DeadLetter.of_raw('{"x": 1}', "refused", "receiver")])
+        _spend(store, now - timedelta(hours=2), 3.0, 2)  # $5 this week
     with grafana_role(url) as conn:
         firing = _firing(conn)
     assert firing["agentdocket-pass-rate-drop"] == [("support", SCORER, "1", pytest.approx(0.4))]
@@ -99,6 +129,7 @@ def test_rules_are_quiet_on_a_healthy_week_and_fire_on_a_regression(url: str) ->
     assert firing["agentdocket-dead-letters"] == [("receiver", 1.0)]
     assert firing["agentdocket-scoring-backlog"] == [("live:1", 5000.0)]
     assert firing["agentdocket-scoring-lag"] == [("live:1", 120.0)]
+    assert firing["agentdocket-spend-rise"] == [("support", pytest.approx(1.5))]
 
 
 def test_the_provisioned_rules_are_the_declared_ones() -> None:

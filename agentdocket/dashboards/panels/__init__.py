@@ -21,6 +21,7 @@ verdict panels on ``version`` too; the scorer-versions dashboard compares ``vers
 from __future__ import annotations
 
 from agentdocket.dashboards.panels import (
+    costs,
     experiments,
     grammar,
     overview,
@@ -51,6 +52,7 @@ PANELS: tuple[PanelSpec, ...] = (
     *versions.PANELS,
     *experiments.PANELS,
     *people.PANELS,
+    *costs.PANELS,
 )
 
 # Each dashboard's uid -> its title and description, in the order they are built.
@@ -63,6 +65,7 @@ TITLES: dict[str, tuple[str, str]] = {
     versions.UID: versions.TITLE,
     experiments.UID: experiments.TITLE,
     people.UID: people.TITLE,
+    costs.UID: costs.TITLE,
     pipeline.UID: pipeline.TITLE,
     run.UID: run.TITLE,
 }

@@ -10,6 +10,7 @@ squared shares of each answer over all those labels.
 
 from __future__ import annotations
 
+from agentdocket.dashboards.panels import run
 from agentdocket.dashboards.spec import PanelSpec, panel
 
 UID = "agentdocket-people"
@@ -72,6 +73,7 @@ PANELS: tuple[PanelSpec, ...] = (
         "ORDER BY time DESC, trace_id LIMIT 50",
         "time trace_id agent author rubric value",
         width=24,
+        links={"trace_id": run.RUN_LINK},
         description="The latest failing labels an application sent (POST /v1/feedback, "
         "run.feedback).",
     ),
