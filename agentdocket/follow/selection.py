@@ -32,7 +32,8 @@ class Followed:
 class Budget:
     """A judge's calls per minute: a bucket refilled continuously, holding one minute's calls.
     A round judges as many runs as the bucket pays for at the calls per run seen so far; the
-    rest wait for a later round (deferred, never dropped)."""
+    rest wait for a later round (deferred, never dropped). A run needing more calls than the
+    whole bucket is judged alone once the bucket is full, so that none waits for ever."""
 
     def __init__(self, per_minute: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.per_minute = per_minute
@@ -49,7 +50,10 @@ class Budget:
     def allow(self, runs: int) -> int:
         """How many of ``runs`` may be judged now."""
         self._refill()
-        return min(runs, int(self.tokens / max(self.calls_per_run, 1e-9)))
+        paid = int(self.tokens / max(self.calls_per_run, 1e-9))
+        if paid == 0 and self.tokens >= self.per_minute:
+            paid = 1
+        return min(runs, paid)
 
     def spend(self, calls: int, runs: int) -> None:
         """Account ``calls`` made for ``runs`` runs (cached answers cost nothing)."""

@@ -1,5 +1,6 @@
 """A judge's money budget: the bucket of dollars (refill, spend, defer, the one-hour cap) on an
-injected clock, and ``usd_per_hour`` and ``[follow] prices`` as a scoring config gives them."""
+injected clock, and ``usd_per_hour`` and ``[follow] prices`` as a scoring config gives them;
+and the calls budget's full bucket letting a dear run through."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentdocket.follow.config import ConfigFileError, load, parse
-from agentdocket.follow.selection import MoneyBudget
+from agentdocket.follow.selection import Budget, MoneyBudget
 
 ROOT = Path(__file__).resolve().parents[2]
 SCORER = "interaction.metrics"
@@ -63,6 +64,17 @@ def test_a_run_dearer_than_the_whole_bucket_is_judged_alone_when_it_is_full() ->
     assert money.allow(5) == 0  # $0.50 of the $4 it costs
     clock.hours(0.5)
     assert money.allow(5) == 1  # full: one run, so that none waits for ever
+
+
+def test_a_run_needing_more_calls_than_a_minute_holds_is_judged_alone_when_it_is_full() -> None:
+    clock = Clock()
+    calls = Budget(1, clock)  # one call a minute, for a judge that asks three times a run
+    assert calls.allow(5) == 1
+    calls.spend(3, 1)
+    clock.seconds += 120
+    assert calls.allow(5) == 0  # the two calls owed are paid back: empty
+    clock.seconds += 60
+    assert calls.allow(5) == 1  # full (one call), short of the 1.4 a run expected: one run
 
 
 def test_a_judge_that_costs_nothing_is_not_held() -> None:
