@@ -23,6 +23,7 @@ import genai_prices
 
 from agentdocket.costs import PRICES_ENV
 from agentdocket.costs.overrides import MILLION, Overrides
+from agentdocket.store.projections import JUDGE_CACHE_KEY
 
 # OpenTelemetry's gen_ai.provider.name values -> genai-prices' provider ids, where they differ
 PROVIDERS = {
@@ -34,8 +35,45 @@ PROVIDERS = {
     "azure.ai.inference": "azure",
     "mistral_ai": "mistral",
     "x_ai": "x-ai",
+    # langchain's names (a judge named "PROVIDER:MODEL")
+    "azure_openai": "azure",
+    "azure_ai": "azure",
+    "google_vertexai": "google",
+    "google_genai": "google",
+    "google_anthropic_vertex": "google",
+    "bedrock": "aws",
+    "bedrock_converse": "aws",
+    "mistralai": "mistral",
+    "xai": "x-ai",
 }
 TABLE = f"genai-prices {version('genai-prices')}"
+# The providers of langchain's init_chat_model: a judge named "PROVIDER:MODEL" records its calls
+# under that name, which is that provider's model.
+JUDGE_PROVIDERS = frozenset(
+    {
+        "openai",
+        "anthropic",
+        "azure_openai",
+        "azure_ai",
+        "google_vertexai",
+        "google_genai",
+        "google_anthropic_vertex",
+        "bedrock",
+        "bedrock_converse",
+        "cohere",
+        "fireworks",
+        "together",
+        "mistralai",
+        "huggingface",
+        "groq",
+        "ollama",
+        "deepseek",
+        "ibm",
+        "nvidia",
+        "xai",
+        "perplexity",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -53,11 +91,18 @@ class Usage:
 
     @classmethod
     def of_call(cls, payload: Mapping[str, Any], at: datetime) -> Usage:
+        """The usage of a stored ``llm.called`` payload made at ``at``. A judge's call
+        recorded under the judge's name ``PROVIDER:MODEL`` (langchain's providers, as
+        ``--judge openai:gpt-4o``) is that provider's model."""
         attributes = payload.get("attributes") or {}
         provider = attributes.get("provider")
         tier = attributes.get("service_tier")
+        model = str(payload.get("model") or "unknown")
+        named, _, rest = model.partition(":")
+        if not provider and rest and named in JUDGE_PROVIDERS and JUDGE_CACHE_KEY in attributes:
+            provider, model = named, rest
         return cls(
-            model=str(payload.get("model") or "unknown"),
+            model=model,
             at=at,
             provider=str(provider) if provider else None,
             input_tokens=payload.get("input_tokens"),

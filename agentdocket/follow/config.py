@@ -6,6 +6,7 @@ A TOML file (``--config FILE``)::
     name = "production"     # followers of one name share the work and one cursor
     poll_seconds = 1.0      # how long an idle follower waits before looking again
     batch = 500             # runs read and judged per round
+    prices = "prices.toml"  # optional: a price file over genai-prices, for usd_per_hour
 
     [[scorer]]
     name = "tools.procedural"       # a scorer, or a prefix naming those under it
@@ -19,7 +20,10 @@ A TOML file (``--config FILE``)::
     judge = "openai:gpt-4o"          # the judge model (LLM judges)
     options = { retries = 3 }        # the scorer's options (`agentdocket scorers` lists them)
     calls_per_minute = 60            # judge budget: runs past it wait, none are dropped
+    usd_per_hour = 2.50              # and in money: what its calls cost, priced at their time
     concurrency = 4                  # judge calls in flight at once
+
+A relative ``prices`` path is read from the config file's folder.
 
 Sampling is deterministic by trace id: a run is in or out for every follower, every restart
 and every scorer with the same rate (a 5% sample is inside the 10% one).
@@ -34,10 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentdocket.costs.overrides import Overrides, PriceFileError, read_prices
 from agentdocket.errors import AgentdocketError
 from agentdocket.store.arrivals import FinishedRun
 
-FOLLOW_KEYS = {"name", "poll_seconds", "batch"}
+FOLLOW_KEYS = {"name", "poll_seconds", "batch", "prices"}
 SCORER_KEYS = {
     "name",
     "version",
@@ -49,6 +54,7 @@ SCORER_KEYS = {
     "sample",
     "judge",
     "calls_per_minute",
+    "usd_per_hour",
     "concurrency",
     "options",
 }
@@ -78,6 +84,7 @@ class Rule:
     sample: float = 1.0
     judge: str | None = None
     calls_per_minute: float | None = None
+    usd_per_hour: float | None = None  # US dollars an hour the judge's calls may cost
     concurrency: int | None = None
     options: Mapping[str, Any] = field(default_factory=dict)  # the scorer's, typed
 
@@ -121,6 +128,7 @@ class FollowConfig:
     poll_seconds: float = 1.0
     batch: int = 500
     typed: bool = True  # the rules' options are typed values (TOML), else text (a command line)
+    prices: Overrides | None = None  # a price file over genai-prices (judges' money budgets)
 
 
 def _where(path: str | None, place: str) -> str:
@@ -166,6 +174,7 @@ def _rule(table: Any, where: str) -> Rule:
     if judge is not None and not isinstance(judge, str):
         raise ConfigFileError(f"{where}.judge: expected a model name, got {judge!r}")
     rate = table.get("calls_per_minute")
+    money = table.get("usd_per_hour")
     concurrency = table.get("concurrency")
     options = table.get("options", {})
     if not isinstance(options, dict):
@@ -177,6 +186,7 @@ def _rule(table: Any, where: str) -> Rule:
         sample=_number(table.get("sample", 1.0), f"{where}.sample", low=0.0, high=1.0),
         judge=judge,
         calls_per_minute=None if rate is None else _positive(rate, f"{where}.calls_per_minute"),
+        usd_per_hour=None if money is None else _positive(money, f"{where}.usd_per_hour"),
         concurrency=None
         if concurrency is None
         else int(_number(concurrency, f"{where}.concurrency", low=1)),
@@ -186,8 +196,8 @@ def _rule(table: Any, where: str) -> Rule:
 
 
 def _positive(value: Any, where: str) -> float:
-    """A rate that lets work through: a budget of 0 calls a minute would hold the follower's
-    runs back for ever."""
+    """A rate that lets work through: a budget of 0 calls a minute (or $0 an hour) would hold
+    the follower's runs back for ever."""
     rate = _number(value, where, low=0.0)
     if rate <= 0:
         raise ConfigFileError(f"{where}: {value} would judge nothing (must be more than 0)")
@@ -225,7 +235,25 @@ def parse(data: Mapping[str, Any], path: str | None = None) -> FollowConfig:
             follow.get("poll_seconds", 1.0), _where(path, "follow.poll_seconds"), low=0.01
         ),
         batch=int(_number(follow.get("batch", 500), _where(path, "follow.batch"), low=1)),
+        prices=_prices(follow.get("prices"), path),
     )
+
+
+def _prices(value: Any, path: str | None) -> Overrides | None:
+    """The price file ``follow.prices`` names, read and checked now (relative to the config
+    file's folder)."""
+    if value is None:
+        return None
+    where = _where(path, "follow.prices")
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigFileError(f"{where}: expected a file name, got {value!r}")
+    file = Path(value)
+    if path is not None and not file.is_absolute():
+        file = Path(path).parent / file
+    try:
+        return read_prices(file)
+    except PriceFileError as exc:
+        raise ConfigFileError(f"{where}: {exc}") from None
 
 
 def load(path: Path) -> FollowConfig:

@@ -28,8 +28,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import TYPE_CHECKING
 
-from agentdocket.events import JUDGEMENT_KINDS, Trace
+from agentdocket.events import JUDGEMENT_KINDS, Event, Trace
 from agentdocket.follow.config import ConfigFileError, FollowConfig
 from agentdocket.follow.selection import Followed, follower_key, resolve
 from agentdocket.follow.stats import Stats, add
@@ -39,6 +41,9 @@ from agentdocket.scorers.runner import input_kinds, score_batch
 from agentdocket.store import Store, StoreError, StoreUnavailable
 from agentdocket.store.arrivals import Arrival, Position
 from agentdocket.store.pipeline import ScoringSample
+
+if TYPE_CHECKING:
+    from agentdocket.costs.prices import PriceBook
 
 log = logging.getLogger("agentdocket.follow")
 PROCESS = f"{socket.gethostname()}:{os.getpid()}"
@@ -71,6 +76,10 @@ class Follower:
         if not self.chosen:
             raise ConfigFileError("no scorers to follow with")
         self.key = follower_key(config, self.chosen)
+        from agentdocket.costs.prices import PriceBook  # genai-prices: loaded by followers only
+
+        self.prices: PriceBook = PriceBook(config.prices)  # what the judges' calls cost
+        self._unpriced_told: set[str] = set()
         self.kinds = input_kinds([f.scorer for f in self.chosen])
         self.clock = clock
         self.stats = Stats()
@@ -154,18 +163,26 @@ class Follower:
         received: dict[str, datetime | None],
         put_off: dict[str, set[str]],
     ) -> None:
-        if f.budget is not None and subset:
-            allowed = f.budget.allow(len(subset))
-            for t in subset[allowed:]:
-                put_off.setdefault(t.trace_id, set()).add(f.label)
-            add(self.stats.deferred, f.label, len(subset) - allowed)
-            subset = subset[:allowed]
+        allowed = len(subset)
+        for budget in (f.budget, f.money):
+            if budget is not None and allowed:
+                allowed = budget.allow(allowed)
+        for t in subset[allowed:]:
+            put_off.setdefault(t.trace_id, set()).add(f.label)
+        add(self.stats.deferred, f.label, len(subset) - allowed)
+        subset = subset[:allowed]
         if not subset:
             return
         result = score_batch(self.store, [f.scorer], subset, judge_concurrency=f.rule.concurrency)
         stored = datetime.now(UTC)
+        spent, unpriced = self._cost(f, result.judge_call_events)
         if f.budget is not None:
             f.budget.spend(result.judge_calls, len(subset))
+        if f.money is not None:
+            f.money.spend(float(spent), len(subset))
+        if spent:
+            self.stats.spend_usd[f.label] = self.stats.spend_usd.get(f.label, 0.0) + float(spent)
+        add(self.stats.unpriced_calls, f.label, unpriced)
         tally = result.tallies[(f.scorer.name, f.scorer.version)]
         add(self.stats.added, f.label, tally.added)
         add(self.stats.kept, f.label, tally.kept)
@@ -178,6 +195,33 @@ class Follower:
             at = received.get(tid)
             if at is not None:
                 self.stats.observe_lag(max(0.0, (stored - at).total_seconds()))
+
+    def _cost(self, f: Followed, calls: Sequence[Event]) -> tuple[Decimal, int]:
+        """What the judge calls just made for ``f`` cost, priced from their ``llm.called``
+        events at their time, and how many of them no price covers. A call that failed is
+        neither (it is not counted as a call either)."""
+        from agentdocket.costs.prices import Usage
+
+        spent, unpriced = Decimal(0), 0
+        for call in calls:
+            if call.payload.get("error") is not None:
+                continue
+            priced = self.prices.price(Usage.of_call(call.payload, call.ts))
+            if priced.cost is not None:
+                spent += priced.cost
+                continue
+            unpriced += 1
+            if f.money is not None and f.label not in self._unpriced_told:
+                self._unpriced_told.add(f.label)
+                log.warning(
+                    "follower %s: %s's judge calls are unpriced (%s): they count against "
+                    "calls_per_minute, not usd_per_hour; give their model a rate in a price "
+                    "file ([follow] prices)",
+                    self.key,
+                    f.label,
+                    priced.unpriced,
+                )
+        return spent, unpriced
 
     def _advance(
         self,

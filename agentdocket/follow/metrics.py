@@ -13,6 +13,10 @@
 - ``agentdocket_judge_calls_total{scorer}``, ``agentdocket_judge_cache_hits_total{scorer}``,
   ``agentdocket_judge_deferred_total{scorer}``: model calls made, answers served from the
   judge cache, runs put off by the budget;
+- ``agentdocket_judge_spend_usd_total{scorer}``: what the judge's calls cost in US dollars,
+  each priced at its time (genai-prices and the config's price file);
+  ``agentdocket_judge_unpriced_calls_total{scorer}``: judge calls no price covers (left out
+  of the spend and of a ``usd_per_hour`` budget);
 - ``agentdocket_scoring_claimed_elsewhere_total``: runs left to another follower that held
   them; ``agentdocket_scoring_failures_total``: rounds that failed and were retried.
 """
@@ -44,7 +48,7 @@ class FollowerCollector(Collector):
         s = f.stats
         labels = [x.label for x in f.chosen]
 
-        def per_scorer(name: str, text: str, counts: Mapping[str, int]) -> CounterMetricFamily:
+        def per_scorer(name: str, text: str, counts: Mapping[str, float]) -> CounterMetricFamily:
             family = CounterMetricFamily(f"agentdocket_{name}", text, labels=["scorer"])
             for label in labels:
                 family.add_metric([label], counts.get(label, 0))
@@ -58,6 +62,10 @@ class FollowerCollector(Collector):
         yield per_scorer("judge_calls", "Judge model calls made.", s.judge_calls)
         yield per_scorer("judge_cache_hits", "Judge answers from the cache.", s.cache_hits)
         yield per_scorer("judge_deferred", "Runs put off by a judge's budget.", s.deferred)
+        yield per_scorer(
+            "judge_spend_usd", "What judge calls cost, in US dollars (priced ones).", s.spend_usd
+        )
+        yield per_scorer("judge_unpriced_calls", "Judge calls no price covers.", s.unpriced_calls)
         yield CounterMetricFamily(
             "agentdocket_scoring_runs", "Finished runs taken from the log.", value=s.runs_seen
         )

@@ -21,6 +21,8 @@ class Stats:
     judge_calls: dict[str, int] = field(default_factory=dict)
     cache_hits: dict[str, int] = field(default_factory=dict)
     deferred: dict[str, int] = field(default_factory=dict)  # put off by a judge's budget
+    spend_usd: dict[str, float] = field(default_factory=dict)  # what judge calls cost, priced
+    unpriced_calls: dict[str, int] = field(default_factory=dict)  # judge calls no price covers
     claimed_elsewhere: int = 0  # put off: another follower held the run
     waiting: dict[str, int] = field(default_factory=dict)  # runs put off now, per scorer
     behind_events: int = 0  # events after the cursor, at the last count

@@ -73,6 +73,9 @@ class Result:
     dashboards: Refreshed | None = None  # the rollup refresh after scoring (PostgreSQL)
     # the runs of one batch that got a new verdict (not carried by merge: batches forget them)
     judged: list[str] = field(default_factory=list)
+    # the llm.called events of the judge calls one batch made (cached answers excluded), as
+    # appended: what they cost (a follower's money budget). Not carried by merge either.
+    judge_call_events: list[Event] = field(default_factory=list)
 
     def merge(self, other: Result) -> None:
         self.runs += other.runs
@@ -188,6 +191,7 @@ def score_batch(
     events += session.events  # the judge calls, in the same transaction as their verdicts
     result.judge_calls = session.calls_made
     result.judge_cache_hits = session.cache_hits
+    result.judge_call_events = list(session.events)
     if events:
         (write or store.append)(events)
     return result
@@ -328,7 +332,9 @@ def _start_worker(url: str, chosen: list[Scorer]) -> None:
 def _work(ids: list[str]) -> Result:
     store: Store = _worker["store"]
     traces = store.scoring.traces(ids, _worker["kinds"], _worker["cases"])
-    return score_batch(store, _worker["scorers"], traces)
+    result = score_batch(store, _worker["scorers"], traces)
+    result.judge_call_events = []  # merge does not carry them: not sent back either
+    return result
 
 
 def _in_workers(

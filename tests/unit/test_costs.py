@@ -134,3 +134,28 @@ def test_a_bad_price_file_names_the_line_and_field(text: str, message: str) -> N
     with pytest.raises(PriceFileError) as caught:
         parse_prices(text, "prices.toml")
     assert message in str(caught.value)
+
+
+def test_a_judge_named_provider_colon_model_is_priced_as_that_providers_model() -> None:
+    """A judge given as ``--judge openai:gpt-4o`` records its calls under that name; they are
+    priced as OpenAI's gpt-4o. Another call's colons are its model's own (Bedrock's ids)."""
+    at = datetime(2026, 11, 1, tzinfo=UTC)
+    book = PriceBook()
+    tokens = {"input_tokens": 1000, "output_tokens": 100}
+    judge = Usage.of_call(
+        {"model": "openai:gpt-4o", "attributes": {"judge_cache_key": "k"}, **tokens}, at
+    )
+    assert (judge.provider, judge.model) == ("openai", "gpt-4o")
+    plain = book.price(Usage(model="gpt-4o", provider="openai", at=at, **tokens))
+    assert plain.cost is not None and book.price(judge).cost == plain.cost
+    google = Usage.of_call(
+        {"model": "google_genai:gemini-1.5-pro", "attributes": {"judge_cache_key": "k"}, **tokens},
+        at,
+    )
+    assert book.price(google).by == "genai-prices 0.2.3: google/gemini-1.5-pro"
+    agent = Usage.of_call({"model": "openai:gpt-4o", **tokens}, at)  # not a judge's call
+    assert (agent.provider, agent.model) == (None, "openai:gpt-4o")
+    fine_tuned = Usage.of_call(
+        {"model": "ft:gpt-4o-mini:acme:x", "attributes": {"judge_cache_key": "k"}, **tokens}, at
+    )
+    assert (fine_tuned.provider, fine_tuned.model) == (None, "ft:gpt-4o-mini:acme:x")
