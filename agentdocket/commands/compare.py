@@ -242,7 +242,8 @@ def markdown(result: dict[str, Any]) -> str:
     out += ["| " + " | ".join(row) + " |" for row in _rows(result)]
     out.append("")
     out += [f"- {s['summary']}" for s in result["scorers"].values()]
-    out.append(f"- {result['cost']['summary']}")
+    if "cost" in result:
+        out.append(f"- {result['cost']['summary']}")
     out.append("")
     gate = result["gate"]
     verdict = gate["verdict"]
@@ -376,7 +377,8 @@ def compare(
         console.print(table)
         for s in result["scorers"].values():
             console.print(f"- {s['summary']}", markup=False, highlight=False)
-        console.print(f"- {result['cost']['summary']}", markup=False, highlight=False)
+        if "cost" in result:
+            console.print(f"- {result['cost']['summary']}", markup=False, highlight=False)
         console.print(result["gate"]["verdict"], markup=False, highlight=False)
         for line in _changed_cases(result):
             console.print(line, markup=False, highlight=False)
