@@ -76,3 +76,29 @@ def export_verdicts(
     with open_from(ctx) as store:
         n = write_verdicts(store.scoring.verdict_export_rows(dataset, scorer), output, fmt)
     err.print(f"exported {n} verdicts to {output}")
+
+
+@export.command(name="costs")
+@click.option("--format", "fmt", type=click.Choice(["parquet", "csv"]), default="parquet")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True)
+@click.pass_context
+def export_costs(ctx: click.Context, fmt: str, output: Path) -> None:
+    """Export every model call with its cost (as `costs refresh` last priced it) as a flat
+    table: run, time, model, provider, role, tokens, cost in US dollars (empty: unpriced, with
+    the reason), and the prices that produced it.
+
+    \b
+    Examples:
+      agentdocket export costs -o costs.parquet
+      agentdocket export costs --format csv -o costs.csv
+    """
+    import polars as pl
+
+    with open_from(ctx) as store:
+        rows = store.costs.rows()
+    frame = pl.DataFrame(rows, infer_schema_length=None)
+    if fmt == "parquet":
+        frame.write_parquet(output)
+    else:
+        frame.write_csv(output)
+    err.print(f"exported {frame.height} model calls to {output}")

@@ -19,11 +19,45 @@ def make_report(
     from agentdocket.scorers.report import build_report, choose_versions
 
     chosen = choose_versions(store.scoring.scorer_versions(dataset), versions)
-    return build_report(
-        dataset,
-        store.scoring.report_runs(dataset),
-        store.scoring.report_verdicts(chosen, dataset),
-        by,
+    runs = store.scoring.report_runs(dataset)
+    report = build_report(dataset, runs, store.scoring.report_verdicts(chosen, dataset), by)
+    costs = {r["trace_id"]: r for r in store.costs.by("run")}
+    priced_by = store.costs.priced_by()
+    report["cost"] = _cost([r.trace_id for r in runs], costs, priced_by)
+    if by is not None:
+        from agentdocket.scorers.report import group_value
+
+        members: dict[str, list[str]] = {}
+        for run in runs:
+            members.setdefault(group_value(run, by), []).append(run.trace_id)
+        for value, group in report["groups"].items():
+            group["cost"] = _cost(members.get(value, []), costs, priced_by)
+    return report
+
+
+def _cost(ids: list[str], costs: dict[str, dict[str, Any]], priced_by: list[str]) -> dict[str, Any]:
+    """What these runs' model calls cost, as `costs refresh` last priced them."""
+    rows = [costs[t] for t in ids if t in costs]
+    total = sum(r["cost_usd"] or 0.0 for r in rows)
+    return {
+        "priced_by": priced_by,
+        "runs_with_calls": len(rows),
+        "calls": sum(r["calls"] for r in rows),
+        "unpriced_calls": sum(r["unpriced_calls"] for r in rows),
+        "total_usd": total if rows else None,
+        "per_run_usd": total / len(ids) if rows and ids else None,
+    }
+
+
+def _cost_line(name: str, cost: dict[str, Any]) -> str:
+    if not cost["priced_by"]:
+        return f"{name}: no cost yet (agentdocket costs refresh prices the model calls)"
+    if cost["total_usd"] is None:
+        return f"{name}: no model calls"
+    unpriced = f"; {cost['unpriced_calls']} calls unpriced" if cost["unpriced_calls"] else ""
+    return (
+        f"{name}: ${cost['total_usd']:.6f} for {cost['calls']} model calls, "
+        f"${cost['per_run_usd']:.6f} a run{unpriced}"
     )
 
 
@@ -61,6 +95,10 @@ def print_report(report: dict[str, Any]) -> None:
         ]
         table.add_row(*values)
     console.print(table)
+    if "cost" in report:
+        console.print(_cost_line("cost", report["cost"]), markup=False, highlight=False)
+        for value, group in report.get("groups", {}).items():
+            console.print(_cost_line(f"  {value}", group["cost"]), markup=False, highlight=False)
 
 
 @click.command()
@@ -87,7 +125,8 @@ def report(
     ctx: click.Context, dataset: str | None, by: str | None, fmt: str, versions: tuple[str, ...]
 ) -> None:
     """Aggregate the verdicts of each scorer over a dataset's runs (errored runs are counted
-    and left out of the numbers).
+    and left out of the numbers), and what their model calls cost (as `costs refresh` last
+    priced them; unpriced calls counted apart).
 
     \b
     Examples:

@@ -72,7 +72,8 @@ class ConcertsAgent:
         plan = [PlanStep(tool="sql", text=s.intent) for s in q.sequential]
         plan.append(PlanStep(tool="answer", text="Answer from the query results"))
         plan_text = "\n".join(f"{i}. {s.text}" for i, s in enumerate(plan, 1))
-        run.llm_call(
+        _llm_call(
+            run,
             MODEL,
             "planner",
             [("system", SYSTEM), ("user", self._planner_prompt(q.text, tables))],
@@ -87,14 +88,16 @@ class ConcertsAgent:
         history: list[str] = []
         for step in q.iterative:
             prompt = self._planner_prompt(q.text, tables) + _history(history)
-            run.llm_call(MODEL, "planner", [("user", prompt)], output=step.intent, temperature=0.0)
+            _llm_call(
+                run, MODEL, "planner", [("user", prompt)], output=step.intent, temperature=0.0
+            )
             run.plan([PlanStep(tool="sql", text=step.intent)], text=step.intent)
             ((_, rows),) = self._execute(run, (step,), tables)
             history.append(f"{step.query} -> {rows if rows is not None else 'error'}")
             if step.feeds:
                 results.append(rows)
         prompt = self._planner_prompt(q.text, tables) + _history(history)
-        run.llm_call(MODEL, "planner", [("user", prompt)], output="STOP", temperature=0.0)
+        _llm_call(run, MODEL, "planner", [("user", prompt)], output="STOP", temperature=0.0)
         run.plan([PlanStep(tool="answer", text="Stop and answer")], text="STOP")
         return results
 
@@ -103,8 +106,8 @@ class ConcertsAgent:
             "Answer the question from these records. Think step by step.\n\n"
             f"{dump(self.conn)}\n\nQuestion: {q.text}"
         )
-        run.llm_call(
-            MODEL, "response_former", [("system", SYSTEM), ("user", prompt)], output=q.guess
+        _llm_call(
+            run, MODEL, "response_former", [("system", SYSTEM), ("user", prompt)], output=q.guess
         )
         return q.guess
 
@@ -131,7 +134,8 @@ class ConcertsAgent:
     ) -> list[tuple[Step, Rows | None]]:
         out: list[tuple[Step, Rows | None]] = []
         for step in steps:
-            run.llm_call(
+            _llm_call(
+                run,
                 MODEL,
                 "slot_filler",
                 [
@@ -158,7 +162,8 @@ class ConcertsAgent:
             text = FAILED
         else:
             text = q.answer([r for r in results if r is not None])
-        run.llm_call(
+        _llm_call(
+            run,
             MODEL,
             "response_former",
             [("user", f"Question: {q.text}\nResults: {results}\nAnswer concisely.")],
@@ -178,3 +183,33 @@ def _stem(word: str) -> str:
 
 def _history(history: list[str]) -> str:
     return ("\n\nSo far:\n" + "\n".join(history)) if history else ""
+
+
+WORD = re.compile(r"\w+|[^\w\s]")
+
+
+def tokens(text: str) -> int:
+    """The scripted model's own count of a text's tokens: its words and punctuation marks
+    (about what a BPE tokenizer gives for English prose), reported as its usage."""
+    return len(WORD.findall(text))
+
+
+def _llm_call(
+    run: Run,
+    model: str,
+    role: str,
+    messages: list[tuple[str, str]],
+    *,
+    output: str,
+    temperature: float | None = None,
+) -> None:
+    """A call of the scripted model, with the tokens it counts in and out."""
+    run.llm_call(
+        model,
+        role,
+        messages,
+        output=output,
+        temperature=temperature,
+        input_tokens=sum(tokens(text) for _, text in messages),
+        output_tokens=tokens(str(output)),
+    )

@@ -82,7 +82,7 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float) and math.isfinite(value)
 
 
-def _group_value(run: ReportRun, by: str) -> str:
+def group_value(run: ReportRun, by: str) -> str:
     if by == "agent":
         return run.agent or "-"
     if by == "version":
@@ -192,7 +192,7 @@ def build_report(
     if by is not None:
         members: dict[str, list[ReportRun]] = defaultdict(list)
         for run in runs:
-            members[_group_value(run, by)].append(run)
+            members[group_value(run, by)].append(run)
         report["by"] = by
         report["groups"] = {}
         for value, group_runs in sorted(members.items()):

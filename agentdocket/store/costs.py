@@ -128,6 +128,10 @@ class Costs:
             self.db.dicts(f"SELECT * FROM call_costs WHERE {where} ORDER BY ts, event_id", params)
         )
 
+    def rows(self) -> list[dict[str, Any]]:
+        """Every priced call, in time order."""
+        return list(self.db.dicts("SELECT * FROM call_costs ORDER BY ts, event_id"))
+
     def priced_by(self) -> list[str]:
         return [str(r[0]) for r in self.db.read("SELECT DISTINCT priced_by FROM call_costs")]
 
