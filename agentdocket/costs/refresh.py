@@ -40,6 +40,10 @@ def cost_row(call: StoredCall, book: PriceBook) -> CostRow:
         priced_by=book.version,
         rate=priced.by,
         unpriced=priced.unpriced,
+        agent=call.run[0],
+        agent_version=call.run[1],
+        dataset=call.run[2],
+        case_id=call.run[3],
     )
 
 

@@ -271,14 +271,14 @@ LABELS = """
 
 
 # Model calls and their costs (call_costs, as `costs refresh` last priced them), with the
-# run's dimensions; a judge's call (its trace is no run) is the run's it judged.
+# run's dimensions kept in the row; a judge's call (its trace is no run) has the judged run's.
 CALL_COSTS = """
             SELECT c.ts AS time, c.trace_id, c.model, coalesce(c.role, '(none)') AS role,
                 c.judge, c.cost, c.unpriced, c.input_tokens, c.output_tokens,
-                coalesce(r.agent, '(none)') AS agent,
-                coalesce(r.agent_version, '(none)') AS agent_version,
-                coalesce(r.dataset, '(none)') AS dataset
-            FROM call_costs c LEFT JOIN runs r ON r.trace_id = c.trace_id
+                coalesce(c.agent, '(none)') AS agent,
+                coalesce(c.agent_version, '(none)') AS agent_version,
+                coalesce(c.dataset, '(none)') AS dataset
+            FROM call_costs c
         """
 
 

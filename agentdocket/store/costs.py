@@ -6,7 +6,7 @@ case and model. Pricing is not the store's: it reads the calls and keeps the row
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import astuple, dataclass, fields
+from dataclasses import astuple, dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +14,9 @@ from agentdocket.store.projections import JUDGE_CACHE_KEY
 from agentdocket.store.recorder import Recorder
 
 READ_BATCH = 5000
+
+
+RunDims = tuple[str | None, str | None, str | None, str | None]  # agent, version, dataset, case
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,7 @@ class StoredCall:
     trace_id: str
     ts: datetime
     payload: dict[str, Any]
+    run: RunDims = (None, None, None, None)  # its run's (a judge's: the judged run's)
 
     @property
     def judge(self) -> bool:
@@ -47,23 +51,21 @@ class CostRow:
     priced_by: str
     rate: str | None
     unpriced: str | None
+    agent: str | None = None
+    agent_version: str | None = None
+    dataset: str | None = None
+    case_id: str | None = None
 
 
 COLUMNS = tuple(f.name for f in fields(CostRow))
 # what the costs add up to: the rows' key columns, and the join that brings them
-DIMENSIONS: dict[str, tuple[str, str]] = {
-    "run": ("c.trace_id", ""),
-    "role": ("coalesce(c.role, '(none)')", ""),
-    "model": ("c.model", ""),
-    "agent": (
-        "coalesce(r.agent, '(none)'), coalesce(r.agent_version, '(none)')",
-        "JOIN runs r ON r.trace_id = c.trace_id",
-    ),
-    "dataset": ("coalesce(r.dataset, '(none)')", "JOIN runs r ON r.trace_id = c.trace_id"),
-    "case": (
-        "coalesce(r.dataset, '(none)'), coalesce(r.case_id, '(none)')",
-        "JOIN runs r ON r.trace_id = c.trace_id",
-    ),
+DIMENSIONS: dict[str, str] = {
+    "run": "c.trace_id",
+    "role": "coalesce(c.role, '(none)')",
+    "model": "c.model",
+    "agent": "coalesce(c.agent, '(none)'), coalesce(c.agent_version, '(none)')",
+    "dataset": "coalesce(c.dataset, '(none)')",
+    "case": "coalesce(c.dataset, '(none)'), coalesce(c.case_id, '(none)')",
 }
 KEYS = {
     "run": ("trace_id",),
@@ -82,23 +84,47 @@ class Costs:
         self.db = db
 
     def calls(self) -> Iterator[list[StoredCall]]:
-        """Every model call of the log, in batches (the partial index ``events_llm_calls``)."""
+        """Every model call of the log (the partial index ``events_llm_calls``) with its run's
+        agent, version, dataset and case, in batches; a judge's call (in a trace of its own)
+        with those of the run its verdict judged."""
         with self.db.write() as conn:
             for rows in self.db.stream_on(
                 conn,
-                "SELECT event_id, trace_id, ts, payload FROM events WHERE kind = 'llm.called' "
-                "ORDER BY trace_id, event_id",
+                "SELECT e.event_id, e.trace_id, e.ts, e.payload, r.agent, r.agent_version, "
+                "r.dataset, r.case_id FROM events e LEFT JOIN runs r ON r.trace_id = e.trace_id "
+                "WHERE e.kind = 'llm.called' ORDER BY e.trace_id, e.event_id",
                 READ_BATCH,
             ):
-                yield [
+                calls = [
                     StoredCall(
                         str(self.db.from_db("event_id", r[0])),
                         r[1],
                         self.db.from_db("ts", r[2]),
                         self.db.from_db("payload", r[3]),
+                        (r[4], r[5], r[6], r[7]),
                     )
                     for r in rows
                 ]
+                yield self._judged_runs(conn, calls)
+
+    def _judged_runs(self, conn: Any, calls: list[StoredCall]) -> list[StoredCall]:
+        judges = sorted({c.trace_id for c in calls if c.judge and c.run[0] is None})
+        if not judges:
+            return calls
+        where, params = self.db.any_of("v.judge_trace_id", judges)
+        found: dict[str, RunDims] = {
+            r[0]: (r[1], r[2], r[3], r[4])
+            for r in self.db.read_on(
+                conn,
+                "SELECT v.judge_trace_id, r.agent, r.agent_version, r.dataset, r.case_id "
+                f"FROM verdicts v JOIN runs r ON r.trace_id = v.trace_id WHERE {where}",
+                params,
+            )
+        }
+        return [
+            replace(c, run=found[c.trace_id]) if c.trace_id in found and c.judge else c
+            for c in calls
+        ]
 
     def priced_ids(self) -> set[str]:
         """The event ids of the calls that have a row."""
@@ -139,7 +165,7 @@ class Costs:
         """Cost, calls and unpriced calls per ``dimension`` (run, role, model, agent, dataset,
         case): the agent's own calls, or with ``judges`` the judges' (the cost of evaluating,
         credited to the run each judged)."""
-        key, join = DIMENSIONS[dimension]
+        key = DIMENSIONS[dimension]
         if judges:
             # a judge's calls live in a trace of their own, which its verdict names
             source = (
@@ -147,14 +173,13 @@ class Costs:
                 "ON v.judge_trace_id = j.trace_id WHERE j.judge) c"
             )
             key = key.replace("c.trace_id", "c.run")
-            join = join.replace("r.trace_id = c.trace_id", "r.trace_id = c.run")
             where = ""
         else:
             source, where = "call_costs c", "WHERE NOT c.judge "
         names = KEYS[dimension]
         sql = (
             f"SELECT {key}, sum(c.cost), count(*), sum(CASE WHEN c.cost IS NULL THEN 1 ELSE 0 "
-            f"END), sum(c.input_tokens), sum(c.output_tokens) FROM {source} {join} "
+            f"END), sum(c.input_tokens), sum(c.output_tokens) FROM {source} "
             f"{where}GROUP BY {key} ORDER BY {key}"
         )
         out = []

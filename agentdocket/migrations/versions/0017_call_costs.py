@@ -2,7 +2,9 @@
 
 One row per model call (an ``llm.called`` event): its model, provider, role, tokens and its
 cost in US dollars under the prices that produced it (``priced_by``: the ``genai-prices``
-version and any price file), or why it has none (``unpriced``). Costs are derived, never
+version and any price file), or why it has none (``unpriced``); and its run's agent, version,
+dataset and case (for a judge's call, the run it judged), so that what reads costs by them
+needs no join. Costs are derived, never
 facts of the log: ``agentdocket costs refresh`` recomputes every row when prices change.
 ``events_llm_calls`` is a partial index on the log's model calls, so that pricing them does
 not read the rest of the log.
@@ -26,7 +28,8 @@ CREATE TABLE call_costs (
     event_id text PRIMARY KEY, trace_id text NOT NULL, ts {ts} NOT NULL, model text NOT NULL,
     provider text, role text, judge boolean NOT NULL, input_tokens bigint,
     output_tokens bigint, cache_read_tokens bigint, cache_creation_tokens bigint,
-    cost double precision, priced_by text NOT NULL, rate text, unpriced text
+    cost double precision, priced_by text NOT NULL, rate text, unpriced text,
+    agent text, agent_version text, dataset text, case_id text
 );
 CREATE INDEX call_costs_trace ON call_costs (trace_id);
 CREATE INDEX call_costs_ts ON call_costs (ts);
