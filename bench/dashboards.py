@@ -6,7 +6,8 @@ On a fresh PostgreSQL database at the current schema, it synthesises ``--runs`` 
 over ``--days`` days, with 10 events each (started, plan, 3 tool calls with their returns,
 response, finished: 10M events for 1M runs) and their verdicts: planner, slot filling,
 procedural and similarity on every run, a second planner version on half of them, reference
-judgements on 30%, peer review (3 sub-tasks) on 10%, GRAMMAR on one dataset's 10%. The rows are
+judgements on 30%, peer review (3 sub-tasks) on 10%, GRAMMAR on one dataset's 10%; the costs of
+two model calls a run (``call_costs``) and two annotators' labels on 1% of the runs. The rows are
 written with set-based SQL straight into the tables (the store's append path is measured by
 bench/ingest.py); the projections are written consistently with the events. Then each panel's
 SQL, expanded as Grafana expands it for the default range (the last ``--range-days`` days) with
@@ -200,6 +201,48 @@ SYNTHESIS = [
                                          ELSE 'Non-robust' END AS tag) t
     CROSS JOIN LATERAL (SELECT CASE tag WHEN 'Gap' THEN false WHEN 'Robust' THEN true
                                        ELSE n % 2 = 0 END AS correct) c
+    """,
+    # What two model calls a run cost, as `costs refresh` keeps them in call_costs (no
+    # llm.called events are written for them: the costs dashboard reads call_costs only);
+    # one run in 33 on a model no price covers.
+    """
+    INSERT INTO call_costs (event_id, trace_id, ts, model, provider, role, judge, input_tokens,
+        output_tokens, cache_read_tokens, cache_creation_tokens, cost, priced_by, rate,
+        unpriced, agent, agent_version, dataset, case_id)
+    SELECT md5(r.trace_id || '/llm' || k), r.trace_id, r.started_at + make_interval(secs => k),
+        m.model, 'openai', (ARRAY['planner', 'responder'])[k + 1], false, m.tin, m.tout, 0, 0,
+        CASE WHEN r.h % 33 <> 0 THEN (m.tin * 2.5 + m.tout * 10) / 1e6 END,
+        'genai-prices 0.2.3', CASE WHEN r.h % 33 <> 0 THEN 'genai-prices 0.2.3: openai/gpt-4o' END,
+        CASE WHEN r.h % 33 = 0 THEN 'no price for model ''private'' (provider openai)' END,
+        r.agent, r.agent_version, r.dataset, r.case_id
+    FROM (SELECT r.*, abs(hashtext(r.trace_id)::bigint) AS h FROM runs r) r
+    CROSS JOIN generate_series(0, 1) k
+    CROSS JOIN LATERAL (SELECT 500 + (r.h + k * 7) % 3000 AS tin, 50 + (r.h + k) % 400 AS tout,
+                               CASE WHEN r.h % 33 = 0 THEN 'private' ELSE 'gpt-4o' END AS model) m
+    """,
+    # ... and their hourly roll-up, as the same transaction keeps it.
+    """
+    INSERT INTO rollup_costs (hour, agent, agent_version, dataset, model, role, judge, calls,
+        unpriced, cost)
+    SELECT agentdocket_hour(ts), coalesce(agent, '(none)'), coalesce(agent_version, '(none)'),
+        coalesce(dataset, '(none)'), model, coalesce(role, '(none)'), judge, count(*),
+        count(*) FILTER (WHERE cost IS NULL), coalesce(sum(cost), 0)
+    FROM call_costs GROUP BY 1, 2, 3, 4, 5, 6, 7
+    """,
+    # People's labels: two annotators' thumbs on one run in a hundred, a day after it ran.
+    """
+    INSERT INTO events (event_id, trace_id, span_id, parent_span_id, seq, ts, kind,
+        schema_version, payload, run_month)
+    SELECT md5(r.trace_id || '/label/' || x.a)::uuid, r.trace_id,
+        substr(md5(r.trace_id || 'label' || x.a), 1, 16), NULL, 2147483646,
+        r.ended_at + interval '1 day', 'label', 1,
+        jsonb_build_object('label_id', r.trace_id || x.a, 'subject_trace_id', r.trace_id,
+                           'rubric', 'thumbs', 'author', x.a, 'source', 'queue', 'queue', 'q',
+                           'value', (r.h + length(x.a)) % 5 <> 0),
+        r.run_month
+    FROM (SELECT r.*, abs(hashtext(r.trace_id)::bigint) AS h FROM runs r) r
+    CROSS JOIN (VALUES ('ana'), ('ben')) x(a)
+    WHERE r.h % 100 = 7
     """,
     # Every hour stale, as the store marks the hours it writes.
     """

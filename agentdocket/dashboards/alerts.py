@@ -189,7 +189,7 @@ def _spend_rise(t: Thresholds) -> AlertRule:
         "Spend rose",
         "SELECT agent, recent / usual - 1 AS value FROM ("
         f"SELECT agent, sum(cost) FILTER (WHERE {week}) AS recent, "
-        f"sum(cost) FILTER (WHERE NOT ({week})) AS usual FROM dashboard_call_costs "
+        f"sum(cost) FILTER (WHERE NOT ({week})) AS usual FROM dashboard_cost_hours "
         "WHERE time >= now() - interval '14 days' AND NOT judge GROUP BY agent) s "
         f"WHERE usual >= {t.min_spend_usd} AND recent > usual * {1 + t.spend_rise}",
         "{{ $labels.agent }} spent more on model calls this week than the week before",

@@ -28,6 +28,8 @@ variable's "All" covers every run).
   the interval, finished runs and events behind its cursor, verdicts per second).
 - ``dashboard_telemetry_dropped``: spans exporters reported dropping (``telemetry.dropped``).
 - ``dashboard_call_costs``: each model call with its cost in US dollars (null: unpriced).
+- ``dashboard_cost_hours``: per hour, agent, version, dataset, model, role and judge: calls,
+  unpriced calls and dollars (the costs dashboard reads it).
 - ``dashboard_labels``: people's labels, each author's latest per run (or step) and rubric.
 - ``dashboard_experiment_verdicts``: each run's latest run-level verdicts with its dataset,
   case and the selections that pick it (``experiment:NAME``, ``AGENT@VERSION``, ``AGENT``), for
@@ -282,6 +284,14 @@ CALL_COSTS = """
         """
 
 
+# The hourly roll-up of the costs, kept by the transactions that write call_costs.
+COST_HOURS = """
+            SELECT hour AS time, agent, agent_version, dataset, model, role, judge, calls,
+                unpriced, cost
+            FROM rollup_costs
+        """
+
+
 # Each run-level latest verdict of a run with a case, once per selection that picks its run,
 # as `agentdocket compare` names them: experiment:NAME, AGENT@VERSION, AGENT. (The selections
 # are rows of a VALUES list, each with whether it applies: Citus does not run a UNION of
@@ -322,6 +332,7 @@ def _views() -> dict[str, str]:
         "dashboard_experiment_verdicts": EXPERIMENT_VERDICTS,
         "dashboard_labels": LABELS,
         "dashboard_call_costs": CALL_COSTS,
+        "dashboard_cost_hours": COST_HOURS,
     }
 
 

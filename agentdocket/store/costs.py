@@ -5,6 +5,7 @@ case and model. Pricing is not the store's: it reads the calls and keeps the row
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import astuple, dataclass, fields, replace
 from datetime import datetime
@@ -58,6 +59,9 @@ class CostRow:
 
 
 COLUMNS = tuple(f.name for f in fields(CostRow))
+HOUR_KEY = ("hour", "agent", "agent_version", "dataset", "model", "role", "judge")
+HOUR_COLUMNS = (*HOUR_KEY, "calls", "unpriced", "cost")
+NONE = "(none)"
 # what the costs add up to: the rows' key columns, and the join that brings them
 DIMENSIONS: dict[str, str] = {
     "run": "c.trace_id",
@@ -136,6 +140,8 @@ class Costs:
         with self.db.write() as conn:
             if whole:
                 self.db.execute(conn, "DELETE FROM call_costs")
+                self.db.execute(conn, "DELETE FROM rollup_costs")
+            self._add_hours(conn, rows)
             marks = ", ".join("?" * len(COLUMNS))
             sql = f"INSERT INTO call_costs ({', '.join(COLUMNS)}) VALUES ({marks})"
             for row in rows:
@@ -144,6 +150,40 @@ class Costs:
                     sql,
                     [self.db.to_db(c, v) for c, v in zip(COLUMNS, astuple(row), strict=True)],
                 )
+
+    def _add_hours(self, conn: Any, rows: Sequence[CostRow]) -> None:
+        """Add ``rows`` to the hourly roll-up (calls, unpriced calls, dollars per hour and
+        agent, version, dataset, model, role, judge)."""
+        hours: dict[tuple[Any, ...], list[float]] = defaultdict(lambda: [0, 0, 0.0])
+        for r in rows:
+            key = (
+                r.ts.replace(minute=0, second=0, microsecond=0),
+                *(v or NONE for v in (r.agent, r.agent_version, r.dataset, r.model, r.role)),
+                r.judge,
+            )
+            found = hours[key]
+            found[0] += 1
+            if r.cost is None:
+                found[1] += 1
+            else:
+                found[2] += r.cost
+        for key, (calls, unpriced, cost) in hours.items():
+            self.db.execute(
+                conn,
+                f"INSERT INTO rollup_costs ({', '.join(HOUR_COLUMNS)}) VALUES "
+                f"({', '.join('?' * len(HOUR_COLUMNS))}) ON CONFLICT ({', '.join(HOUR_KEY)}) "
+                "DO UPDATE SET calls = rollup_costs.calls + excluded.calls, "
+                "unpriced = rollup_costs.unpriced + excluded.unpriced, "
+                "cost = rollup_costs.cost + excluded.cost",
+                [
+                    self.db.to_db("ts", key[0]),
+                    *key[1:6],
+                    self.db.to_db("judge", key[6]),
+                    int(calls),
+                    int(unpriced),
+                    cost,
+                ],
+            )
 
     def of_runs(self, trace_ids: Sequence[str]) -> list[dict[str, Any]]:
         """The priced calls of these runs, in time order."""

@@ -55,6 +55,7 @@ COORDINATOR = frozenset(
         "queue_claims",
         # what model calls cost (migration 0017): rebuilt whole by `costs refresh`
         "call_costs",
+        "rollup_costs",
     }
 )
 

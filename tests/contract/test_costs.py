@@ -130,3 +130,29 @@ def test_a_refresh_prices_new_calls_and_all_of_them_when_the_prices_change(url: 
         assert refresh(store, PriceBook()).calls == 0  # nothing new
         changed = refresh(store, PriceBook(parse_prices(PRIVATE, "private.toml")))
         assert (changed.whole, changed.calls) == (True, 6)
+
+
+def test_the_hourly_roll_up_adds_up_to_the_calls(url: str) -> None:
+    def by_hour(store: Store) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+        rolled = store.recorder.read(
+            "SELECT model, role, sum(calls), sum(unpriced), sum(cost) FROM rollup_costs "
+            "GROUP BY model, role ORDER BY model, role"
+        )
+        direct = store.recorder.read(
+            "SELECT model, role, count(*), sum(CASE WHEN cost IS NULL THEN 1 ELSE 0 END), "
+            "coalesce(sum(cost), 0) FROM call_costs GROUP BY model, role ORDER BY model, role"
+        )
+        return [tuple(r) for r in rolled], [tuple(r) for r in direct]
+
+    with open_store(url) as store:
+        ids = _seed(store)
+        refresh(store, PriceBook())
+        store.append([_call(ids[1], 5, "gpt-4o", "openai", "planner")])
+        refresh(store, PriceBook())  # added to the hours it falls in
+        rolled, direct = by_hour(store)
+        assert [r[:4] for r in rolled] == [r[:4] for r in direct]
+        assert [r[4] for r in rolled] == pytest.approx([r[4] for r in direct])
+        refresh(store, PriceBook(parse_prices(PRIVATE, "private.toml")))  # all again
+        rolled, direct = by_hour(store)
+        assert [r[:4] for r in rolled] == [r[:4] for r in direct]
+        assert [r[4] for r in rolled] == pytest.approx([r[4] for r in direct])

@@ -68,6 +68,7 @@ PEOPLE = {  # migration 0016
     "queue_members",
     "queue_claims",
     "call_costs",  # migration 0017
+    "rollup_costs",
 }
 INSTALLED = {o.name for o in dashboards.objects() if o.identity.startswith("VIEW ")}
 
@@ -99,6 +100,9 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
             "dashboard_pipeline_samples",
             "dashboard_scoring_samples",
             "dashboard_telemetry_dropped",
+            "dashboard_labels",
+            "dashboard_call_costs",
+            "dashboard_cost_hours",
             *(o.name for o in run.objects()),
         }
         assert made_by_migrations | later == INSTALLED

@@ -1,16 +1,20 @@
 """The costs dashboard: what the agents spend, by agent, model and role, what a passing run
-costs, the judges' spend apart, and the calls no price covers; from ``dashboard_call_costs``
-(the ``call_costs`` projection serve's refresher keeps priced)."""
+costs, the judges' spend apart, and the calls no price covers; from the hourly roll-up
+``dashboard_cost_hours`` (kept with ``call_costs``, which serve's refresher keeps priced), so
+that its cost grows with hours and dimensions, not with calls."""
 
 from __future__ import annotations
 
+from agentdocket.dashboards.panels.common import HOURS
 from agentdocket.dashboards.spec import PanelSpec, panel
 
 UID = "agentdocket-costs"
 TITLE = ("agentdocket: costs", "What model calls cost, priced at their own times")
-CALLS = "$__timeFilter(time) AND agent IN ($agent) AND dataset IN ($dataset)"
+CALLS = f"{HOURS} AND agent IN ($agent) AND dataset IN ($dataset)"
 AGENT_CALLS = f"{CALLS} AND NOT judge"
 BUCKET = "$__timeGroupAlias(time, $__interval)"
+# the scorer's newest version (by text: 1.1 after 1) that has verdicts
+NEWEST = "(SELECT max(scorer_version) FROM dashboard_scorer_versions WHERE scorer = '$scorer')"
 
 
 def _spend(title: str, metric: str, where: str, description: str) -> PanelSpec:
@@ -18,7 +22,7 @@ def _spend(title: str, metric: str, where: str, description: str) -> PanelSpec:
         UID,
         title,
         "timeseries",
-        f"SELECT {BUCKET}, {metric} AS metric, sum(cost) AS usd FROM dashboard_call_costs "
+        f"SELECT {BUCKET}, {metric} AS metric, sum(cost) AS usd FROM dashboard_cost_hours "
         f"WHERE {where} GROUP BY 1, 2 ORDER BY 1",
         "time metric usd",
         unit="currencyUSD",
@@ -38,34 +42,31 @@ PANELS: tuple[PanelSpec, ...] = (
         "Spend by role",
         "role",
         CALLS,
-        "By the role a model played (planner, caller, responder, ...); judge: the cost "
-        "of evaluating.",
+        "By the role a model played (planner, caller, responder, ...); judge: the cost of "
+        "evaluating.",
     ),
     panel(
         UID,
         "Cost per passing run",
         "table",
-        "SELECT agent, agent_version, count(*) AS runs, sum(passed) AS passing, "
-        "sum(usd) AS usd, sum(usd) / nullif(sum(passed), 0) AS usd_per_passing_run FROM ("
-        "SELECT c.trace_id, c.agent, c.agent_version, sum(c.cost) AS usd, "
-        "max(CASE WHEN v.pass = 1 THEN 1 ELSE 0 END) AS passed "
-        "FROM dashboard_call_costs c LEFT JOIN dashboard_verdicts v "
-        "ON v.trace_id = c.trace_id AND v.scorer = '$scorer' "
-        "WHERE $__timeFilter(c.time) AND c.agent IN ($agent) AND c.dataset IN ($dataset) "
-        "AND NOT c.judge "
-        "GROUP BY c.trace_id, c.agent, c.agent_version) r "
-        "GROUP BY agent, agent_version ORDER BY agent, agent_version",
-        "agent agent_version runs passing usd usd_per_passing_run",
+        "SELECT c.agent, c.usd, c.calls, p.passing, c.usd / nullif(p.passing, 0) "
+        "AS usd_per_passing_run FROM ("
+        f"SELECT agent, sum(cost) AS usd, sum(calls) AS calls FROM dashboard_cost_hours "
+        f"WHERE {AGENT_CALLS} GROUP BY agent) c LEFT JOIN ("
+        "SELECT agent, sum(passed) AS passing FROM dashboard_verdict_stats "
+        f"WHERE {CALLS} AND scorer = '$scorer' AND scorer_version = {NEWEST} "
+        "GROUP BY agent) p ON p.agent = c.agent ORDER BY c.agent",
+        "agent usd calls passing usd_per_passing_run",
         width=24,
-        description="Each agent version's spend over the runs the scorer $scorer passed "
-        "(runs with an unpriced call count their priced calls only).",
+        description="Each agent's spend over the runs its newest version of the scorer "
+        "$scorer passed, in the time range (unpriced calls add nothing: see below).",
     ),
     panel(
         UID,
         "Unpriced calls",
         "timeseries",
-        f"SELECT {BUCKET}, model AS metric, count(*) AS calls FROM dashboard_call_costs "
-        f"WHERE {CALLS} AND cost IS NULL GROUP BY 1, 2 ORDER BY 1",
+        f"SELECT {BUCKET}, model AS metric, sum(unpriced) AS calls FROM dashboard_cost_hours "
+        f"WHERE {CALLS} AND unpriced > 0 GROUP BY 1, 2 ORDER BY 1",
         "time metric calls",
         description="Calls no price covers (no token counts, or a model genai-prices and the "
         "price file do not know): counted, never as zero. A price file names them.",

@@ -6,6 +6,8 @@ version and any price file), or why it has none (``unpriced``); and its run's ag
 dataset and case (for a judge's call, the run it judged), so that what reads costs by them
 needs no join. Costs are derived, never
 facts of the log: ``agentdocket costs refresh`` recomputes every row when prices change.
+``rollup_costs`` adds them up per hour, agent, version, dataset, model, role and judge (what
+the costs dashboard reads), kept by the same transactions that write ``call_costs``.
 ``events_llm_calls`` is a partial index on the log's model calls, so that pricing them does
 not read the rest of the log.
 
@@ -32,6 +34,12 @@ CREATE TABLE call_costs (
     agent text, agent_version text, dataset text, case_id text
 );
 CREATE INDEX call_costs_trace ON call_costs (trace_id);
+CREATE TABLE rollup_costs (
+    hour {ts} NOT NULL, agent text NOT NULL, agent_version text NOT NULL,
+    dataset text NOT NULL, model text NOT NULL, role text NOT NULL, judge boolean NOT NULL,
+    calls bigint NOT NULL, unpriced bigint NOT NULL, cost double precision NOT NULL,
+    PRIMARY KEY (hour, agent, agent_version, dataset, model, role, judge)
+);
 CREATE INDEX call_costs_ts ON call_costs (ts);
 CREATE INDEX events_llm_calls ON events (trace_id) WHERE kind = 'llm.called'
 """
@@ -45,4 +53,5 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.execute("DROP INDEX events_llm_calls")
+    op.execute("DROP TABLE rollup_costs")
     op.execute("DROP TABLE call_costs")
