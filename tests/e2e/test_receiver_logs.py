@@ -103,6 +103,7 @@ def test_content_in_log_records_joins_its_spans_whichever_comes_first(
         trace_id = format(root.get_span_context().trace_id, "032x")
     logs.shutdown()
     spans.shutdown()
+    server.settled()  # a 200 may mean spooled (the database busy a moment): stored once drained
     with open_store(url) as store:
         run = store.reader.run(trace_id)
         stored = store.reader.read_trace(trace_id)
@@ -197,6 +198,7 @@ def test_evaluations_on_spans_and_in_log_records_become_verdicts(server: Server,
         span_id = format(root.get_span_context().span_id, "016x")
     logs.shutdown()
     spans.shutdown()
+    server.settled()  # a 200 may mean spooled (the database busy a moment): stored once drained
     with open_store(url) as store:
         reported = store.scoring.report_verdicts(
             {"external.relevance": "external", "external.helpfulness": "external"}
