@@ -36,6 +36,7 @@ from agentdocket.dashboards.panels import (
     VARIABLE_SQL,
     VERSIONS,
     costs,
+    people,
     pipeline,
     run,
 )
@@ -95,7 +96,7 @@ def query_variable(name: str, label: str, sql: str, *, multi: bool = True) -> da
 
 def variables(uid: str) -> list[cogbuilder.Builder[models.VariableModel]]:
     source = dash.DatasourceVariable("datasource").label("Database").type(DATASOURCE_TYPE)
-    if uid == pipeline.UID:  # the pipeline's own health: no agent or dataset to choose
+    if uid in (pipeline.UID, people.UID):  # the pipeline's health, people's labels: by time
         return [source]
     if uid == run.UID:  # one run, or a list of failing runs filtered by what a link carried
         return [source] + [

@@ -256,16 +256,16 @@ TELEMETRY_DROPPED = """
 
 
 # People's labels: each author's latest whole-run or step label per rubric (skips left out),
-# from the log's label events (the partial index events_labels), with the run's dimensions.
+# from the log's label events alone (the partial index events_labels: no join to the runs,
+# so that it reads the labels and nothing else).
 LABELS = """
             SELECT DISTINCT ON (e.trace_id, coalesce(e.payload->>'subject_span_id', ''),
                     e.payload->>'rubric', e.payload->>'author')
                 e.ts AS time, e.trace_id, e.payload->>'subject_span_id' AS span_id,
                 e.payload->>'rubric' AS rubric, e.payload->>'author' AS author,
                 e.payload->>'source' AS source, e.payload->>'queue' AS queue,
-                e.payload->'value' #>> '{}' AS value,
-                coalesce(r.agent, '(none)') AS agent, coalesce(r.dataset, '(none)') AS dataset
-            FROM events e LEFT JOIN runs r ON r.trace_id = e.trace_id
+                e.payload->'value' #>> '{}' AS value
+            FROM events e
             WHERE e.kind = 'label' AND e.payload->>'skipped' IS NULL
             ORDER BY e.trace_id, coalesce(e.payload->>'subject_span_id', ''),
                 e.payload->>'rubric', e.payload->>'author', e.ts DESC, e.event_id DESC

@@ -15,7 +15,8 @@ from agentdocket.dashboards.spec import PanelSpec, panel
 
 UID = "agentdocket-people"
 TITLE = ("agentdocket: people", "Labels from people, and how far annotators agree")
-LABELS = "$__timeFilter(time) AND agent IN ($agent) AND dataset IN ($dataset)"
+# Labels are few beside the log and read from it alone: by time, not by agent or dataset.
+LABELS = "$__timeFilter(time)"
 # Each (rubric, run, answer) with its count n_ij, the run's number of labels n and the week
 # of its first label; runs with two or more labels only. (Subqueries, not WITH: the panels
 # read nothing but the dashboard_* views.)
@@ -68,10 +69,10 @@ PANELS: tuple[PanelSpec, ...] = (
         UID,
         "Thumbs-down from users",
         "table",
-        "SELECT time, trace_id, agent, author, rubric, value FROM dashboard_labels "
+        "SELECT time, trace_id, author, rubric, value FROM dashboard_labels "
         f"WHERE {LABELS} AND source IN ('api', 'tracer') AND value = 'false' "
         "ORDER BY time DESC, trace_id LIMIT 50",
-        "time trace_id agent author rubric value",
+        "time trace_id author rubric value",
         width=24,
         links={"trace_id": run.RUN_LINK},
         description="The latest failing labels an application sent (POST /v1/feedback, "
