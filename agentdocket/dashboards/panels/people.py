@@ -27,21 +27,22 @@ CELLS = (
     f"FROM dashboard_labels WHERE {LABELS} AND span_id IS NULL "
     "GROUP BY rubric, trace_id, value) c WHERE n >= 2"
 )
+# One pass over the cells: per (week, rubric) the share of each answer (P_e is the sum of
+# their squares) and P, the mean of the items' P_i: the sum over cells of
+# n_ij (n_ij - 1) / (n (n - 1)) over the number of items, which is the sum of n_ij / n.
 WEEKLY_KAPPA = f"""
-SELECT p.week AS time, p.rubric AS metric,
-    CASE WHEN c.pe < 1 THEN (avg(p.p) - c.pe) / (1 - c.pe) END AS kappa
+SELECT week AS time, rubric AS metric,
+    CASE WHEN pe < 1 THEN (pbar - pe) / (1 - pe) END AS kappa
 FROM (
-    SELECT week, rubric, trace_id,
-        CAST(sum(n_ij * (n_ij - 1)) AS double precision) / (n * (n - 1)) AS p
-    FROM ({CELLS}) x GROUP BY week, rubric, trace_id, n
-) p JOIN (
-    SELECT week, rubric, sum(share * share) AS pe FROM (
-        SELECT week, rubric, value, CAST(sum(n_ij) AS double precision)
-            / sum(sum(n_ij)) OVER (PARTITION BY week, rubric) AS share
-        FROM ({CELLS}) y GROUP BY week, rubric, value
+    SELECT week, rubric, max(pbar) AS pbar, sum(share * share) AS pe FROM (
+        SELECT week, rubric, value,
+            CAST(sum(n_ij) AS double precision) / sum(sum(n_ij)) OVER w AS share,
+            sum(sum(CAST(n_ij * (n_ij - 1) AS double precision) / (n * (n - 1)))) OVER w
+                / sum(sum(CAST(n_ij AS double precision) / n)) OVER w AS pbar
+        FROM ({CELLS}) c GROUP BY week, rubric, value
+        WINDOW w AS (PARTITION BY week, rubric)
     ) s GROUP BY week, rubric
-) c ON c.week = p.week AND c.rubric = p.rubric
-GROUP BY p.week, p.rubric, c.pe ORDER BY 1, 2
+) k ORDER BY 1, 2
 """
 
 PANELS: tuple[PanelSpec, ...] = (
