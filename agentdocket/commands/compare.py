@@ -123,22 +123,17 @@ def _cost(
     prices: Path | None,
 ) -> dict[str, Any]:
     """Each run's model calls priced at their own times, and the two sides' costs compared."""
-    from agentdocket.commands.costs import price_book
-    from agentdocket.costs.prices import Usage
+    from agentdocket.costs.prices import price_book
+    from agentdocket.costs.refresh import calls_of, run_costs
     from agentdocket.experiments.costs import cost_difference
 
     book = price_book(prices)
-    run_costs: dict[str, float | None] = {}
+    costs: dict[str, float | None] = {}
     for trace in store.scoring.traces(ids, {"llm.called"}):
-        total: float | None = 0.0
-        for event in trace.events:
-            priced = book.price(Usage.of_call(event.payload, event.ts))
-            if priced.cost is None:
-                total = None
-                break
-            total = (total or 0.0) + float(priced.cost)
-        run_costs[trace.trace_id] = total if trace.events else None
-    out = cost_difference(baseline, candidate, run_costs, resamples=resamples)
+        # a run costs the sum of its calls, only when every one of them is priced
+        priced = run_costs(calls_of(trace.events), book)
+        costs[trace.trace_id] = None if priced["unpriced_calls"] else priced["total_usd"]
+    out = cost_difference(baseline, candidate, costs, resamples=resamples)
     out["priced_by"] = book.version
     return out
 

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 from rich.table import Table
 
 from agentdocket.commands.common import FORMAT, console, echo_json, open_from
-
-if TYPE_CHECKING:
-    from agentdocket.costs.prices import PriceBook
-
 from agentdocket.costs import PRICES_ENV
 
 PRICES = click.option(
@@ -21,13 +16,6 @@ PRICES = click.option(
     envvar=PRICES_ENV,
     help=f"A price file (TOML) over the genai-prices table (or ${PRICES_ENV}).",
 )
-
-
-def price_book(prices: Path | None) -> PriceBook:
-    from agentdocket.costs.overrides import read_prices
-    from agentdocket.costs.prices import PriceBook
-
-    return PriceBook(read_prices(prices) if prices is not None else None)
 
 
 @click.group(name="costs")
@@ -59,6 +47,7 @@ def refresh_command(ctx: click.Context, prices: Path | None, whole: bool) -> Non
       agentdocket costs refresh
       agentdocket costs refresh --prices prices.toml
     """
+    from agentdocket.costs.prices import price_book
     from agentdocket.costs.refresh import refresh
 
     book = price_book(prices)

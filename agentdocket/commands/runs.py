@@ -238,16 +238,10 @@ def runs_show(
 
 def _costs(events: list[Event], prices: Path | None) -> dict[str, Any]:
     """The run's model calls priced at their own times (the price file, where given)."""
-    from agentdocket.commands.costs import price_book
-    from agentdocket.costs.refresh import run_costs
-    from agentdocket.store.costs import StoredCall
+    from agentdocket.costs.prices import price_book
+    from agentdocket.costs.refresh import calls_of, run_costs
 
-    calls = [
-        StoredCall(str(e.event_id), e.trace_id, e.ts, dict(e.payload))
-        for e in events
-        if e.kind == "llm.called"
-    ]
-    return run_costs(calls, price_book(prices))
+    return run_costs(calls_of(events), price_book(prices))
 
 
 def _costs_table(costs: dict[str, Any]) -> Table:

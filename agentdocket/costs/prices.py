@@ -10,6 +10,7 @@ span reported. A call no rate covers is **unpriced**, with the reason: never a c
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from datetime import datetime
 from decimal import Decimal
 from functools import lru_cache
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 import genai_prices
@@ -201,13 +203,15 @@ def _table_price(
     return Priced(None, None, f"no price for model {model!r}{where}")
 
 
+def price_book(path: Path | None) -> PriceBook:
+    """The price book of the price file at ``path`` (genai-prices alone when None)."""
+    from agentdocket.costs.overrides import read_prices
+
+    return PriceBook(read_prices(path) if path is not None else None)
+
+
 def price_book_from_env() -> PriceBook:
     """The price book of the price file ``$AGENTDOCKET_PRICES`` names (genai-prices alone
     when it names none)."""
-    import os
-    from pathlib import Path
-
-    from agentdocket.costs.overrides import read_prices
-
     path = os.environ.get(PRICES_ENV)
-    return PriceBook(read_prices(Path(path)) if path else None)
+    return price_book(Path(path) if path else None)

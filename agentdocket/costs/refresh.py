@@ -3,10 +3,12 @@ transaction (so the projection always holds one set of prices, named by ``priced
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from agentdocket.costs.prices import PriceBook, Usage
+from agentdocket.events import Event
 from agentdocket.store import Store
 from agentdocket.store.costs import CostRow, StoredCall
 
@@ -71,7 +73,16 @@ def refresh(
     return Refreshed(len(rows), len(rows) - unpriced, unpriced, book.version, whole)
 
 
-def run_costs(calls: list[StoredCall], book: PriceBook) -> dict[str, object]:
+def calls_of(events: Iterable[Event]) -> list[StoredCall]:
+    """The model calls among a run's events, as the pricing reads them."""
+    return [
+        StoredCall(str(e.event_id), e.trace_id, e.ts, dict(e.payload))
+        for e in events
+        if e.kind == "llm.called"
+    ]
+
+
+def run_costs(calls: list[StoredCall], book: PriceBook) -> dict[str, Any]:
     """A run's model calls priced now (what `runs show` prints): each call, the total of the
     priced ones, and how many no price covers."""
     rows = [cost_row(call, book) for call in calls]
