@@ -25,15 +25,19 @@ panels run as Grafana runs them, connected as the role ``agentdocket grafana-rol
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg import sql as pgsql
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -44,7 +48,11 @@ from agentdocket.dashboards.macros import expand  # noqa: E402
 from agentdocket.dashboards.panels import run  # noqa: E402
 from agentdocket.store import open_store  # noqa: E402
 from agentdocket.store.config import parse_url, psycopg_conninfo  # noqa: E402
-from agentdocket.store.dashboard_role import grant_dashboard_role  # noqa: E402
+from agentdocket.store.dashboard_role import (  # noqa: E402
+    drop_dashboard_role,
+    grant_dashboard_role,
+)
+from agentdocket.store.migrate import upgrade  # noqa: E402
 from agentdocket.store.months import month_of  # noqa: E402
 from bench.common import fresh_database, postgres_url  # noqa: E402
 
@@ -306,71 +314,154 @@ def main() -> None:
     parser.add_argument("--range-days", type=int, default=7)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--url", help="PostgreSQL server URL (default: the local cluster)")
+    parser.add_argument(
+        "--keep",
+        metavar="NAME",
+        help="synthesise into database NAME once and keep it; later runs with the same NAME "
+        "re-time the panels on it (its derived views re-made at the current code)",
+    )
     args = parser.parse_args()
-    end = datetime.now(UTC).replace(microsecond=0)
+    server = postgres_url(args.url)
+    with bench_database(server, args.keep) as (url, seeded):
+        try:
+            modes, counts = measure(url, args, seeded)
+        finally:
+            drop_dashboard_role(url, ROLE)  # its rights in the database, then the role
+    report(modes, counts, args)
+
+
+@contextmanager
+def bench_database(server: str, keep: str | None) -> Iterator[tuple[str, bool]]:
+    """A fresh database dropped afterwards; or, with ``keep``, that database (made if absent)
+    and whether it already holds the synthesis."""
+    if keep is None:
+        with fresh_database(server) as url:
+            yield url, False
+        return
+    admin = psycopg_conninfo(parse_url(server))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [keep]).fetchone()
+        if not exists:
+            conn.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(keep)))
+    url = parse_url(server).set(database=keep).render_as_string(hide_password=False)
+    seeded = False
+    if exists:
+        with psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True) as conn:
+            found = conn.execute("SELECT to_regclass('runs') IS NOT NULL").fetchone()
+            seeded = bool(found and found[0]) and bool(
+                conn.execute("SELECT EXISTS (SELECT 1 FROM runs)").fetchone()[0]  # type: ignore[index]
+            )
+    yield url, seeded
+
+
+def measure(
+    url: str, args: argparse.Namespace, seeded: bool
+) -> tuple[list[list[tuple[str, str, float, int]]], dict[str, int]]:
+    """The three states' panel times (fresh, recording, scored) on ``url``, synthesised first
+    unless ``seeded``; and the row counts."""
+    if seeded:  # a kept synthesis, migrated to this code's schema (as `agentdocket migrate`)
+        upgrade(url, derived=dashboards.objects())
+    open_store(url, derived=dashboards.objects()).close()  # the schema and the views
+    if seeded:
+        end = newest_start(url)
+        print("re-using the kept synthesis", flush=True)
+        counts = row_counts(url)
+    else:
+        end = datetime.now(UTC).replace(microsecond=0)
+        print(f"synthesising {args.runs:,} runs over {args.days} days ...", flush=True)
+        counts = synthesise(url, args.runs, args.days, end)
+    print(
+        f"  {counts['runs']:,} runs, {counts['events']:,} events, {counts['verdicts']:,} verdicts",
+        flush=True,
+    )
+    print(f"  full refresh of the rollups: {refreshed(url)}", flush=True)
     window = (
         (end - timedelta(days=args.range_days)).isoformat().replace("+00:00", "Z"),
         end.isoformat().replace("+00:00", "Z"),
     )
-    server = postgres_url(args.url)
-    try:
-        with fresh_database(server) as url:
-            open_store(url, derived=dashboards.objects()).close()  # the schema and the views
-            print(f"synthesising {args.runs:,} runs over {args.days} days ...", flush=True)
-            counts = synthesise(url, args.runs, args.days, end)
-            print(
-                f"  {counts['runs']:,} runs, {counts['events']:,} events, "
-                f"{counts['verdicts']:,} verdicts",
-                flush=True,
-            )
-            print(f"  full refresh of the rollups: {refreshed(url)}", flush=True)
-            owner = psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True)
-            owner.execute(  # what autovacuum would soon do
-                "ANALYZE rollup_stale, rollup_runs, rollup_latency, rollup_verdicts, "
-                "rollup_measures, rollup_transitions"
-            )
-            # The panels run as Grafana runs them: as the role `agentdocket grafana-role` makes.
-            password = uuid.uuid4().hex
-            grant_dashboard_role(url, ROLE, password)
-            as_role = parse_url(url).set(username=ROLE, password=password)
-            conn = psycopg.connect(psycopg_conninfo(as_role), autocommit=True)
-            fresh = panel_times(conn, window, args.rounds)
-            # While agents record, their runs keep the newest hour stale for run panels;
-            # verdict panels go stale only when verdicts arrive and the runner has not yet
-            # refreshed (it does right after scoring): the worst case, timed last.
-            modes = [fresh]
-            for kinds in (("runs",), ("runs", "verdicts")):
-                owner.execute(
-                    "INSERT INTO rollup_stale (hour, what) SELECT agentdocket_hour(max(time)), "
-                    "w FROM dashboard_runs, unnest(%s::text[]) w GROUP BY w",
-                    [list(kinds)],
-                )
-                modes.append(panel_times(conn, window, args.rounds))
-            conn.close()
-            owner.close()
-            print(f"  refresh of the newest hour: {refreshed(url)}", flush=True)
-    finally:
-        with psycopg.connect(psycopg_conninfo(parse_url(server)), autocommit=True) as admin:
-            admin.execute(f"DROP ROLE IF EXISTS {ROLE}")
+    owner = psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True)
+    owner.execute(  # what autovacuum would soon do
+        "ANALYZE rollup_stale, rollup_runs, rollup_latency, rollup_verdicts, "
+        "rollup_measures, rollup_transitions"
+    )
+    # The panels run as Grafana runs them: as the role `agentdocket grafana-role` makes.
+    password = uuid.uuid4().hex
+    grant_dashboard_role(url, ROLE, password)
+    as_role = parse_url(url).set(username=ROLE, password=password)
+    conn = psycopg.connect(psycopg_conninfo(as_role), autocommit=True)
+    fresh = panel_times(conn, window, args.rounds)
+    # While agents record, their runs keep the newest hour stale for run panels; verdict
+    # panels go stale only when verdicts arrive and the runner has not yet refreshed (it does
+    # right after scoring): the worst case, timed last.
+    modes = [fresh]
+    for kinds in (("runs",), ("runs", "verdicts")):
+        owner.execute(
+            "INSERT INTO rollup_stale (hour, what) SELECT agentdocket_hour(max(time)), "
+            "w FROM dashboard_runs, unnest(%s::text[]) w GROUP BY w",
+            [list(kinds)],
+        )
+        modes.append(panel_times(conn, window, args.rounds))
+    conn.close()
+    owner.close()
+    print(f"  refresh of the newest hour: {refreshed(url)}", flush=True)
+    return modes, counts
+
+
+def newest_start(url: str) -> datetime:
+    """The end of a kept synthesis' window: its newest run's start, to the second above."""
+    with psycopg.connect(psycopg_conninfo(parse_url(url))) as conn:
+        row = conn.execute("SELECT max(started_at) FROM runs").fetchone()
+    assert row is not None and row[0] is not None
+    newest: datetime = row[0]
+    return newest.astimezone(UTC).replace(microsecond=0) + timedelta(seconds=1)
+
+
+def row_counts(url: str) -> dict[str, int]:
+    with psycopg.connect(psycopg_conninfo(parse_url(url))) as conn:
+        return {
+            t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0])  # type: ignore[index]
+            for t in ("runs", "events", "verdicts")
+        }
+
+
+def report(
+    modes: list[list[tuple[str, str, float, int]]],
+    counts: dict[str, int],
+    args: argparse.Namespace,
+) -> None:
+    """The table, beside the previous run's figures at the same size (kept in
+    bench/.results/), and a summary line naming every panel over its target."""
+    saved = ROOT / "bench" / ".results" / f"dashboards-{args.runs}.json"
+    previous: dict[str, list[float]] = {}
+    if saved.exists():
+        previous = json.loads(saved.read_text())
     print(
         f"\nquery times in ms, median of {args.rounds}, last {args.range_days} of {args.days} "
         f"days, every variable at All ({counts['events']:,} events). Fresh: every hour rolled "
         "up. Recording: the newest hour's runs read live. Scored: its runs and verdicts read "
-        "live (scored, not yet refreshed)."
+        "live (scored, not yet refreshed). Before: the previous run's (fresh/record/scored)."
     )
-    print(f"  {'':16} {'':52} {'fresh':>8} {'record':>8} {'scored':>8}")
-    slow = 0
+    print(f"  {'':16} {'':52} {'fresh':>8} {'record':>8} {'scored':>8}  {'before':>20}")
+    over: list[str] = []
+    now: dict[str, list[float]] = {}
     for row in zip(*modes, strict=True):
         dashboard, title, _, n = row[0]
         times = [ms for _, _, ms, _ in row]
-        over = max(times[:2]) >= target(dashboard, title)
-        slow += over
-        flag = "  over target" if over else ""
+        key = f"{dashboard}: {title}"
+        now[key] = times
+        late = max(times) >= target(dashboard, title)
+        if late:
+            over.append(key)
+        before = "/".join(f"{ms:.0f}" for ms in previous.get(key, [])) or "-"
         cells = " ".join(f"{ms:8.1f}" for ms in times)
-        print(f"  {dashboard:16} {title[:52]:52} {cells} {n:6} rows{flag}")
+        flag = "  over target" if late else ""
+        print(f"  {dashboard:16} {title[:52]:52} {cells}  {before:>20} {n:6} rows{flag}")
+    saved.parent.mkdir(exist_ok=True)
+    saved.write_text(json.dumps(now, indent=1))
     print(
-        f"{len(fresh) - slow} of {len(fresh)} queries under their targets fresh and recording "
-        f"({TARGET_MS:.0f} ms; the run dashboard's {RUN_TARGET_MS:.0f} ms but its list of runs)"
+        f"{len(now) - len(over)} of {len(now)} queries under their targets fresh, recording and "
+        f"scored ({TARGET_MS:.0f} ms; the run dashboard's {RUN_TARGET_MS:.0f} ms but its list of "
+        "runs)" + ("; over: " + "; ".join(over) if over else "")
     )
 
 
@@ -399,7 +490,7 @@ def panel_times(
     values["version_a"], values["version_b"] = ["1"], ["1.1"]
     # the experiments dashboard: the first dataset and two of its selections
     sql = expand(panels.VARIABLE_SQL["experiment_dataset"], {}, *window)
-    values["experiment_dataset"] = [str(conn.execute(sql.encode()).fetchall()[0][0])]
+    values["experiment_dataset"] = [min(str(r[0]) for r in conn.execute(sql.encode()).fetchall())]
     sql = expand(panels.VARIABLE_SQL["baseline"], values, *window)
     selections = sorted(str(r[0]) for r in conn.execute(sql.encode()).fetchall())
     values["baseline"], values["candidate"] = [selections[0]], [selections[-1]]

@@ -27,6 +27,10 @@ verdict of each (run, scorer, version), as ``verdicts_latest`` defines it.
   a count and a sum (:data:`~agentdocket.dashboards.measures.MEASURES`).
 - ``dashboard_verdict_transitions``: per hour, agent, dataset and scorer: how many runs had
   outcome A in one version and outcome B in another.
+- ``dashboard_experiment_stats``: per hour, dataset, selection (``experiment:NAME``,
+  ``AGENT@VERSION``, ``AGENT``), scorer, version, case and failure type: verdicts, how many
+  have a rate (pass as 1 or 0, else the score), the sum of the rates and the least trace id
+  (what the experiments dashboard compares, case by case).
 """
 
 from __future__ import annotations
@@ -65,11 +69,14 @@ STALE_RUNS = f"""
     ) r
 """
 LATEST = f"""
-    SELECT h.hour, r.trace_id, r.run_month, r.agent, r.dataset, v.scorer, v.scorer_version,
-        v.passed, v.score, v.label, v.failure_type, v.details
+    SELECT h.hour, r.trace_id, r.run_month, r.agent, r.agent_version, r.dataset, r.case_id,
+        r.experiment, v.scorer, v.scorer_version, v.passed, v.score, v.label, v.failure_type,
+        v.details
     FROM {STALE.format("verdicts")} h
     CROSS JOIN LATERAL (
-        SELECT DISTINCT r.trace_id, r.run_month, r.agent, r.dataset FROM dashboard_runs r
+        SELECT DISTINCT r.trace_id, r.run_month, r.agent, r.agent_version, r.dataset,
+            r.case_id, r.experiment
+        FROM dashboard_runs r
         WHERE r.time >= h.hour AND r.time < h.hour + interval '1 hour'
     ) r
     CROSS JOIN LATERAL (
@@ -121,6 +128,30 @@ TRANSITIONS = f"""
         """
 
 
+# Per case, each selection that picks the run (as `agentdocket compare` names them:
+# experiment:NAME, AGENT@VERSION, AGENT; runs with no agent, dataset or case are in none), its
+# verdicts' count, how many have a rate (pass as 1 or 0, else the score) and their sum: the
+# experiments dashboard averages a case's repeats from these. (The selections are rows of a
+# VALUES list, each with whether it applies: Citus does not run a UNION of subqueries without
+# a FROM.)
+EXPERIMENTS = """
+        SELECT l.hour, l.dataset, s.selection, l.scorer, l.scorer_version, l.case_id,
+                l.failure_type, count(*) AS verdicts, count(x.rate) AS rated,
+                sum(x.rate) AS rate_sum, min(l.trace_id) AS first_run
+            FROM l
+            CROSS JOIN LATERAL (VALUES
+                (l.experiment IS NOT NULL, 'experiment:' || l.experiment),
+                (l.agent_version <> '(none)', l.agent || '@' || l.agent_version),
+                (true, l.agent)
+            ) s(applies, selection)
+            CROSS JOIN LATERAL (SELECT coalesce(
+                CASE WHEN l.passed THEN 1.0 WHEN NOT l.passed THEN 0.0 END, l.score) AS rate) x
+            WHERE s.applies AND l.case_id IS NOT NULL AND l.dataset <> '(none)'
+                AND l.agent <> '(none)'
+            GROUP BY 1, 2, 3, 4, 5, 6, 7
+        """
+
+
 def _aggregate() -> dict[str, str]:
     """Each rollup's rows, aggregated from r (runs) or l (latest verdicts); columns in table
     order."""
@@ -130,6 +161,7 @@ def _aggregate() -> dict[str, str]:
         "rollup_verdicts": VERDICTS,
         "rollup_measures": measures.aggregate(),
         "rollup_transitions": TRANSITIONS,
+        "rollup_experiments": EXPERIMENTS,
     }
 
 
@@ -142,8 +174,14 @@ ORDER = {
     "rollup_verdicts": "hour, scorer",
     "rollup_measures": "hour, measure",
     "rollup_transitions": "hour, scorer",
+    "rollup_experiments": "hour, dataset, selection",
 }
-VERDICT_ROLLUPS = ("rollup_verdicts", "rollup_measures", "rollup_transitions")
+VERDICT_ROLLUPS = (
+    "rollup_verdicts",
+    "rollup_measures",
+    "rollup_transitions",
+    "rollup_experiments",
+)
 
 
 def _source(name: str, bounds: str = "") -> str:
@@ -202,6 +240,7 @@ STATS = {
     "dashboard_verdict_stats": ("rollup_verdicts", "verdicts"),
     "dashboard_verdict_measures": ("rollup_measures", "verdicts"),
     "dashboard_verdict_transitions": ("rollup_transitions", "verdicts"),
+    "dashboard_experiment_stats": ("rollup_experiments", "verdicts"),
 }
 
 
@@ -215,7 +254,32 @@ COLUMNS = {
     "rollup_measures": "hour agent* dataset* scorer* scorer_version* measure* label* n total",
     "rollup_transitions": "hour agent* dataset* scorer* version_a* version_b* outcome_a* "
     "outcome_b* runs",
+    "rollup_experiments": "hour dataset* selection* scorer* scorer_version* case_id* "
+    "failure_type* verdicts rated rate_sum first_run*",
 }
+
+
+# Rollups whose stale hours a stats view reads through a function rather than the pending view.
+# The experiments panels aggregate some 100k rollup rows a side; planned as a subquery, the
+# pending view's estimate (every run of a stale hour, each with its verdicts) dwarfs the rest,
+# so that hashing those rows and sorting them cost the same to the planner, which then sorts
+# (three times slower). A function's estimate is its declared one: a few rows, as stale hours
+# are few. SECURITY DEFINER: it reads with its owner's rights, as the view does.
+PENDING_FUNCTIONS = ("rollup_experiments",)
+
+
+def _pending_function(table: str) -> str:
+    columns = COLUMNS[table].split()
+    pending = ", ".join(
+        f'{c[:-1]} COLLATE "C" AS {c[:-1]}' if c.endswith("*") else c for c in columns
+    )
+    return f"""
+        CREATE FUNCTION agentdocket_{table}_pending() RETURNS SETOF {table}
+        LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 100 SET search_path FROM CURRENT AS $$
+        BEGIN
+            RETURN QUERY SELECT {pending} FROM {table}_pending;
+        END $$
+    """
 
 
 def _stats_view(name: str, table: str, what: str) -> str:
@@ -224,16 +288,22 @@ def _stats_view(name: str, table: str, what: str) -> str:
     pending = ", ".join(
         f'{c[:-1]} COLLATE "C" AS {c[:-1]}' if c.endswith("*") else c for c in columns
     )
+    stale = (
+        f"SELECT hour AS time, {fresh} FROM agentdocket_{table}_pending()"
+        if table in PENDING_FUNCTIONS
+        else f"SELECT hour AS time, {pending} FROM {table}_pending"
+    )
     return (
         f"CREATE VIEW {name} AS "
         f"SELECT hour AS time, {fresh} FROM {table} "
         f"WHERE hour NOT IN (SELECT hour FROM rollup_stale WHERE what = '{what}') "
-        f"UNION ALL SELECT hour AS time, {pending} FROM {table}_pending"
+        f"UNION ALL {stale}"
     )
 
 
 def objects() -> list[Derived]:
-    """The pending views, the refresh function and the stats views, in that order."""
+    """The pending views, the refresh function, the pending functions and the stats views, in
+    that order."""
     aggregate = _aggregate()
     pending = [
         Derived(f"VIEW {t}_pending", _pending_view(t, aggregate), False, "postgresql")
@@ -245,8 +315,12 @@ def objects() -> list[Derived]:
         False,
         "postgresql",
     )
+    functions = [
+        Derived(f"FUNCTION agentdocket_{t}_pending()", _pending_function(t), False, "postgresql")
+        for t in PENDING_FUNCTIONS
+    ]
     stats = [
         Derived(f"VIEW {name}", _stats_view(name, table, what), True, "postgresql")
         for name, (table, what) in STATS.items()
     ]
-    return [*pending, refresh, *stats]
+    return [*pending, refresh, *functions, *stats]

@@ -7,7 +7,7 @@ and dataset for the template variables (``(none)`` where the run has none, so th
 variable's "All" covers every run).
 
 - ``dashboard_runs``: one row per run (a trace with a recorded start): status, latency, step
-  counts, question and answer.
+  counts, question and answer, and the experiment it belongs to (its ``experiment`` attribute).
 - ``dashboard_verdicts``: the latest run-level verdict of each scorer version
   (``verdicts_latest``), with its run's dimensions (``pass`` is 1, 0, or null for scorers
   that do not decide).
@@ -32,8 +32,8 @@ variable's "All" covers every run).
   unpriced calls and dollars (the costs dashboard reads it).
 - ``dashboard_labels``: people's labels, each author's latest per run (or step) and rubric.
 - ``dashboard_experiment_verdicts``: each run's latest run-level verdicts with its dataset,
-  case and the selections that pick it (``experiment:NAME``, ``AGENT@VERSION``, ``AGENT``), for
-  the experiments dashboard.
+  case and the selections that pick it (``experiment:NAME``, ``AGENT@VERSION``, ``AGENT``): row
+  by row what the experiments dashboard reads summed per hour (``dashboard_experiment_stats``).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ RUNS = """
                 CAST(extract(epoch FROM r.ended_at - r.started_at) * 1000 AS double precision)
                     AS latency_ms,
                 r.n_steps, r.n_tool_calls, r.n_sql, r.n_llm_calls, r.n_retrievals, r.n_errors,
-                r.run_month, r.question, r.answer
+                r.run_month, r.question, r.answer, r.attributes->>'experiment' AS experiment
             FROM runs r WHERE r.started_at IS NOT NULL
         """
 

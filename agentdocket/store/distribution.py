@@ -46,6 +46,7 @@ COORDINATOR = frozenset(
         "rollup_verdicts",
         "rollup_measures",
         "rollup_transitions",
+        "rollup_experiments",  # migration 0018
         # people in the loop (migration 0016): small, read by trace id from the log apart
         "rubrics",
         "annotators",

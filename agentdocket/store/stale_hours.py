@@ -11,7 +11,7 @@ What a batch marks, as the triggers did:
 - ``runs`` at a run's hour before and after the batch (a run is counted in the hour it
   started; a later event can move it earlier);
 - ``verdicts`` at both hours too when the run has verdicts and moved, or changed what its
-  verdicts are keyed by (agent, dataset, tool calls);
+  verdicts are keyed by (agent, version, dataset, case, experiment, tool calls);
 - ``verdicts`` at the run's hour for each run-level verdict the batch adds.
 
 A run's hour before the batch is read before the batch's upserts, under a lock on its trace
@@ -52,6 +52,9 @@ class Keyed:
     agent: str | None
     dataset: str | None
     tool_calls: int
+    agent_version: str | None
+    case_id: str | None
+    experiment: str | None
 
 
 def hour(t: datetime | None) -> datetime | None:
@@ -111,10 +114,13 @@ class StaleHours:
 
     def _keyed(self, conn: Any, traces: Sequence[str], months: dict[str, date]) -> dict[str, Keyed]:
         found: dict[str, Keyed] = {}
-        sql = f"SELECT trace_id, {RUN_TIME}, agent, dataset, n_tool_calls FROM runs WHERE "
+        sql = (
+            f"SELECT trace_id, {RUN_TIME}, agent, dataset, n_tool_calls, agent_version, "
+            "case_id, attributes->>'experiment' FROM runs WHERE "
+        )
         for where, params in self._of(traces, months):
-            for trace, t, agent, dataset, tools in self.db.read_on(conn, sql + where, params):
-                found[trace] = Keyed(hour(self.db.from_db("ts", t)), agent, dataset, tools)
+            for trace, t, *keys in self.db.read_on(conn, sql + where, params):
+                found[trace] = Keyed(hour(self.db.from_db("ts", t)), *keys)
         return found
 
     def _with_verdicts(self, conn: Any, traces: Sequence[str], months: dict[str, date]) -> set[str]:

@@ -52,6 +52,7 @@ ROLLUP_VIEWS = {  # PostgreSQL only (migration 0005)
     "dashboard_verdict_transitions",
     *(f"rollup_{t}_pending" for t in ("runs", "latency", "verdicts", "measures", "transitions")),
 }
+EXPERIMENTS = {"rollup_experiments"}  # migration 0018; its two views are installed by migrate
 ROLLUP_TABLES = {f"rollup_{t}" for t in ("stale", "runs", "latency", "verdicts", "measures")}
 ROLLUP_TABLES.add("rollup_transitions")
 DEAD_LETTERS = ({"dead_letters"}, {"dead_letters_state"})  # migration 0006
@@ -103,6 +104,8 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
             "dashboard_labels",
             "dashboard_call_costs",
             "dashboard_cost_hours",
+            "dashboard_experiment_stats",
+            "rollup_experiments_pending",
             *(o.name for o in run.objects()),
         }
         assert made_by_migrations | later == INSTALLED
@@ -115,11 +118,12 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
             | SAMPLES
             | MONTHS
             | LEDGER
-            | PEOPLE,
+            | PEOPLE
+            | EXPERIMENTS,
             VIEWS | INSTALLED | DEAD_LETTERS[1],
         )
-        downgrade(bare_url, "0015")  # 0017, 0016
-        assert PEOPLE.isdisjoint(_objects(bare_url)[0])
+        downgrade(bare_url, "0015")  # 0018, 0017, 0016
+        assert (PEOPLE | EXPERIMENTS).isdisjoint(_objects(bare_url)[0])
         downgrade(bare_url, "0008")
         assert _objects(bare_url) == (
             TABLES | ROLLUP_TABLES | DEAD_LETTERS[0] | DERIVED | CURSORS,
@@ -147,7 +151,7 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
             TABLES | DEAD_LETTERS[0] | DERIVED | CURSORS | SAMPLES | MONTHS | PEOPLE,
             VIEWS | DEAD_LETTERS[1],
         )
-        downgrade(bare_url, "0015")  # 0017, 0016
+        downgrade(bare_url, "0015")  # 0018 (nothing on SQLite), 0017, 0016
         assert PEOPLE.isdisjoint(_objects(bare_url)[0])
         downgrade(bare_url, "0008")
         assert _objects(bare_url) == (

@@ -215,6 +215,16 @@ def test_the_hourly_views_agree_with_the_row_level_views(seeded: str) -> None:
             "GROUP BY 1, 2",
         ),
         (
+            "SELECT dataset, selection, scorer, scorer_version, case_id, "
+            "coalesce(failure_type, ''), sum(verdicts), sum(rated), sum(rate_sum), "
+            "min(first_run) "
+            "FROM dashboard_experiment_stats GROUP BY 1, 2, 3, 4, 5, 6",
+            "SELECT dataset, selection, scorer, scorer_version, case_id, "
+            "coalesce(failure_type, ''), count(*), count(coalesce(pass, score)), "
+            "sum(coalesce(pass, score)), min(trace_id) "
+            "FROM dashboard_experiment_verdicts GROUP BY 1, 2, 3, 4, 5, 6",
+        ),
+        (
             "SELECT scorer, version_a, version_b, outcome_a, outcome_b, sum(runs) "
             "FROM dashboard_verdict_transitions GROUP BY 1, 2, 3, 4, 5",
             "SELECT a.scorer, a.scorer_version, b.scorer_version, "
@@ -293,6 +303,88 @@ def test_the_seeded_panels_show_what_was_seeded(seeded: str) -> None:
     conn.close()
 
 
+# The experiments panels as they read the row-level view before the experiments rollup
+# (migration 0018): what the rollup must give again.
+def _side_row_level(name: str, extra: str = "") -> str:
+    return (
+        f"SELECT scorer, scorer_version, case_id, avg(coalesce(pass, score)) AS rate{extra} "
+        "FROM dashboard_experiment_verdicts WHERE dataset = '$experiment_dataset' "
+        f"AND selection = '${name}' AND $__timeFilter(time) GROUP BY 1, 2, 3"
+    )
+
+
+ROW_FAILURES = ", string_agg(DISTINCT failure_type, ', ') AS failures, min(trace_id) AS trace_id"
+ROW_LEVEL = {
+    "Per scorer: baseline and candidate, with 95% intervals": (
+        "SELECT scorer, scorer_version, side, count(*) AS cases, avg(rate) AS rate, "
+        "avg(rate) - 1.96 * coalesce(stddev_samp(rate), 0) / sqrt(count(*)) AS ci_low, "
+        "avg(rate) + 1.96 * coalesce(stddev_samp(rate), 0) / sqrt(count(*)) AS ci_high "
+        f"FROM (SELECT 'baseline' AS side, b.* FROM ({_side_row_level('baseline')}) b UNION ALL "
+        f"SELECT 'candidate', c.* FROM ({_side_row_level('candidate')}) c) s "
+        "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+    ),
+    "Cases that regressed and improved": (
+        "SELECT b.scorer, b.case_id, CASE WHEN c.rate < b.rate THEN 'regressed' "
+        "ELSE 'improved' END AS change, b.rate AS baseline, c.rate AS candidate, "
+        "b.failures AS baseline_failures, c.failures AS candidate_failures, "
+        "b.trace_id AS baseline_run, c.trace_id AS candidate_run "
+        f"FROM ({_side_row_level('baseline', ROW_FAILURES)}) b "
+        f"JOIN ({_side_row_level('candidate', ROW_FAILURES)}) c "
+        "ON c.scorer = b.scorer AND c.scorer_version = b.scorer_version "
+        "AND c.case_id = b.case_id WHERE c.rate <> b.rate ORDER BY 3 DESC, 1, 2 LIMIT 500"
+    ),
+}
+
+
+@pytest.mark.postgres
+def test_the_experiments_panels_give_the_rows_the_row_level_view_gave(seeded: str) -> None:
+    """For every pair of selections of every dataset with cases: the same rows from the
+    experiments rollup, fresh and with every hour stale, as from the row-level view."""
+    conn = psycopg.connect(psycopg_conninfo(parse_url(seeded)), autocommit=True)
+    with open_store(seeded) as store:
+        store.projections.refresh_dashboards()
+    specs = [s for s in panels.PANELS if s.title in ROW_LEVEL]
+    assert len(specs) == len(ROW_LEVEL)
+    pairs = [
+        (str(d), str(a), str(b))
+        for d, a, b in conn.execute(
+            "SELECT DISTINCT x.dataset, x.selection, y.selection "
+            "FROM dashboard_experiment_verdicts x JOIN dashboard_experiment_verdicts y "
+            "ON y.dataset = x.dataset AND y.selection <> x.selection"
+        ).fetchall()
+    ]
+    assert len({d for d, _, _ in pairs}) >= 2 and len(pairs) >= 4, pairs
+
+    def both() -> list[tuple[str, int]]:
+        compared = []
+        for dataset, baseline, candidate in pairs:
+            values = {
+                "experiment_dataset": [dataset],
+                "baseline": [baseline],
+                "candidate": [candidate],
+            }
+            for spec in specs:
+                _, rolled = rows_of(conn, expand(spec.sql, values))
+                _, rows = rows_of(conn, expand(ROW_LEVEL[spec.title], values))
+                assert [rounded(r) for r in rolled] == [rounded(r) for r in rows], (
+                    spec.title,
+                    dataset,
+                    baseline,
+                    candidate,
+                )
+                compared.append((spec.title, len(rows)))
+        return compared
+
+    fresh = both()
+    assert any(n for title, n in fresh if title.startswith("Cases")), "no case ever changed"
+    conn.execute(
+        "INSERT INTO rollup_stale (hour, what) SELECT DISTINCT agentdocket_hour(time), "
+        "'verdicts' FROM dashboard_runs"
+    )
+    assert both() == fresh
+    conn.close()
+
+
 # --- the read-only role -------------------------------------------------------------------------
 
 
@@ -317,7 +409,7 @@ def test_the_grafana_role_reads_the_views_and_nothing_else(seeded: str) -> None:
             _panels(conn)  # every panel, as Grafana would run it
             under = ["events", "runs", "verdicts", "cases", "rollup_runs", "rollup_stale"]
             if citus:
-                assert "16 tables (call_costs, cases, datasets, dead_letters, events," in " ".join(
+                assert "17 tables (call_costs, cases, datasets, dead_letters, events," in " ".join(
                     out.split()
                 )
                 for table in under:

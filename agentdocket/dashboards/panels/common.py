@@ -107,9 +107,9 @@ VARIABLE_SQL = {
     "scorer": "SELECT DISTINCT scorer FROM dashboard_scorer_versions",
     "version_a": "SELECT scorer_version FROM dashboard_scorer_versions WHERE scorer = '$scorer'",
     "version_b": "SELECT scorer_version FROM dashboard_scorer_versions WHERE scorer = '$scorer'",
-    "experiment_dataset": "SELECT DISTINCT dataset FROM dashboard_experiment_verdicts",
-    "baseline": "SELECT DISTINCT selection FROM dashboard_experiment_verdicts "
-    "WHERE dataset = '$experiment_dataset'",
-    "candidate": "SELECT DISTINCT selection FROM dashboard_experiment_verdicts "
-    "WHERE dataset = '$experiment_dataset'",
+    "experiment_dataset": f"SELECT DISTINCT dataset FROM dashboard_experiment_stats WHERE {HOURS}",
+    "baseline": "SELECT DISTINCT selection FROM dashboard_experiment_stats "
+    f"WHERE dataset = '$experiment_dataset' AND {HOURS}",
+    "candidate": "SELECT DISTINCT selection FROM dashboard_experiment_stats "
+    f"WHERE dataset = '$experiment_dataset' AND {HOURS}",
 }

@@ -4,20 +4,40 @@ as ``agentdocket compare`` selects them), scorer by scorer and case by case."""
 from __future__ import annotations
 
 from agentdocket.dashboards.panels import run
+from agentdocket.dashboards.panels.common import HOURS
 from agentdocket.dashboards.spec import PanelSpec, panel
 
 UID = "agentdocket-experiments"
 TITLE = ("agentdocket: experiments", "Two sets of runs of a dataset, case by case")
-FAILURES = ", string_agg(DISTINCT failure_type, ', ') AS failures, min(trace_id) AS trace_id"
+RATE = "CAST(sum(rate_sum) / nullif(sum(rated), 0) AS double precision) AS rate"
+PICK = "FROM dashboard_experiment_stats WHERE dataset = '$experiment_dataset' AND selection = "
 
 
-def _side(name: str, extra: str = "") -> str:
+def _side(name: str) -> str:
     """Per scorer and case, the mean verdict of the runs ``$name`` selects (repeats averaged:
-    pass as 1 or 0, else the score)."""
+    pass as 1 or 0, else the score), from the hourly experiments rollup (an hour counts when
+    it overlaps the time range)."""
     return (
-        f"SELECT scorer, scorer_version, case_id, avg(coalesce(pass, score)) AS rate{extra} "
-        "FROM dashboard_experiment_verdicts WHERE dataset = '$experiment_dataset' "
-        f"AND selection = '${name}' AND $__timeFilter(time) GROUP BY 1, 2, 3"
+        f"SELECT scorer, scorer_version, case_id, {RATE} {PICK}'${name}' AND {HOURS} "
+        "GROUP BY 1, 2, 3"
+    )
+
+
+def _side_with_failures(name: str) -> str:
+    """:func:`_side`, with the case's failure types (in the database's collation, as the
+    row-level view sorts them) and its least run id. Summed per failure type first: a
+    DISTINCT aggregate would sort every rollup row of the side, where this sorts a few per
+    case."""
+    per_type = (
+        "SELECT scorer, scorer_version, case_id, failure_type, sum(rate_sum) AS rate_sum, "
+        f"sum(rated) AS rated, min(first_run) AS first_run {PICK}'${name}' AND {HOURS} "
+        "GROUP BY 1, 2, 3, 4"
+    )
+    return (
+        f"SELECT scorer, scorer_version, case_id, {RATE}, "
+        "string_agg(failure_type COLLATE \"default\", ', ' "
+        'ORDER BY failure_type COLLATE "default") AS failures, min(first_run) AS trace_id '
+        f"FROM ({per_type}) t GROUP BY 1, 2, 3"
     )
 
 
@@ -44,7 +64,8 @@ PANELS: tuple[PanelSpec, ...] = (
         "SELECT b.scorer, b.case_id, CASE WHEN c.rate < b.rate THEN 'regressed' ELSE 'improved' "
         "END AS change, b.rate AS baseline, c.rate AS candidate, b.failures AS baseline_failures, "
         "c.failures AS candidate_failures, b.trace_id AS baseline_run, c.trace_id AS candidate_run "
-        f"FROM ({_side('baseline', FAILURES)}) b JOIN ({_side('candidate', FAILURES)}) c "
+        f"FROM ({_side_with_failures('baseline')}) b "
+        f"JOIN ({_side_with_failures('candidate')}) c "
         "ON c.scorer = b.scorer AND c.scorer_version = b.scorer_version AND c.case_id = b.case_id "
         "WHERE c.rate <> b.rate ORDER BY 3 DESC, 1, 2 LIMIT 500",
         "scorer case_id change baseline candidate baseline_failures candidate_failures "
