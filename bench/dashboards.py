@@ -1,6 +1,7 @@
 """Dashboard benchmark: every panel's query (and every template variable's) at scale.
 
     python bench/dashboards.py [--runs 1000000] [--rounds 3] [--days 30] [--range-days 7]
+                               [--keep NAME]
 
 On a fresh PostgreSQL database at the current schema, it synthesises ``--runs`` runs spread
 over ``--days`` days, with 10 events each (started, plan, 3 tool calls with their returns,
@@ -20,6 +21,12 @@ hour stale itself, and a full refresh of the rollups is timed first. Then the pa
 times: on fresh rollups; with the newest hour's runs stale, as while agents record (read live);
 and with its verdicts stale too, as after scoring outside the runner, before a refresh. The
 panels run as Grafana runs them, connected as the role ``agentdocket grafana-role`` creates.
+
+Each figure is printed beside the previous run's at the same ``--runs`` (kept in
+bench/.results/), and the summary line names every panel over its target in any of the three
+states. ``--keep NAME`` synthesises into database NAME once and keeps it: later runs migrate
+it to the current schema (as ``agentdocket migrate``) and time the panels again, minutes
+instead of twenty.
 """
 
 from __future__ import annotations

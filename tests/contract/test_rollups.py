@@ -29,6 +29,7 @@ STATS = (
     "dashboard_verdict_stats",
     "dashboard_verdict_measures",
     "dashboard_verdict_transitions",
+    "dashboard_experiment_stats",
 )
 
 
