@@ -104,7 +104,9 @@ def test_dashboards_follow_grafanas_conventions() -> None:
             unknown = {u for u in used if not u.startswith("__") and u not in variables}
             assert not unknown, f"{p['title']}: undefined variables {unknown}"
             relations = set(re.findall(r"(?<!DISTINCT )\b(?:FROM|JOIN)\s+([a-z_]+)", t["rawSql"]))
-            assert relations and all(r in VIEW_NAMES for r in relations), relations
+            named = set(re.findall(r"\bWITH\s+([a-z_]+)\s+AS\s*\(", t["rawSql"]))  # a CTE's
+            assert relations - named, relations
+            assert all(r in VIEW_NAMES for r in relations - named), relations
     assert uids == set(panels.TITLES)
 
 
@@ -345,14 +347,18 @@ def test_the_experiments_panels_give_the_rows_the_row_level_view_gave(seeded: st
         store.projections.refresh_dashboards()
     specs = [s for s in panels.PANELS if s.title in ROW_LEVEL]
     assert len(specs) == len(ROW_LEVEL)
+    # every dataset's first three ordered pairs of selections, and one selection against itself
     pairs = [
         (str(d), str(a), str(b))
         for d, a, b in conn.execute(
-            "SELECT DISTINCT x.dataset, x.selection, y.selection "
-            "FROM dashboard_experiment_verdicts x JOIN dashboard_experiment_verdicts y "
-            "ON y.dataset = x.dataset AND y.selection <> x.selection"
+            "SELECT dataset, a, b FROM (SELECT x.dataset, x.selection AS a, y.selection AS b, "
+            "row_number() OVER (PARTITION BY x.dataset ORDER BY x.selection, y.selection) AS n "
+            "FROM (SELECT DISTINCT dataset, selection FROM dashboard_experiment_verdicts) x "
+            "JOIN (SELECT DISTINCT dataset, selection FROM dashboard_experiment_verdicts) y "
+            "ON y.dataset = x.dataset AND y.selection <> x.selection) p WHERE n <= 3"
         ).fetchall()
     ]
+    pairs.append((pairs[0][0], pairs[0][1], pairs[0][1]))
     assert len({d for d, _, _ in pairs}) >= 2 and len(pairs) >= 4, pairs
 
     def both() -> list[tuple[str, int]]:

@@ -94,30 +94,33 @@ def test_a_thousand_labels_from_concurrent_clients_are_stored_exactly_once(
     assert len(latest(given)) <= len(given)
 
 
-@pytest.mark.parametrize(
-    ("body", "status", "names"),
-    [
-        ({"labels": [{"trace_id": "a" * 32, "value": "up"}]}, 422, "labels[1].author: missing"),
-        ({"trace_id": "a" * 32, "value": "sideways", "author": "u"}, 422, "label.value: rubric"),
-        ({"trace_id": "xyz", "value": "up", "author": "u"}, 422, "label.trace_id"),
-        ({"trace_id": "a" * 32, "value": 9, "author": "u", "rubric": "quality"}, 422, "1 to 5"),
-        ({"trace_id": "a" * 32, "value": 1, "author": "u", "rubric": "nope"}, 422, "no rubric"),
-        ({"trace_id": "a" * 32, "value": 1, "author": "u", "colour": 1}, 422, "label.colour"),
-        ({"trace_id": "a" * 32, "value": "up", "author": "u", "ts": "never"}, 422, "label.ts"),
-        ({"labels": []}, 422, "labels: empty"),
-    ],
-)
+# Each bad request, the status it gets and what its error names.
+BAD = [
+    ({"labels": [{"trace_id": "a" * 32, "value": "up"}]}, 422, "labels[1].author: missing"),
+    ({"trace_id": "a" * 32, "value": "sideways", "author": "u"}, 422, "label.value: rubric"),
+    ({"trace_id": "xyz", "value": "up", "author": "u"}, 422, "label.trace_id"),
+    ({"trace_id": "a" * 32, "value": 9, "author": "u", "rubric": "quality"}, 422, "1 to 5"),
+    ({"trace_id": "a" * 32, "value": 1, "author": "u", "rubric": "nope"}, 422, "no rubric"),
+    ({"trace_id": "a" * 32, "value": 1, "author": "u", "colour": 1}, 422, "label.colour"),
+    ({"trace_id": "a" * 32, "value": "up", "author": "u", "ts": "never"}, 422, "label.ts"),
+    ({"labels": []}, 422, "labels: empty"),
+]
+
+
 def test_a_bad_request_gets_a_4xx_naming_the_member_and_stores_nothing(
-    url: str, served: Any, body: Any, status: int, names: str
+    url: str, served: Any
 ) -> None:
+    """Each bad request in turn on one server, with a good label beside the bad one where the
+    request holds a list: the good one is not stored either."""
     server, ids = served
-    good = {"trace_id": ids[0], "value": "up", "author": "u", "id": "good-one"}
-    with_good = {"labels": [good, *body["labels"]]} if body.get("labels") else body
-    response = httpx.post(f"http://127.0.0.1:{server.port}/v1/feedback", json=with_good)
-    assert response.status_code == status
-    assert names in response.json()["error"]
-    with open_store(url) as store:
-        assert store.labels.of_runs([ids[0]]) == []  # the good label of that request neither
+    for body, status, names in BAD:
+        good = {"trace_id": ids[0], "value": "up", "author": "u", "id": "good-one"}
+        with_good = {"labels": [good, *body["labels"]]} if body.get("labels") else body
+        response = httpx.post(f"http://127.0.0.1:{server.port}/v1/feedback", json=with_good)
+        assert response.status_code == status, body
+        assert names in response.json()["error"], body
+        with open_store(url) as store:
+            assert store.labels.of_runs([ids[0]]) == [], body  # nor the good label beside it
 
 
 def test_not_json_and_wrong_type_and_unknown_runs(url: str, served: Any) -> None:

@@ -32,6 +32,10 @@ def start_cli(url: str, log: Path, *args: str) -> subprocess.Popen[bytes]:
         )
 
 
+class PortTaken(RuntimeError):
+    """serve could not bind its port: another process holds it."""
+
+
 class Server:
     """One ``agentdocket serve`` process; :meth:`restart` kills it and starts another on the
     same port."""
@@ -42,15 +46,33 @@ class Server:
         self.url = url
         self.spool = spool
         self.args = args
+        self.chosen = port is None  # ours to choose again if another process takes it first
+        self.grpc = grpc
+        self._ports(port)
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def _ports(self, port: int | None) -> None:
         self.port = port or free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}/v1/traces"
         # OTLP/gRPC only where a test asks for it (its default port is shared by all)
-        self.grpc_port = free_port() if grpc else 0
+        self.grpc_port = free_port() if self.grpc else 0
         self.grpc_endpoint = f"127.0.0.1:{self.grpc_port}"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log = spool.parent / f"serve-{self.port}.log"
+        self.log = self.spool.parent / f"serve-{self.port}.log"
 
     def start(self) -> Server:
+        """Start serve and wait until it answers. A free port may be taken by another process
+        (an outgoing connection's ephemeral port) before serve binds it: then, where the port
+        was ours to choose, choose again."""
+        for _ in range(5):
+            try:
+                return self._start()
+            except PortTaken:
+                if not self.chosen:
+                    raise
+                self._ports(None)
+        return self._start()
+
+    def _start(self) -> Server:
         self.proc = start_cli(
             self.url,
             self.log,
@@ -66,7 +88,10 @@ class Server:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"serve exited: {self.log.read_text()}")
+                said = self.log.read_text()
+                if "address already in use" in said:
+                    raise PortTaken(said)
+                raise RuntimeError(f"serve exited: {said}")
             try:
                 if httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=1).status_code == 200:
                     return self
