@@ -49,48 +49,29 @@ NaN) is a missing label. Labels of mixed types are refused, naming the item.
 
 from __future__ import annotations
 
-import math
 import numbers
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from statistics import NormalDist
 from typing import Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from agentdocket.errors import AgentdocketError
+from agentdocket.people.bootstrap import Array, Estimate, Resampling, divide, estimate
 
-Array = npt.NDArray[np.float64]
 Weights = Literal["linear", "quadratic"]
 Measurement = Literal["nominal", "ordinal", "interval"]
 Kind = Literal["nominal", "ordinal"]
 Method = Literal["bca", "percentile"]
 Named = list[tuple[str, list[Hashable]]]  # (an item's name for messages, its labels)
 
-CHUNK = 4_000_000  # item weights of the resamples held at once (resamples times items)
 METHODS = ("bca", "percentile")
 
 
 class AgreementError(AgentdocketError, ValueError):
     """Labels that cannot be compared: of mixed types, outside the order given, unordered."""
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A statistic and its bootstrap interval at ``level`` (``method``: bca or percentile).
-    ``value`` is None when the statistic is undefined; ``low`` and ``high`` are None then, and
-    when no resample was drawn or defined. ``n_items``: the items (pairs, units) it was computed
-    on; ``samples``: the resamples it was defined on, those the interval is read from."""
-
-    value: float | None
-    low: float | None
-    high: float | None
-    n_items: int
-    level: float = 0.95
-    samples: int = 0
-    method: str = "bca"
 
 
 @dataclass(frozen=True)
@@ -183,96 +164,21 @@ def _counts(codes: list[npt.NDArray[np.intp]], k: int) -> Array:
     return cells.reshape(len(codes), k).astype(float)
 
 
-@dataclass(frozen=True)
-class _Resampling:
-    """How an interval is drawn: the caller's ``samples``, ``seed``, ``level`` and ``method``."""
-
-    samples: int
-    seed: int
-    level: float
-    method: str
-
-
-def _resampling(samples: int, seed: int, level: float, method: str) -> _Resampling:
+def _resampling(samples: int, seed: int, level: float, method: str) -> Resampling:
     if samples < 0:
         raise AgreementError(f"samples must be 0 or more, not {samples}")
     if not 0 < level < 1:
         raise AgreementError(f"level must be between 0 and 1, not {level}")
     if method not in METHODS:
         raise AgreementError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
-    return _Resampling(samples, seed, level, method)
-
-
-def _bca(value: float, drawn: Array, jackknife: Array, tail: float) -> list[float]:
-    """The BCa interval's two quantile levels (Efron 1987): the bias correction from the share
-    of resamples below the estimate, the acceleration from the jackknife's skewness."""
-    normal = NormalDist()
-    tolerance = 1e-12 * max(1.0, abs(value))
-    below = np.count_nonzero(drawn < value - tolerance)
-    ties = np.count_nonzero(np.abs(drawn - value) <= tolerance)
-    share = min(max((below + ties / 2) / drawn.size, 0.5 / drawn.size), 1 - 0.5 / drawn.size)
-    z0 = normal.inv_cdf(share)
-    jackknife = jackknife[~np.isnan(jackknife)]
-    acceleration = 0.0
-    if jackknife.size >= 2:
-        spread = jackknife.mean() - jackknife
-        scale = float((spread**2).sum()) ** 1.5
-        acceleration = float((spread**3).sum()) / (6 * scale) if scale > 0 else 0.0
-    levels = []
-    for q in (tail, 1 - tail):
-        z = z0 + normal.inv_cdf(q)
-        denominator = 1 - acceleration * z
-        levels.append(normal.cdf(z0 + z / denominator) if denominator > 0 else q)
-    return levels
-
-
-def _estimate(
-    features: Array,
-    statistic: Callable[[Array], Array],
-    options: _Resampling,
-) -> Estimate:
-    """The statistic of the items' summed ``features`` (one row per item), and its bootstrap
-    interval: each resample's sums are its item counts times ``features``, and leaving an item
-    out (the jackknife, for BCa) subtracts its row."""
-    samples, level, method = options.samples, options.level, options.method
-    n = features.shape[0]
-    total = features.sum(axis=0)
-    value = float(statistic(total[None, :])[0]) if n else math.nan
-    if math.isnan(value):
-        return Estimate(None, None, None, n, level, 0, method)
-    if samples == 0:
-        return Estimate(value, None, None, n, level, 0, method)
-    rng = np.random.default_rng(options.seed)
-    drawn = np.empty(samples)
-    per = max(1, CHUNK // n)
-    for start in range(0, samples, per):
-        k = min(per, samples - start)
-        picks = rng.integers(0, n, size=(k, n)) + (np.arange(k) * n)[:, None]
-        weights = np.bincount(picks.ravel(), minlength=k * n).reshape(k, n).astype(float)
-        # einsum's own loop, not BLAS: on products this small, BLAS threads spin for nothing
-        drawn[start : start + k] = statistic(np.einsum("bn,nd->bd", weights, features))
-    drawn = drawn[~np.isnan(drawn)]
-    if not drawn.size:
-        return Estimate(value, None, None, n, level, 0, method)
-    tail = (1 - level) / 2
-    levels = [tail, 1 - tail]
-    if method == "bca":
-        levels = _bca(value, drawn, statistic(total[None, :] - features), tail)
-    low, high = np.quantile(drawn, levels)
-    return Estimate(value, float(low), float(high), n, level, int(drawn.size), method)
-
-
-def _divide(numerator: Array, denominator: Array) -> Array:
-    """numerator / denominator, NaN where the denominator is not positive."""
-    safe = np.where(denominator > 0, denominator, 1.0)
-    return np.where(denominator > 0, numerator / safe, math.nan)
+    return Resampling(samples, seed, level, method)
 
 
 def _cohen(
     named: Named,
     weights: Weights | None,
     order: Sequence[Hashable] | None,
-    options: _Resampling,
+    options: Resampling,
 ) -> Estimate:
     _check_types(named)
     categories = _categories(named, order, ordered=weights is not None)
@@ -298,9 +204,9 @@ def _cohen(
     def statistic(sums: Array) -> Array:
         rows, columns = sums[:, 1 : 1 + k], sums[:, 1 + k :]
         expected = ((rows @ w) * columns).sum(axis=1)  # times n^2
-        return 1.0 - _divide(sums[:, 0] * rows.sum(axis=1), expected)
+        return 1.0 - divide(sums[:, 0] * rows.sum(axis=1), expected)
 
-    return _estimate(features, statistic, options)
+    return estimate(features, statistic, options)
 
 
 def cohen_kappa(
@@ -331,7 +237,7 @@ def _pair_agreement(counts: Array) -> Array:
     return cast(Array, ((counts**2).sum(axis=1) - m) / (m * (m - 1)))
 
 
-def _fleiss(named: Named, options: _Resampling) -> Estimate:
+def _fleiss(named: Named, options: Resampling) -> Estimate:
     _check_types(named)
     named = [(name, labels) for name, labels in named if len(labels) >= 2]
     categories = _categories(named, None, ordered=False)
@@ -339,13 +245,13 @@ def _fleiss(named: Named, options: _Resampling) -> Estimate:
     features = np.column_stack([_pair_agreement(counts), np.ones(len(named)), counts])
 
     def statistic(sums: Array) -> Array:
-        observed = _divide(sums[:, 0], sums[:, 1])
+        observed = divide(sums[:, 0], sums[:, 1])
         ratings = sums[:, 2:]
         shares = ratings / np.maximum(ratings.sum(axis=1, keepdims=True), 1.0)
         chance = (shares**2).sum(axis=1)
-        return _divide(observed - chance, np.where(chance < 1 - 1e-12, 1 - chance, 0.0))
+        return divide(observed - chance, np.where(chance < 1 - 1e-12, 1 - chance, 0.0))
 
-    return _estimate(features, statistic, options)
+    return estimate(features, statistic, options)
 
 
 def fleiss_kappa(
@@ -382,7 +288,7 @@ def _alpha(
     named: Named,
     measurement: Measurement,
     order: Sequence[Hashable] | None,
-    options: _Resampling,
+    options: Resampling,
 ) -> Estimate:
     _check_types(named)
     named = [(name, labels) for name, labels in named if len(labels) >= 2]
@@ -414,10 +320,10 @@ def _alpha(
             n = totals.sum(axis=1)
             observed = (o * d).sum(axis=(1, 2))
             expected = (np.einsum("mc,mck->mk", totals, d) * totals).sum(axis=1)
-            alpha: Array = 1.0 - (n - 1) * _divide(observed, expected)
+            alpha: Array = 1.0 - (n - 1) * divide(observed, expected)
             return alpha
 
-        return _estimate(features, statistic, options)
+        return estimate(features, statistic, options)
     if measurement == "nominal":
         d = 1.0 - np.eye(k)
     else:
@@ -431,10 +337,10 @@ def _alpha(
         totals = sums[:, 1:]
         n = totals.sum(axis=1)
         expected = ((totals @ d) * totals).sum(axis=1)
-        alpha: Array = 1.0 - (n - 1) * _divide(sums[:, 0], expected)
+        alpha: Array = 1.0 - (n - 1) * divide(sums[:, 0], expected)
         return alpha
 
-    return _estimate(features, fixed, options)
+    return estimate(features, fixed, options)
 
 
 def krippendorff_alpha(
@@ -487,9 +393,9 @@ def agreement(
     rated = [(name, labels) for name, labels in named if len(labels) >= 2]
     categories = _categories(rated, None, ordered=False)
     counts = _counts(_codes(rated, categories), len(categories))
-    percent = _estimate(
+    percent = estimate(
         np.column_stack([_pair_agreement(counts), np.ones(len(rated))]),
-        lambda sums: _divide(sums[:, 0], sums[:, 1]),
+        lambda sums: divide(sums[:, 0], sums[:, 1]),
         options,
     )
     annotators = sorted({who for _, labels in by_item for who in labels})
