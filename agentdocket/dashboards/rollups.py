@@ -268,30 +268,31 @@ COLUMNS = {
 PENDING_FUNCTIONS = ("rollup_experiments",)
 
 
-def _pending_function(table: str) -> str:
-    columns = COLUMNS[table].split()
-    pending = ", ".join(
-        f'{c[:-1]} COLLATE "C" AS {c[:-1]}' if c.endswith("*") else c for c in columns
+def _pending_columns(table: str) -> str:
+    """The rollup's columns as its pending side gives them: the keys in the "C" collation of
+    the table's."""
+    return ", ".join(
+        f'{c[:-1]} COLLATE "C" AS {c[:-1]}' if c.endswith("*") else c
+        for c in COLUMNS[table].split()
     )
+
+
+def _pending_function(table: str) -> str:
     return f"""
         CREATE FUNCTION agentdocket_{table}_pending() RETURNS SETOF {table}
         LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 100 SET search_path FROM CURRENT AS $$
         BEGIN
-            RETURN QUERY SELECT {pending} FROM {table}_pending;
+            RETURN QUERY SELECT {_pending_columns(table)} FROM {table}_pending;
         END $$
     """
 
 
 def _stats_view(name: str, table: str, what: str) -> str:
-    columns = COLUMNS[table].split()
-    fresh = ", ".join(c.rstrip("*") for c in columns)
-    pending = ", ".join(
-        f'{c[:-1]} COLLATE "C" AS {c[:-1]}' if c.endswith("*") else c for c in columns
-    )
+    fresh = ", ".join(c.rstrip("*") for c in COLUMNS[table].split())
     stale = (
         f"SELECT hour AS time, {fresh} FROM agentdocket_{table}_pending()"
         if table in PENDING_FUNCTIONS
-        else f"SELECT hour AS time, {pending} FROM {table}_pending"
+        else f"SELECT hour AS time, {_pending_columns(table)} FROM {table}_pending"
     )
     return (
         f"CREATE VIEW {name} AS "

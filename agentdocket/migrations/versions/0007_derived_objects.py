@@ -20,11 +20,9 @@ Create Date: 2026-11-22
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 from alembic import op
+
+from agentdocket.migrations.ops import sibling
 
 revision = "0007"
 down_revision = "0006"
@@ -54,19 +52,10 @@ WINDOW = """
 REFRESH = "FUNCTION agentdocket_refresh_rollups(timestamptz, timestamptz)"
 
 
-def _sibling(stem: str) -> ModuleType:
-    path = Path(__file__).with_name(f"{stem}.py")
-    spec = importlib.util.spec_from_file_location(f"agentdocket_migration_{stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def upgrade() -> None:
     postgres = op.get_bind().dialect.name == "postgresql"
     if postgres:
-        views, rollups = _sibling("0004_dashboard_views"), _sibling("0005_dashboard_rollups")
+        views, rollups = sibling("0004_dashboard_views"), sibling("0005_dashboard_rollups")
         op.execute("DROP VIEW dashboard_dead_letters")
         for name in reversed(list(rollups.STATS)):
             op.execute(f"DROP VIEW {name}")
@@ -90,7 +79,7 @@ def downgrade() -> None:
     op.execute(WINDOW.format(alias=" ranked" if postgres else ""))
     if not postgres:
         return
-    views, rollups = _sibling("0004_dashboard_views"), _sibling("0005_dashboard_rollups")
+    views, rollups = sibling("0004_dashboard_views"), sibling("0005_dashboard_rollups")
     for name, body in views.VIEWS.items():
         op.execute(f"CREATE VIEW {name} AS {body}")
     for table in rollups.AGGREGATE:

@@ -30,11 +30,9 @@ Create Date: 2026-11-23
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 from alembic import op
+
+from agentdocket.migrations.ops import execute_as_written, sibling
 
 revision = "0010"
 down_revision = "0009"
@@ -138,35 +136,14 @@ DEAD_LETTERS_STATE = """
 """
 
 
-def _sql(statement: str) -> None:
-    """Run ``statement`` as written, through the driver's cursor with no parameters (a ``%``
-    in it is not a placeholder)."""
-    dbapi = op.get_bind().connection.dbapi_connection
-    assert dbapi is not None
-    cursor = dbapi.cursor()
-    try:
-        cursor.execute(statement)
-    finally:
-        cursor.close()
-
-
-def _sibling(stem: str) -> ModuleType:
-    path = Path(__file__).with_name(f"{stem}.py")
-    spec = importlib.util.spec_from_file_location(f"agentdocket_migration_{stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _views_up_again(postgres: bool, by_month: bool) -> None:
     """The views migrations made over these tables (dropped to move the tables). ``by_month``:
     a tool call's return and a verdict's later siblings are looked up in the run's own month
     (one partition, not every one)."""
-    first = _sibling("0001_event_log")
+    first = sibling("0001_event_log")
     statements = first.POSTGRES_UP if postgres else first.SQLITE_UP
     steps = next(s for s in statements if "CREATE VIEW steps" in s)
-    latest = _sibling("0007_derived_objects").LATEST
+    latest = sibling("0007_derived_objects").LATEST
     if by_month:
         steps = steps.replace(MATCHED_RETURN, f"{MATCHED_RETURN} AND r.run_month = e.run_month")
         latest = latest.replace(SIBLING, f"{SIBLING} AND n.run_month = v.run_month")
@@ -181,7 +158,7 @@ def _views_down() -> None:
 
 
 def _rollup_triggers(create: bool) -> None:
-    rollups = _sibling("0005_dashboard_rollups")
+    rollups = sibling("0005_dashboard_rollups")
     for table, event, referencing in rollups.TRIGGERS:
         name = f"rollup_mark_{table}_{event.lower()}"
         if create:
@@ -200,7 +177,7 @@ def _set_aside(suffix: str) -> None:
         op.execute(f"DROP STATISTICS {name}")  # made again on the successor
     for table in PARTITIONED:
         op.execute(f"ALTER TABLE {table} RENAME TO {table}_{suffix}")
-        _sql(
+        execute_as_written(
             f"""
             DO $$
             DECLARE i text;
@@ -229,7 +206,7 @@ def _postgres_up() -> None:
             f"run_month date NOT NULL, PRIMARY KEY ({key})) PARTITION BY RANGE (run_month)"
         )
     op.execute("ALTER SEQUENCE events_position_seq OWNED BY events.position")
-    _sql(ENSURE_FUNCTION)
+    execute_as_written(ENSURE_FUNCTION)
     # Each trace's month: that of its earliest stored event.
     op.execute(
         "CREATE TEMP TABLE agentdocket_trace_months ON COMMIT DROP AS "

@@ -22,11 +22,9 @@ Create Date: 2026-11-26
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 from alembic import op
+
+from agentdocket.migrations.ops import execute_as_written, sibling
 
 revision = "0018"
 down_revision = "0017"
@@ -98,17 +96,6 @@ EVERY_RUN_HOUR = (
 )
 
 
-def _sql(statement: str) -> None:
-    """Run ``statement`` as written (a ``%`` in it is not a placeholder)."""
-    dbapi = op.get_bind().connection.dbapi_connection
-    assert dbapi is not None
-    cursor = dbapi.cursor()
-    try:
-        cursor.execute(statement)
-    finally:
-        cursor.close()
-
-
 def _months_of_runs() -> list[str]:
     rows = op.get_bind().exec_driver_sql(
         "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
@@ -117,21 +104,12 @@ def _months_of_runs() -> list[str]:
     return [str(r[0]) for r in rows]
 
 
-def _sibling(stem: str) -> ModuleType:
-    path = Path(__file__).with_name(f"{stem}.py")
-    spec = importlib.util.spec_from_file_location(f"agentdocket_migration_{stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def upgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
     op.execute(TABLE)
     op.execute(INDEX)
-    _sql(ENSURE_FUNCTION)
+    execute_as_written(ENSURE_FUNCTION)
     for part in _months_of_runs():
         for suffix, expression in STATISTICS:
             op.execute(f"CREATE STATISTICS {part}_{suffix} ON ({expression}) FROM {part}")
@@ -145,6 +123,6 @@ def downgrade() -> None:
     for part in _months_of_runs():
         for suffix, _ in STATISTICS:
             op.execute(f"DROP STATISTICS IF EXISTS {part}_{suffix}")
-    before = _sibling("0010_time_partitions").ENSURE_FUNCTION
-    _sql(before.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1))
+    before = sibling("0010_time_partitions").ENSURE_FUNCTION
+    execute_as_written(before.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1))
     op.execute("DROP TABLE rollup_experiments")
