@@ -4,12 +4,13 @@ transaction (so the projection always holds one set of prices, named by ``priced
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentdocket.costs.prices import PriceBook, Usage
 from agentdocket.events import Event
 from agentdocket.store import Store
+from agentdocket.store.arrivals import Position
 from agentdocket.store.costs import CostRow, StoredCall
 
 
@@ -20,6 +21,8 @@ class Refreshed:
     unpriced: int
     version: str
     whole: bool = True  # every call priced again (else only new ones)
+    # where the log's arrivals were read up to: the next refresh reads on from here
+    position: Position = field(default_factory=Position)
 
 
 def cost_row(call: StoredCall, book: PriceBook) -> CostRow:
@@ -55,22 +58,37 @@ def refresh(
     progress: Callable[[int], None] | None = None,
     *,
     whole: bool = False,
+    after: Position | None = None,
 ) -> Refreshed:
     """Price the log's model calls with ``book`` and keep the rows (the log is read, never
     changed): every call when ``whole``, or when the rows kept were priced by other prices;
-    else only the calls that have no row yet. ``progress(calls priced so far)`` after each
-    batch."""
-    whole = whole or store.costs.priced_by() != [book.version]
-    known = set() if whole else store.costs.priced_ids()
+    else only the calls that have no row yet. ``after``: the ``position`` an earlier refresh
+    returned; then only the calls that arrived since are read (what a service pricing every
+    minute wants: the read grows with the new calls, not with the log). ``progress(calls
+    priced so far)`` after each batch."""
+    upto = store.arrivals.head()  # first: nothing can arrive before it once it is read
+    if after is None:
+        whole = whole or store.costs.priced_by() != [book.version]
+    else:  # a refresh keeps every row under one price book: one row tells which
+        whole = whole or store.costs.priced_by_one() != book.version
     rows: list[CostRow] = []
-    for batch in store.costs.calls():
-        rows.extend(cost_row(call, book) for call in batch if call.event_id not in known)
+    if whole or after is None:
+        known = set() if whole else store.costs.priced_ids()
+        for batch in store.costs.calls():
+            rows.extend(cost_row(call, book) for call in batch if call.event_id not in known)
+            if progress is not None:
+                progress(len(rows))
+    else:
+        calls = store.costs.calls_between(after, upto)
+        # priced already by another refresh (a `costs refresh` meanwhile)
+        known = store.costs.priced_ids([c.event_id for c in calls])
+        rows = [cost_row(call, book) for call in calls if call.event_id not in known]
         if progress is not None:
             progress(len(rows))
     if rows or whole:
         store.costs.replace(rows, whole=whole)
     unpriced = sum(1 for r in rows if r.cost is None)
-    return Refreshed(len(rows), len(rows) - unpriced, unpriced, book.version, whole)
+    return Refreshed(len(rows), len(rows) - unpriced, unpriced, book.version, whole, upto)
 
 
 def calls_of(events: Iterable[Event]) -> list[StoredCall]:

@@ -1,5 +1,5 @@
 """The dashboards' rollups refreshed every so often (PostgreSQL), on a thread of its own, and
-the model calls that arrived since priced (``call_costs``, with the price file
+the model calls that arrived since the last pass priced (``call_costs``, with the price file
 ``$AGENTDOCKET_PRICES`` names, if any)."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from agentdocket.costs.prices import price_book_from_env
 from agentdocket.costs.refresh import refresh as refresh_costs
 from agentdocket.runtime import Say
 from agentdocket.store import open_store
+from agentdocket.store.arrivals import Position
 from agentdocket.store.rollup_refresh import Refreshed
 
 log = logging.getLogger("agentdocket.dashboards")
@@ -28,13 +29,16 @@ class Refresher(threading.Thread):
         self.say = say
         self.stopped = threading.Event()
         self.last: Refreshed | None = None
+        # where the calls were priced up to: each pass reads only the calls since
+        self.priced_upto: Position | None = None
 
     def run(self) -> None:
         while True:
             try:
                 with open_store(self.url, migrate=False) as store:
                     self.last = store.projections.refresh_dashboards()
-                    refresh_costs(store, price_book_from_env())
+                    priced = refresh_costs(store, price_book_from_env(), after=self.priced_upto)
+                    self.priced_upto = priced.position
                 if self.say is not None:
                     self.say(str(self.last))
             except Exception as exc:  # whoever runs this (the receiver) must keep running

@@ -11,6 +11,7 @@ from dataclasses import astuple, dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
+from agentdocket.store.arrivals import Position
 from agentdocket.store.projections import JUDGE_CACHE_KEY
 from agentdocket.store.recorder import Recorder
 
@@ -81,6 +82,12 @@ KEYS = {
 }
 
 
+def _chunks(values: list[str], size: int = READ_BATCH) -> Iterator[list[str]]:
+    """``values`` in lists of at most ``size`` (SQLite binds at most 32,766 parameters)."""
+    for i in range(0, len(values), size):
+        yield values[i : i + size]
+
+
 class Costs:
     """Reading model calls; keeping and adding up their costs."""
 
@@ -99,17 +106,45 @@ class Costs:
                 "WHERE e.kind = 'llm.called' ORDER BY e.trace_id, e.event_id",
                 READ_BATCH,
             ):
-                calls = [
-                    StoredCall(
-                        str(self.db.from_db("event_id", r[0])),
-                        r[1],
-                        self.db.from_db("ts", r[2]),
-                        self.db.from_db("payload", r[3]),
-                        (r[4], r[5], r[6], r[7]),
-                    )
-                    for r in rows
-                ]
-                yield self._judged_runs(conn, calls)
+                yield self._judged_runs(conn, [self._call(r[:4], tuple(r[4:])) for r in rows])
+
+    def calls_between(self, after: Position, upto: Position) -> list[StoredCall]:
+        """The model calls that arrived after ``after`` and by ``upto`` (positions of
+        :class:`~agentdocket.store.arrivals.Arrivals`; ``upto`` one its ``head`` gave, so that
+        none can still arrive before it), as :meth:`calls` gives them: a read of what arrived
+        between the two, never of the whole log."""
+        since, params = self.db.arrived_after(after.tx, after.seq)
+        by, more = self.db.arrived_by(upto.tx, upto.seq, "events")
+        with self.db.write() as conn:
+            rows = self.db.read_on(
+                conn,
+                "SELECT event_id, trace_id, ts, payload FROM events "
+                f"WHERE kind = 'llm.called' AND {since} AND {by}",
+                [*params, *more],
+            )
+            runs: dict[str, RunDims] = {}
+            for chunk in _chunks(sorted({r[1] for r in rows})):
+                where, ids = self.db.any_of("trace_id", chunk)
+                for r in self.db.read_on(
+                    conn,
+                    "SELECT trace_id, agent, agent_version, dataset, case_id FROM runs "
+                    f"WHERE {where}",
+                    ids,
+                ):
+                    runs[r[0]] = (r[1], r[2], r[3], r[4])
+            calls = [self._call(r, runs.get(r[1], (None, None, None, None))) for r in rows]
+            return self._judged_runs(conn, calls)
+
+    def _call(self, row: Sequence[Any], run: Sequence[Any]) -> StoredCall:
+        """A call from its row (event id, trace id, time, payload) and its run's dimensions."""
+        dims: RunDims = (run[0], run[1], run[2], run[3])
+        return StoredCall(
+            str(self.db.from_db("event_id", row[0])),
+            row[1],
+            self.db.from_db("ts", row[2]),
+            self.db.from_db("payload", row[3]),
+            dims,
+        )
 
     def _judged_runs(self, conn: Any, calls: list[StoredCall]) -> list[StoredCall]:
         judges = sorted({c.trace_id for c in calls if c.judge and c.run[0] is None})
@@ -130,9 +165,16 @@ class Costs:
             for c in calls
         ]
 
-    def priced_ids(self) -> set[str]:
-        """The event ids of the calls that have a row."""
-        return {str(r[0]) for r in self.db.read("SELECT event_id FROM call_costs")}
+    def priced_ids(self, among: Sequence[str] | None = None) -> set[str]:
+        """The event ids of the calls that have a row (of those ``among``, if given)."""
+        if among is None:
+            return {str(r[0]) for r in self.db.read("SELECT event_id FROM call_costs")}
+        found: set[str] = set()
+        for chunk in _chunks(list(among)):
+            where, params = self.db.any_of("event_id", chunk)
+            rows = self.db.read(f"SELECT event_id FROM call_costs WHERE {where}", params)
+            found.update(str(r[0]) for r in rows)
+        return found
 
     def replace(self, rows: Sequence[CostRow], *, whole: bool = True) -> None:
         """Calls' costs, in one transaction: with ``whole``, every call's (the rows before
@@ -199,7 +241,15 @@ class Costs:
         return list(self.db.dicts("SELECT * FROM call_costs ORDER BY ts, event_id"))
 
     def priced_by(self) -> list[str]:
+        """The versions of the prices the rows were priced by (every row read)."""
         return [str(r[0]) for r in self.db.read("SELECT DISTINCT priced_by FROM call_costs")]
+
+    def priced_by_one(self) -> str | None:
+        """The version of the prices of one row, or None when there is none: what a refresh
+        that keeps every row under one price book (:mod:`agentdocket.costs.refresh`) needs to
+        read, where :meth:`priced_by` reads every row."""
+        rows = self.db.read("SELECT priced_by FROM call_costs LIMIT 1")
+        return str(rows[0][0]) if rows else None
 
     def by(self, dimension: str, *, judges: bool = False) -> list[dict[str, Any]]:
         """Cost, calls and unpriced calls per ``dimension`` (run, role, model, agent, dataset,

@@ -132,6 +132,36 @@ def test_a_refresh_prices_new_calls_and_all_of_them_when_the_prices_change(url: 
         assert (changed.whole, changed.calls) == (True, 6)
 
 
+def test_a_refresh_after_a_position_reads_only_the_calls_that_arrived_since(url: str) -> None:
+    """What `serve` does every minute: the read grows with the new calls, not with the log."""
+    with open_store(url) as store:
+        ids = _seed(store)
+        first = refresh(store, PriceBook())
+        assert (first.whole, first.calls) == (True, 5)
+        store.append([_call(ids[1], 5, "gpt-4o", "openai", "responder")])
+        later = refresh(store, PriceBook(), after=first.position)
+        assert (later.whole, later.calls) == (False, 1)
+        assert later.position > first.position
+        assert len(store.costs.of_runs([ids[1]])) == 3
+        assert refresh(store, PriceBook(), after=later.position).calls == 0
+        # a call before the position is not read again, even with its row gone: the read
+        # starts at the position (a refresh from none compares every call with the rows)
+        gone = store.costs.of_runs([ids[0]])[0]["event_id"]
+        with store.recorder.write() as conn:
+            store.recorder.execute(conn, "DELETE FROM call_costs WHERE event_id = ?", [gone])
+        assert refresh(store, PriceBook(), after=later.position).calls == 0
+        assert refresh(store, PriceBook()).calls == 1
+        # a call another refresh priced meanwhile is not priced twice
+        store.append([_call(ids[0], 6, "gpt-4o", "openai", "responder")])
+        assert refresh(store, PriceBook()).calls == 1
+        assert refresh(store, PriceBook(), after=later.position).calls == 0
+        # other prices: every call again, whatever the position
+        changed = refresh(
+            store, PriceBook(parse_prices(PRIVATE, "private.toml")), after=later.position
+        )
+        assert (changed.whole, changed.calls) == (True, 7)
+
+
 def test_the_hourly_roll_up_adds_up_to_the_calls(url: str) -> None:
     def by_hour(store: Store) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
         rolled = store.recorder.read(
