@@ -3,7 +3,12 @@ every worker, with the extension and the workers registered, and dropped again."
 
 from __future__ import annotations
 
+import fcntl
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import psycopg
 from psycopg import sql
@@ -11,6 +16,17 @@ from psycopg import sql
 WORKERS = 2
 # the coordinator's URL, exported by scripts/test when scripts/citus-up made the cluster
 CITUS_ENV = "AGENTDOCKET_TEST_CITUS_URL"
+
+
+@contextmanager
+def _registering() -> Iterator[None]:
+    """An exclusive lock, for every process of this machine, held while inside."""
+    with open(Path(tempfile.gettempdir()) / "agentdocket-citus-nodes.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @dataclass(frozen=True)
@@ -57,7 +73,13 @@ class Cluster:
             with psycopg.connect(self.conninfo(port, name), autocommit=True) as conn:
                 conn.execute("SET client_min_messages = warning")
                 conn.execute("CREATE EXTENSION IF NOT EXISTS citus")
-        with psycopg.connect(self.conninfo(self.port, name), autocommit=True) as conn:
+        # Registering a worker creates or alters the role there, a row of a catalog every
+        # database shares: two test processes registering at once fail on it ("tuple
+        # concurrently updated"), so registrations on this machine take turns.
+        with (
+            _registering(),
+            psycopg.connect(self.conninfo(self.port, name), autocommit=True) as conn,
+        ):
             conn.execute("SELECT citus_set_coordinator_host('127.0.0.1', %s)", [self.port])
             known = {
                 r[0]
