@@ -5,7 +5,10 @@ queue, then take the lane's lock. Whoever gets it first delivers everything queu
 its own events and the others', as one group: one append, one transaction, one commit; every
 request of the group gets the group's outcome. The others find theirs settled when the lock
 comes to them, and return at once. So under load a commit carries many requests, and with one
-request at a time it carries that one, with no waiting for company.
+request at a time it carries that one, with no waiting for company. Each caller makes its own
+events ready to write (limits, escaping, redaction, their projection: Python's work) before
+it queues them, while the group before is being written: the lock is held for the database's
+work alone.
 
 With several lanes, each has its own database connection, and a request's events are split
 among them by trace id: two lanes do not write the same trace, so their transactions run side
@@ -27,6 +30,7 @@ from agentdocket.events import Event
 
 if TYPE_CHECKING:
     from agentdocket.store import Store
+    from agentdocket.store.appending import Prepared
 
 # What became of a batch: in the database, in the spool, lost (spool full or unwritable), or
 # nothing to deliver and the database unreachable.
@@ -43,6 +47,9 @@ class Request:
     source: str
     n_spans: int = 0  # spans these events came from, counted if they are lost
     outcome: Delivered | None = None
+    # the events made ready to write by the caller's thread before it queued them (while
+    # another group is written), where the lane's store was at hand
+    prepared: Prepared | None = None
 
 
 class Lane:

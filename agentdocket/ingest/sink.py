@@ -38,6 +38,7 @@ from agentdocket.ingest.drops import Drops
 from agentdocket.ingest.group_commit import Delivered, Lane, Request, split, worst
 from agentdocket.ingest.spool import DEFAULT_MAX_BYTES, Spool
 from agentdocket.store import AppendResult, Store, StoreError, database_url, display_url, open_store
+from agentdocket.store.appending import Prepared
 from agentdocket.store.backends import backend_of
 from agentdocket.store.config import parse_url
 from agentdocket.store.limits import LIVE, Limits, bound_json
@@ -208,6 +209,7 @@ class Sink:
                     return "stored"
                 requests[0][1].n_spans = n_spans  # counted once, if lost
                 for lane, request in requests:
+                    request.prepared = self._prepared(lane, request.events)
                     lane.submit(request)
                 return worst([lane.settle(request, self._commit) for lane, request in requests])
         except Exception:
@@ -256,12 +258,27 @@ class Sink:
                 out[i] = replace(event, payload=payload)
         return out
 
+    def _prepared(self, lane: Lane, events: list[Event]) -> Prepared | None:
+        """``events`` made ready to write by the lane's store, on the caller's thread, before
+        they are queued: so that a request is prepared while the group before it is written,
+        not after (the lane's lock is held for the database's work alone). None where the lane
+        has no store open (the database away: the events may go to the spool) or preparing
+        failed (the append prepares them again, and isolates what it cannot)."""
+        store = lane.store
+        if store is None:
+            return None
+        try:
+            return store.prepare(events)
+        except Exception:
+            log.exception("agentdocket: preparing %d events failed", len(events))
+            return None
+
     def _commit(self, lane: Lane, group: list[Request]) -> Delivered:
         """Deliver a lane's group of requests at once (one append per source); the spans of
         what is lost are counted. Never raises."""
-        batches: dict[str, list[Event]] = {}
+        batches: dict[str, list[Request]] = {}
         for request in group:
-            batches.setdefault(request.source, []).extend(request.events)
+            batches.setdefault(request.source, []).append(request)
         try:
             outcome, lost = self._deliver(lane, batches)
         except Exception:
@@ -274,8 +291,10 @@ class Sink:
                 self.dropped(lost, request.n_spans)
         return outcome
 
-    def _deliver(self, lane: Lane, batches: dict[str, list[Event]]) -> tuple[Delivered, str | None]:
-        """Store ``batches`` (events by source) on ``lane``, after the spool, or spool them:
+    def _deliver(
+        self, lane: Lane, batches: dict[str, list[Request]]
+    ) -> tuple[Delivered, str | None]:
+        """Store ``batches`` (requests by source) on ``lane``, after the spool, or spool them:
         what became of them, and why they were lost if they were. Under ``lane.lock``."""
         if time.monotonic() >= self._retry_at:
             try:
@@ -294,13 +313,13 @@ class Sink:
                     with self._state:
                         self.stats.failures += 1
                     log.exception("agentdocket: storing events failed")
-        events = [e for batch in batches.values() for e in batch]
+        events = [e for batch in batches.values() for r in batch for e in r.events]
         if not events:
             return "unavailable", None
         lost = self._spool(events)
         return ("spooled", None) if lost is None else ("dropped", lost)
 
-    def _store_all(self, store: Store, batches: dict[str, list[Event]]) -> None:
+    def _store_all(self, store: Store, batches: dict[str, list[Request]]) -> None:
         """What waits in the spool, then ``batches``, then the report of what was dropped."""
         if self.spool.pending():
             replayed = self.spool.replay(
@@ -309,17 +328,23 @@ class Sink:
             )
             with self._state:
                 self.stats.replayed += replayed
-        for source, events in batches.items():
-            self._append(store, events, source)
+        for source, requests in batches.items():
+            prepared = [r.prepared for r in requests if r.prepared is not None]
+            if len(prepared) == len(requests):
+                self._count(store.append_prepared(prepared, source=source))
+            else:
+                self._append(store, [e for r in requests for e in r.events], source)
             with self._state:
-                self.stats.delivered += len(events)
+                self.stats.delivered += sum(len(r.events) for r in requests)
         self._drops.report(store)
 
     def _append(self, store: Store, events: list[Event], source: str) -> AppendResult:
         """``store.append``: a record refused, or one our own code fails on, is isolated there
         and kept as a dead letter; a :class:`StoreError` (the database away) reaches the
         caller, which spools and retries."""
-        result = store.append(events, source=source)
+        return self._count(store.append(events, source=source))
+
+    def _count(self, result: AppendResult) -> AppendResult:
         with self._state:
             self.stats.refused += result.refused
         return result

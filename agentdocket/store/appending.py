@@ -124,13 +124,24 @@ class Appender:
         written (the database's work), so that neither waits for the other."""
         inserted = duplicates = refused = 0
         for batch in self._prepared_ahead(_batches(events, batch_size)):
-            n, r = self._write(batch, source)
+            n, r = self._write([batch], source)
             inserted, duplicates, refused = (
                 inserted + n,
                 duplicates + batch.given - n - r,
                 refused + r,
             )
         return AppendResult(inserted, duplicates, refused)
+
+    def append_prepared(
+        self, batches: Sequence[Prepared], *, source: str = "append"
+    ) -> AppendResult:
+        """Write batches :meth:`prepare` made, in one transaction, as :meth:`append` writes
+        one: for a caller that prepares its events while another transaction is written (the
+        receiver's requests, each prepared on its own thread before its group is committed)."""
+        if not batches:
+            return AppendResult(0, 0)
+        inserted, refused = self._write(batches, source)
+        return AppendResult(inserted, sum(b.given for b in batches) - inserted - refused, refused)
 
     def _prepared_ahead(self, batches: Iterator[list[Event]]) -> Iterator[Prepared]:
         """The batches prepared, each while the caller writes the one before. The batches are
@@ -169,22 +180,27 @@ class Appender:
             run_months.earliest(ready),
         )
 
-    def _write(self, batch: Prepared, source: str) -> tuple[int, int]:
-        # A conflict with a concurrent writer of the same traces (a deadlock) is retried: the
-        # batch is idempotent, and the failed transaction left nothing behind.
+    def _write(self, batches: Sequence[Prepared], source: str) -> tuple[int, int]:
+        """Write ``batches`` in one transaction: how many events were new, how many refused.
+        A conflict with a concurrent writer of the same traces (a deadlock) is retried: the
+        batches are idempotent, and the failed transaction left nothing behind."""
         for attempt in range(CONFLICT_RETRIES):
             try:
-                return self._write_once(batch, source)
+                return self._write_once(batches, source)
             except WriteConflict:
                 if attempt == CONFLICT_RETRIES - 1:
                     raise
                 time.sleep(0.05 * (attempt + 1))
         raise AssertionError("unreachable")
 
-    def _write_once(self, batch: Prepared, source: str) -> tuple[int, int]:
-        with self._write_for([batch]) as conn:
-            inserted, refusals = self._insert(conn, batch)
-            refusals = batch.refused + refusals
+    def _write_once(self, batches: Sequence[Prepared], source: str) -> tuple[int, int]:
+        with self._write_for(batches) as conn:
+            inserted = 0
+            refusals: Refusals = []
+            for batch in batches:
+                n, refused = self._insert(conn, batch)
+                inserted += n
+                refusals += batch.refused + refused
             if refusals:
                 letters = [DeadLetter.of_event(e, exc, source) for e, exc in refusals]
                 self.dead_letters.keep_on(conn, letters)

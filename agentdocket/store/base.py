@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from agentdocket.events import Dataset, Event
-from agentdocket.store.appending import BATCH, Appender, AppendResult
+from agentdocket.store.appending import BATCH, Appender, AppendResult, Prepared
 from agentdocket.store.arrivals import Arrivals
 from agentdocket.store.costs import Costs
 from agentdocket.store.datasets import Datasets
@@ -114,6 +114,19 @@ class Store:
         :class:`StoreUnavailable` when the database is away (nothing of the batch is written).
         """
         return self._appender.append(events, batch_size, source=source)
+
+    def prepare(self, events: Sequence[Event]) -> Prepared:
+        """``events`` made ready to write (limits, escaping, redaction, their projection), with
+        no database work: for :meth:`append_prepared`, by a caller that prepares a batch while
+        another is written (the receiver)."""
+        return self._appender.prepare(events)
+
+    def append_prepared(
+        self, batches: Sequence[Prepared], *, source: str = "append"
+    ) -> AppendResult:
+        """Append batches :meth:`prepare` made (by this store, or one opened alike), in one
+        transaction; otherwise as :meth:`append`."""
+        return self._appender.append_prepared(batches, source=source)
 
     def import_all(
         self, datasets: Sequence[Dataset], events: Sequence[Event], batch_size: int = BATCH

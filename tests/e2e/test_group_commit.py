@@ -78,3 +78,49 @@ def test_callers_at_once_on_several_connections_store_every_event_once(
             run = store.reader.run(trace)
             assert run is not None
             assert run["n_events"] == sum(e.trace_id == trace for e in sent)
+
+
+def test_a_request_is_prepared_before_its_group_and_stored_if_preparing_fails(
+    url: str, tmp_path: Path
+) -> None:
+    """Once its lane has a store, a request's events are made ready on the caller's thread
+    before they are queued, and the group writes them as made; should preparing fail, the
+    append prepares them again. Either way every event is stored once."""
+    used: list[str] = []
+    failing = threading.Event()
+
+    def factory(u: str) -> Store:
+        store = open_store(u)
+        prepare, append, append_prepared = store.prepare, store.append, store.append_prepared
+
+        def preparing(events: list[Event]) -> object:
+            if failing.is_set():
+                raise RuntimeError("a fault of ours while preparing")
+            return prepare(events)
+
+        def appending(events: list[Event], **kw: object) -> object:
+            used.append("append")
+            return append(events, **kw)  # type: ignore[arg-type]
+
+        def appending_prepared(batches: list[object], **kw: object) -> object:
+            used.append("prepared")
+            return append_prepared(batches, **kw)  # type: ignore[arg-type]
+
+        store.prepare = preparing  # type: ignore[method-assign,assignment]
+        store.append = appending  # type: ignore[method-assign,assignment]
+        store.append_prepared = appending_prepared  # type: ignore[method-assign,assignment]
+        return store
+
+    sink = Sink(url, spool_dir=tmp_path, store_factory=factory)
+    sent = [_request(0, n) for n in range(3)]
+    assert sink.deliver(sent[0]) == "stored"  # the lane's store is opened by this one
+    assert sink.deliver(sent[1]) == "stored"
+    failing.set()
+    assert sink.deliver(sent[2]) == "stored"
+    sink.close()
+    assert used == ["append", "prepared", "append"]
+    with open_store(url) as store:
+        rows = store.reader.rows("events", "event_id")
+        assert sorted(r["event_id"] for r in rows) == sorted(
+            str(e.event_id) for batch in sent for e in batch
+        )
