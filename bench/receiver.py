@@ -2,6 +2,7 @@
 Phoenix and MLflow, in one run, each on a fresh PostgreSQL database of the same server.
 
     python bench/receiver.py [--spans 50000] [--peer-spans 2000] [--peers phoenix,mlflow]
+                             [--rounds 3]
 
 The spans are agent traces with OpenInference attributes (per run: an agent span, 4 LLM spans
 with messages and token counts, 5 tool spans with JSON arguments and results), recorded once
@@ -10,8 +11,10 @@ to each system, started on loopback. A span counts only once it is queryable in 
 database (ours: a distinct span id in ``events``; Phoenix and MLflow: a row in their ``spans``
 table); the clock stops when the last one is. Each peer is installed by this script in its own
 virtual environment under bench/.peers (arize-phoenix[pg]; mlflow with psycopg), on first use.
-Ours is measured over OTLP/gRPC too (the stock gRPC exporter, same spans and batches).
-Targets: ours >= 10,000 spans/s and >= 10x the faster peer. The peers get a few thousand spans
+Ours is measured over OTLP/gRPC too (the stock gRPC exporter, same spans and batches), each
+transport ``--rounds`` times on a fresh database and serve, and the median taken: one run's
+figure moves by 10-20% on this machine with what else is running. Targets: ours >= 15,000
+spans/s over both transports and >= 10x the faster peer. The peers get a few thousand spans
 each, so that they do not dominate the run.
 """
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -323,6 +327,9 @@ def main() -> None:
     parser.add_argument(
         "--connections", type=int, default=1, help="serve --connections (database connections)"
     )
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="times ours is measured on each transport (median)"
+    )
     args = parser.parse_args()
     CLIENTS = args.clients
     pg = postgres_url(args.url)
@@ -341,14 +348,19 @@ def main() -> None:
             f"batches of {BATCH}",
             flush=True,
         )
-        acked, stored = run_ours(pg, spans[: args.spans], work, connections=args.connections)
-        rates["agentdocket"] = args.spans / stored
-        print(f"  OTLP/HTTP: acknowledged in {acked:.2f} s, queryable in {stored:.2f} s")
-        acked, stored = run_ours(
-            pg, spans[: args.spans], work, grpc=True, connections=args.connections
-        )
-        rates["agentdocket (gRPC)"] = args.spans / stored
-        print(f"  OTLP/gRPC: acknowledged in {acked:.2f} s, queryable in {stored:.2f} s")
+        for name, grpc in (("agentdocket", False), ("agentdocket (gRPC)", True)):
+            seconds = []
+            for _ in range(args.rounds):  # the transports in turn would share a warm cache
+                acked, stored = run_ours(
+                    pg, spans[: args.spans], work, grpc=grpc, connections=args.connections
+                )
+                seconds.append(stored)
+                print(
+                    f"  OTLP/{'gRPC' if grpc else 'HTTP'}: acknowledged in {acked:.2f} s, "
+                    f"queryable in {stored:.2f} s ({args.spans / stored:,.0f} spans/s)",
+                    flush=True,
+                )
+            rates[name] = args.spans / statistics.median(seconds)
         runners = {"phoenix": run_phoenix, "mlflow": run_mlflow}
         for name in [p for p in args.peers.split(",") if p and p != "none"]:
             print(f"{name}: {args.peer_spans:,} spans", flush=True)
@@ -357,7 +369,10 @@ def main() -> None:
             print(f"  acknowledged in {acked:.2f} s, queryable in {stored:.2f} s", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("\nspans/s accepted and queryable (OTLP protobuf, stock OTel exporters):")
+    print(
+        f"\nspans/s accepted and queryable (OTLP protobuf, stock OTel exporters; ours: the "
+        f"median of {args.rounds}):"
+    )
     for name, rate in rates.items():
         print(f"  {name:20} {rate:10,.0f}")
     ours = rates["agentdocket"]
@@ -365,7 +380,11 @@ def main() -> None:
     print(f"  ratio agentdocket gRPC / HTTP                  {grpc_rate / ours:10.2f}x")
     print(f"  baseline: the client's protobuf encoding alone {encode_rate:10,.0f} spans/s")
     print(f"  ratio agentdocket / client encoding alone      {ours / encode_rate:10.2f}x")
-    print(f"  target: agentdocket >= 10,000 spans/s: {'met' if ours >= 10_000 else 'missed'}")
+    slower = min(ours, grpc_rate)
+    print(
+        f"  target: agentdocket >= 15,000 spans/s over HTTP and gRPC: "
+        f"{'met' if slower >= 15_000 else 'missed'} ({slower:,.0f})"
+    )
     peers = {k: v for k, v in rates.items() if not k.startswith("agentdocket")}
     for name, rate in peers.items():
         print(f"  ratio agentdocket / {name:8} {ours / rate:8.1f}x")
