@@ -43,10 +43,31 @@ VISIBLE = (
 )
 
 
+# The most shards of the log any worker holds: the connections to it one write to every shard
+# uses (co-located shards share one). None before the log is distributed (`agentdocket migrate`).
+SHARDS_PER_WORKER = (
+    "SELECT max(n) FROM (SELECT count(*) AS n FROM pg_dist_shard s JOIN pg_dist_placement p "
+    "USING (shardid) WHERE s.logicalrelid = to_regclass('trace_months') GROUP BY p.groupid) x"
+)
+
+
 class CitusRecorder(PostgresRecorder):
     """PostgreSQL's recorder on a Citus coordinator (see the module)."""
 
     copy_first = False
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        # A batch writes to nearly every shard, over a connection to the shard's worker for
+        # each shard it copies rows into. After a transaction Citus keeps one connection a
+        # worker (citus.max_cached_conns_per_worker) and opens the others again for the next
+        # batch, which costs more than the batch's statements: 3.3k events/s appended, 7.0k
+        # with every connection kept, 3.5k with half of them. This session keeps as many as
+        # a write to every shard uses.
+        with mapped_errors():
+            [(shards,)] = self.connection.execute(SHARDS_PER_WORKER).fetchall()
+            if shards:
+                self.connection.execute(f"SET citus.max_cached_conns_per_worker = {int(shards)}")
 
     def insert_events(
         self,

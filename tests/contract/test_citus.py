@@ -160,6 +160,42 @@ def test_runs_are_appended_read_and_rebuilt_on_the_cluster(citus_migrated_url: s
         assert projections(store) == before
 
 
+def test_a_session_keeps_its_connections_to_the_workers_from_batch_to_batch(
+    citus_migrated_url: str, citus_cluster: Cluster
+) -> None:
+    """A batch writes to nearly every shard; the store's session keeps the connections it
+    used, so that the next batch does not open them again (they cost more than its rows)."""
+    name = parse_url(citus_migrated_url).database
+    assert name is not None
+
+    def worker_backends() -> set[tuple[int, int]]:
+        found = set()
+        for port in citus_cluster.ports[1:]:
+            with psycopg.connect(citus_cluster.conninfo(port, name)) as worker:
+                rows = worker.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+                ).fetchall()
+                found |= {(port, pid) for (pid,) in rows}
+        return found
+
+    with psycopg.connect(psycopg_conninfo(parse_url(citus_migrated_url))) as conn:
+        shards = dict(
+            conn.execute(
+                "SELECT nodeport, count(*) FROM citus_shards "
+                "WHERE table_name = 'trace_months'::regclass GROUP BY nodeport"
+            ).fetchall()
+        )
+    rng = random.Random(8)
+    with open_store(citus_migrated_url, migrate=False) as store:
+        store.append([e for _ in range(40) for e in run_events(rng)])
+        first = worker_backends()
+        for port, held in shards.items():  # kept after the transaction (else one a worker)
+            assert sum(p == port for p, _ in first) >= held
+        store.append([e for _ in range(40) for e in run_events(rng)])
+        assert worker_backends() == first
+
+
 def test_migrations_go_down_and_up_again_on_the_cluster(citus_migrated_url: str) -> None:
     """A downgrade brings the tables back to the coordinator first; the upgrade spreads them
     again, with what they hold."""
