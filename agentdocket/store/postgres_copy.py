@@ -201,7 +201,9 @@ def merge_rows(
     types = _types(table, columns)
     index = [columns.index(k) for k in key]
     keyed = [(tuple(r[i] for i in index), r) for r in rows]
-    probe = conflict and not (new and copy_first)
+    # Which keys are stored decides which rows COPY takes; without COPY first (Citus) every row
+    # is merged whatever the answer, so nothing is asked (a query to every shard on Citus).
+    probe = conflict and copy_first and not new
     existing = _existing(conn, table, key, [k for k, _ in keyed]) if probe else set()
     # Rows with a new key go straight in with COPY. Should another writer have inserted one
     # of those keys meanwhile, the savepoint rolls back and they take the upsert path too.
