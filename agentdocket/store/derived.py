@@ -19,6 +19,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from agentdocket.migrations.ops import run_as_written
 from agentdocket.store.backends import backend_named
 
 STATE = "derived_objects"
@@ -54,18 +55,6 @@ def digest(objects: Sequence[Derived]) -> str | None:
     for o in objects:
         h.update(f"{o.identity}\0{o.create}\0{o.shared}\0".encode())
     return h.hexdigest()[:16]
-
-
-def _ddl(conn: sa.Connection, statement: str) -> None:
-    """Run ``statement`` as written: through the driver's cursor with no parameters, so that
-    a ``%`` in it (a LIKE pattern) is not taken for a placeholder."""
-    dbapi = conn.connection.dbapi_connection
-    assert dbapi is not None
-    cursor = dbapi.cursor()
-    try:
-        cursor.execute(statement)
-    finally:
-        cursor.close()
 
 
 def _installed(conn: sa.Connection) -> list[tuple[str, str, bool]]:
@@ -112,7 +101,7 @@ def drop_installed(conn: sa.Connection, coming: Sequence[Derived] = ()) -> list[
     shared = {i.split()[-1] for i, _, s in installed if s} | {o.name for o in coming if o.shared}
     readers = _readers(conn, sorted(shared))
     for identity, _, _ in reversed(installed):
-        _ddl(conn, f"DROP {identity}")
+        run_as_written(conn, f"DROP {identity}")
     if installed:
         conn.exec_driver_sql(f"DELETE FROM {STATE}")
     return readers
@@ -125,7 +114,7 @@ def install(conn: sa.Connection, objects: Sequence[Derived], readers: Sequence[s
     stamp = digest(objects) or ""
     for position, o in enumerate(objects):
         try:
-            _ddl(conn, o.create)
+            run_as_written(conn, o.create)
         except Exception as exc:
             exc.add_note(f"creating {o.identity}")
             raise
@@ -137,4 +126,4 @@ def install(conn: sa.Connection, objects: Sequence[Derived], readers: Sequence[s
         )
         if o.shared and o.identity.startswith("VIEW "):
             for role in readers:
-                _ddl(conn, f"GRANT SELECT ON {o.name} TO {role}")
+                run_as_written(conn, f"GRANT SELECT ON {o.name} TO {role}")
