@@ -82,6 +82,14 @@ KEYS = {
 }
 
 
+# The log's model calls, each with its run's agent, version, dataset and case.
+CALLS = (
+    "SELECT e.event_id, e.trace_id, e.ts, e.payload, r.agent, r.agent_version, r.dataset, "
+    "r.case_id FROM events e LEFT JOIN runs r ON r.trace_id = e.trace_id "
+    "WHERE e.kind = 'llm.called'"
+)
+
+
 def _chunks(values: list[str], size: int = READ_BATCH) -> Iterator[list[str]]:
     """``values`` in lists of at most ``size`` (SQLite binds at most 32,766 parameters)."""
     for i in range(0, len(values), size):
@@ -100,50 +108,29 @@ class Costs:
         with those of the run its verdict judged."""
         with self.db.write() as conn:
             for rows in self.db.stream_on(
-                conn,
-                "SELECT e.event_id, e.trace_id, e.ts, e.payload, r.agent, r.agent_version, "
-                "r.dataset, r.case_id FROM events e LEFT JOIN runs r ON r.trace_id = e.trace_id "
-                "WHERE e.kind = 'llm.called' ORDER BY e.trace_id, e.event_id",
-                READ_BATCH,
+                conn, f"{CALLS} ORDER BY e.trace_id, e.event_id", READ_BATCH
             ):
-                yield self._judged_runs(conn, [self._call(r[:4], tuple(r[4:])) for r in rows])
+                yield self._judged_runs(conn, [self._call(r) for r in rows])
 
     def calls_between(self, after: Position, upto: Position) -> list[StoredCall]:
         """The model calls that arrived after ``after`` and by ``upto`` (positions of
         :class:`~agentdocket.store.arrivals.Arrivals`; ``upto`` one its ``head`` gave, so that
         none can still arrive before it), as :meth:`calls` gives them: a read of what arrived
         between the two, never of the whole log."""
-        since, params = self.db.arrived_after(after.tx, after.seq)
-        by, more = self.db.arrived_by(upto.tx, upto.seq, "events")
+        since, params = self.db.arrived_after(after.tx, after.seq)  # columns only events has
+        by, more = self.db.arrived_by(upto.tx, upto.seq, "e")
         with self.db.write() as conn:
-            rows = self.db.read_on(
-                conn,
-                "SELECT event_id, trace_id, ts, payload FROM events "
-                f"WHERE kind = 'llm.called' AND {since} AND {by}",
-                [*params, *more],
-            )
-            runs: dict[str, RunDims] = {}
-            for chunk in _chunks(sorted({r[1] for r in rows})):
-                where, ids = self.db.any_of("trace_id", chunk)
-                for r in self.db.read_on(
-                    conn,
-                    "SELECT trace_id, agent, agent_version, dataset, case_id FROM runs "
-                    f"WHERE {where}",
-                    ids,
-                ):
-                    runs[r[0]] = (r[1], r[2], r[3], r[4])
-            calls = [self._call(r, runs.get(r[1], (None, None, None, None))) for r in rows]
-            return self._judged_runs(conn, calls)
+            rows = self.db.read_on(conn, f"{CALLS} AND {since} AND {by}", [*params, *more])
+            return self._judged_runs(conn, [self._call(r) for r in rows])
 
-    def _call(self, row: Sequence[Any], run: Sequence[Any]) -> StoredCall:
-        """A call from its row (event id, trace id, time, payload) and its run's dimensions."""
-        dims: RunDims = (run[0], run[1], run[2], run[3])
+    def _call(self, row: Sequence[Any]) -> StoredCall:
+        """A call from its row of :data:`CALLS`."""
         return StoredCall(
             str(self.db.from_db("event_id", row[0])),
             row[1],
             self.db.from_db("ts", row[2]),
             self.db.from_db("payload", row[3]),
-            dims,
+            (row[4], row[5], row[6], row[7]),
         )
 
     def _judged_runs(self, conn: Any, calls: list[StoredCall]) -> list[StoredCall]:
