@@ -83,12 +83,11 @@ class Limits:
 
     def untimely(self, ts: datetime, now: datetime) -> str | None:
         """Why an event dated ``ts`` is refused at ``now``, or None when its time is accepted."""
-        when = f"dated {ts.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
         if self.max_age is not None and ts < now - self.max_age:
-            return f"{when}, older than {_span(self.max_age)} (limit max_age)"
+            return f"{_dated(ts)}, older than {_span(self.max_age)} (limit max_age)"
         if self.max_ahead is not None and ts > now + self.max_ahead:
-            return f"{when}, more than {_span(self.max_ahead)} ahead (limit max_ahead)"
-        return None
+            return f"{_dated(ts)}, more than {_span(self.max_ahead)} ahead (limit max_ahead)"
+        return None  # (the accepted case, once an event: no text is made for it)
 
     def depth_marker(self) -> str:
         return MARKER.format(
@@ -130,6 +129,10 @@ def _span(d: timedelta) -> str:
         hours = d / timedelta(hours=1)
         return f"{hours:g} hour{'s' if hours != 1 else ''}"
     return f"{d.days} day{'s' if d.days != 1 else ''}"
+
+
+def _dated(ts: datetime) -> str:
+    return f"dated {ts.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
 
 
 # Live ingestion's: every limit (the class's defaults).
