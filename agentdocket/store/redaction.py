@@ -170,6 +170,11 @@ class Redactor:
             self, "_probe", re.compile("|".join(f"(?:{p})" for p in scoped)) if scoped else None
         )
 
+    def __reduce__(self) -> tuple[type[Redactor], tuple[Any, ...]]:
+        """Pickled as its rules (the compiled probe is made again): a setting a process hands
+        to another, as ``serve --processes`` does."""
+        return (type(self), (self.keys, self.patterns, self.marker))
+
     # --- building -------------------------------------------------------------------------------
 
     @classmethod
