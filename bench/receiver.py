@@ -2,7 +2,7 @@
 Phoenix and MLflow, in one run, each on a fresh PostgreSQL database of the same server.
 
     python bench/receiver.py [--spans 50000] [--peer-spans 2000] [--peers phoenix,mlflow]
-                             [--rounds 3]
+                             [--rounds 3] [--processes 2] [--clients 2] [--connections 1]
 
 The spans are agent traces with OpenInference attributes (per run: an agent span, 4 LLM spans
 with messages and token counts, 5 tool spans with JSON arguments and results), recorded once
@@ -11,7 +11,8 @@ to each system, started on loopback. A span counts only once it is queryable in 
 database (ours: a distinct span id in ``events``; Phoenix and MLflow: a row in their ``spans``
 table); the clock stops when the last one is. Each peer is installed by this script in its own
 virtual environment under bench/.peers (arize-phoenix[pg]; mlflow with psycopg), on first use.
-Ours is measured over OTLP/gRPC too (the stock gRPC exporter, same spans and batches), each
+Ours is ``serve --processes 2`` (one process is bound by its interpreter lock near 12.5k spans/s
+here), measured over OTLP/gRPC too (the stock gRPC exporter, same spans and batches), each
 transport ``--rounds`` times on a fresh database and serve, and the median taken: one run's
 figure moves by 10-20% on this machine with what else is running. Targets: ours >= 15,000
 spans/s over both transports and >= 10x the faster peer. The peers get a few thousand spans
@@ -237,7 +238,12 @@ def plain_url(url: str) -> str:
 
 
 def run_ours(
-    pg: str, spans: Sequence[ReadableSpan], work: Path, grpc: bool = False, connections: int = 1
+    pg: str,
+    spans: Sequence[ReadableSpan],
+    work: Path,
+    grpc: bool = False,
+    connections: int = 1,
+    processes: int = 1,
 ) -> tuple[float, float]:
     with fresh_database(pg) as url:
         open_store(url).close()  # the schema, as the peers make theirs before they answer
@@ -257,6 +263,8 @@ def run_ours(
             str(grpc_port),
             "--connections",
             str(connections),
+            "--processes",
+            str(processes),
         ]
         with process(command, {}, f"http://127.0.0.1:{port}/healthz", work / "ours.log"):
             count = counter(url, "SELECT count(DISTINCT span_id) FROM events")
@@ -328,6 +336,9 @@ def main() -> None:
         "--connections", type=int, default=1, help="serve --connections (database connections)"
     )
     parser.add_argument(
+        "--processes", type=int, default=2, help="serve --processes (receiver processes)"
+    )
+    parser.add_argument(
         "--rounds", type=int, default=3, help="times ours is measured on each transport (median)"
     )
     args = parser.parse_args()
@@ -344,7 +355,8 @@ def main() -> None:
     rates: dict[str, float] = {}
     try:
         print(
-            f"agentdocket serve --connections {args.connections}: {args.spans:,} spans in "
+            f"agentdocket serve --processes {args.processes} --connections {args.connections}: "
+            f"{args.spans:,} spans in "
             f"batches of {BATCH}",
             flush=True,
         )
@@ -352,7 +364,12 @@ def main() -> None:
             seconds = []
             for _ in range(args.rounds):  # the transports in turn would share a warm cache
                 acked, stored = run_ours(
-                    pg, spans[: args.spans], work, grpc=grpc, connections=args.connections
+                    pg,
+                    spans[: args.spans],
+                    work,
+                    grpc=grpc,
+                    connections=args.connections,
+                    processes=args.processes,
                 )
                 seconds.append(stored)
                 print(

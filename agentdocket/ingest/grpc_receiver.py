@@ -22,7 +22,8 @@ import grpc
 from google.protobuf.duration_pb2 import Duration
 from google.rpc.error_details_pb2 import RetryInfo
 
-from agentdocket.ingest.receiver import READERS, RETRY_AFTER_S, Reader, Receiver, Rejected
+from agentdocket.ingest.readers import READERS, Reader
+from agentdocket.ingest.receiver import RETRY_AFTER_S, Receiver, Rejected
 
 log = logging.getLogger("agentdocket.receiver")
 
@@ -40,7 +41,7 @@ _CODES = {
 class GrpcReceiver:
     """A gRPC server answering ``TraceService/Export`` through ``receiver``."""
 
-    def __init__(self, receiver: Receiver, host: str, port: int) -> None:
+    def __init__(self, receiver: Receiver, host: str, port: int, shared: bool = False) -> None:
         self.receiver = receiver
         # raw bytes in (decoded by our decoder, which names the place of a bad field) and out
         # (an empty Export{Trace,Logs}ServiceResponse: full success)
@@ -62,8 +63,12 @@ class GrpcReceiver:
             ),
             handlers=handlers,
             # exclusive, as HTTP's port is: gRPC would otherwise bind with SO_REUSEPORT and a
-            # second server on the same port would silently take part of the traffic
-            options=[("grpc.max_receive_message_length", limit), ("grpc.so_reuseport", 0)],
+            # second server on the same port would silently take part of the traffic; unless
+            # ``shared``: the processes of one `serve --processes` share it on purpose
+            options=[
+                ("grpc.max_receive_message_length", limit),
+                ("grpc.so_reuseport", 1 if shared else 0),
+            ],
         )
         try:
             self.port = self.server.add_insecure_port(f"{host}:{port}")

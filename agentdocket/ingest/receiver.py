@@ -26,9 +26,10 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
+import os
 import threading
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,15 +41,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from agentdocket.events import Event
 from agentdocket.events.model import now
-from agentdocket.ingest import span_rules
 from agentdocket.ingest.feedback import Invalid, Lookup, StoreLookup, labels_from
-from agentdocket.ingest.log_records import logs_to_events
-from agentdocket.ingest.mapping import spans_to_events
-from agentdocket.ingest.otlp import decode_json, decode_protobuf
-from agentdocket.ingest.otlp_logs import decode_logs_json, decode_logs_protobuf
+from agentdocket.ingest.handover import DONE, NOT_TAKEN, Reply
 from agentdocket.ingest.otlp_values import OtlpDecodeError
+from agentdocket.ingest.readers import READERS, Reader
+from agentdocket.ingest.siblings import Siblings
 from agentdocket.ingest.sink import Sink
 
 log = logging.getLogger("agentdocket.receiver")
@@ -113,37 +111,6 @@ class ReceiverStats:
     rejected: dict[int, int] = field(default_factory=dict)  # by HTTP status
 
 
-# A signal's reader: a request's body to (records received, their events).
-Reader = Callable[[bytes], tuple[int, list[Event]]]
-
-
-def read_spans_protobuf(body: bytes) -> tuple[int, list[Event]]:
-    spans = decode_protobuf(body)
-    return len(spans), spans_to_events(span_rules.apply(spans), keep_unrecognized=True)
-
-
-def read_spans_json(body: bytes) -> tuple[int, list[Event]]:
-    spans = decode_json(body)
-    return len(spans), spans_to_events(span_rules.apply(spans), keep_unrecognized=True)
-
-
-def read_logs_protobuf(body: bytes) -> tuple[int, list[Event]]:
-    records = decode_logs_protobuf(body)
-    return len(records), logs_to_events(records)
-
-
-def read_logs_json(body: bytes) -> tuple[int, list[Event]]:
-    records = decode_logs_json(body)
-    return len(records), logs_to_events(records)
-
-
-# by signal, then encoding
-READERS: dict[str, dict[bool, Reader]] = {
-    "traces": {True: read_spans_protobuf, False: read_spans_json},
-    "logs": {True: read_logs_protobuf, False: read_logs_json},
-}
-
-
 class Receiver:
     """The application and its state: the sink (store, spool, back-off), the token, the
     limits, and how many requests are in flight. ``extra_routes`` join the application's
@@ -170,6 +137,8 @@ class Receiver:
         self.stats = ReceiverStats()
         # more figures for /metrics from whoever runs in the same process (a follower)
         self.collectors: list[Any] = []
+        # the other processes of one `serve --processes`, whose figures /metrics adds
+        self.siblings: Siblings | None = None
         self._lock = threading.Lock()  # the HTTP loop and the gRPC threads share the counts
         self.app = Starlette(
             routes=[
@@ -202,9 +171,15 @@ class Receiver:
             with self.slot():
                 body = await self._body(request, encoding)
                 client = request.client.host if request.client else "unknown"
-                return await run_in_threadpool(
+                response = await run_in_threadpool(
                     self._ingest, body, read, protobuf, f"otlp-http {client}"
                 )
+                if self.siblings is not None and self.pending > 1:
+                    # Another request is in flight here: this client's next ones may find an
+                    # idler sibling, once it connects again (a kept connection stays with the
+                    # process that took it; two busy exporters would otherwise share one).
+                    response.headers["Connection"] = "close"
+                return response
         except Rejected as reject:
             self.rejected(reject)
             content, media = _status_body(_RPC_CODE.get(reject.status, 2), reject.message, protobuf)
@@ -258,14 +233,28 @@ class Receiver:
             "refused": self.sink.stats.refused,
             "in_flight": self.pending,
             "spans": self.stats.spans,
+            "pid": os.getpid(),  # which receiver answered (serve --processes)
         }
         return Response(orjson.dumps(body), 200, media_type=JSON)
 
     async def metrics(self, request: Request) -> Response:
-        from agentdocket.ingest.metrics import CONTENT_TYPE, exposition
+        from agentdocket.ingest.metrics import CONTENT_TYPE
 
-        body = await run_in_threadpool(exposition, self, self.collectors)
+        body = await run_in_threadpool(self.figures)
         return Response(body, 200, headers={"Content-Type": CONTENT_TYPE})
+
+    def figures(self, *, alone: bool = False) -> bytes:
+        """What ``GET /metrics`` answers: this process's figures and its siblings' (``alone``:
+        this process's only, as it shares them with its siblings)."""
+        from agentdocket.ingest.metrics import exposition
+
+        own = exposition(self, self.collectors)
+        if alone or self.siblings is None:
+            return own
+        # Shared before they are answered: a count once answered is in this process's file,
+        # so that none goes back should this process be killed before its next publication.
+        self.siblings.publish(own)
+        return self.siblings.merged(own)
 
     # --- steps ----------------------------------------------------------------------------------
 
@@ -314,7 +303,29 @@ class Receiver:
 
     def accept(self, body: bytes, read: Reader, source: str) -> None:
         """Decode a request's spans (or log records) and make their events durable (stored or
-        spooled), or raise :class:`Rejected`: what both transports do with a request."""
+        spooled), or raise :class:`Rejected`: what both transports do with a request. With
+        another request in flight here, an idle sibling process may take it instead."""
+        if self.siblings is not None:
+            reply = self.siblings.hand_over(read, body, source, self.pending)
+            if reply is not None:
+                if reply.status != 200:
+                    raise Rejected(reply.status, reply.message, reply.headers)
+                return
+        self.accept_here(body, read, source)
+
+    def take_over(self, signal: str, protobuf: bool, body: bytes, source: str) -> Reply:
+        """A request a sibling process handed over (:mod:`agentdocket.ingest.handover`)."""
+        if self.pending >= self.max_pending:
+            return NOT_TAKEN
+        try:
+            with self.slot():
+                self.accept_here(body, READERS[signal][protobuf], source)
+        except Rejected as reject:
+            return Reply(reject.status, reject.message, reject.headers)
+        return DONE
+
+    def accept_here(self, body: bytes, read: Reader, source: str) -> None:
+        """:meth:`accept` in this process."""
         try:
             received, events = read(body)
         except OtlpDecodeError as exc:
@@ -345,11 +356,15 @@ class Receiver:
                     {"Retry-After": str(RETRY_AFTER_S)},
                 )
             self.pending += 1
+            if self.siblings is not None:
+                self.siblings.in_flight(self.pending)
         try:
             yield
         finally:
             with self._lock:
                 self.pending -= 1
+                if self.siblings is not None:
+                    self.siblings.in_flight(self.pending)
 
     def check_token(self, given: str) -> None:
         """``given``: the Authorization header's value (or gRPC's metadata)."""

@@ -9,9 +9,10 @@ import contextlib
 import gc
 import os
 import signal
+import socket
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, MutableSequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -47,6 +48,21 @@ class ReceiverSettings:
     limits: Limits = LIVE
     refresh_every: float = 60.0  # 0: never
     scoring: FollowConfig | None = None
+    processes: int = 1  # receiver processes sharing the ports (agentdocket.runtime.processes)
+    member: Member | None = None  # set in each of them
+
+
+@dataclass(frozen=True)
+class Member:
+    """One of the receiver processes of ``serve --processes N``: which one, the directory
+    where they share their figures (:mod:`agentdocket.ingest.siblings`) and take requests
+    from each other (:mod:`agentdocket.ingest.handover`), the shared memory counting their
+    requests in flight, and the key that proves a connection comes from one of them."""
+
+    index: int
+    figures: Path
+    in_flight: MutableSequence[int]
+    key: bytes
 
 
 def _missing(exc: ImportError) -> StartError:
@@ -56,7 +72,7 @@ def _missing(exc: ImportError) -> StartError:
     )
 
 
-def _uvicorn_server(app: Any, host: str, port: int) -> Any:
+def _uvicorn_server(app: Any, host: str, port: int, stop_on: tuple[int, ...] = STOP_SIGNALS) -> Any:
     try:
         import uvicorn
     except ImportError as exc:
@@ -74,7 +90,7 @@ def _uvicorn_server(app: Any, host: str, port: int) -> Any:
             if threading.current_thread() is not threading.main_thread():
                 yield
                 return
-            previous = {sig: signal.signal(sig, self._stop) for sig in STOP_SIGNALS}
+            previous = {sig: signal.signal(sig, self._stop) for sig in stop_on}
             try:
                 yield
             finally:
@@ -99,8 +115,8 @@ def _uvicorn_server(app: Any, host: str, port: int) -> Any:
 
 
 class _Grpc:
-    def __init__(self, receiver: Any, host: str, port: int) -> None:
-        self.receiver, self.host, self.port = receiver, host, port
+    def __init__(self, receiver: Any, host: str, port: int, shared: bool = False) -> None:
+        self.receiver, self.host, self.port, self.shared = receiver, host, port, shared
         self.server: Any = None
 
     def start(self) -> None:
@@ -111,13 +127,26 @@ class _Grpc:
                 f"OTLP/gRPC needs {exc.name}: pip install 'agentdocket[serve]' (or --grpc-port 0)"
             ) from None
         try:
-            self.server = GrpcReceiver(self.receiver, self.host, self.port).start()
+            self.server = GrpcReceiver(self.receiver, self.host, self.port, self.shared).start()
         except (OSError, RuntimeError) as exc:
             raise StartError(f"{exc} (another process may hold the port)") from None
         self.port = self.server.port
 
     def stop(self) -> None:
         self.server.stop(GRACE_S)
+
+
+class _Serving:
+    """Taking requests from sibling processes, while the receiver runs."""
+
+    def __init__(self, handover: Any, take: Any) -> None:
+        self.handover, self.take = handover, take
+
+    def start(self) -> None:
+        self.handover.serve(self.take)
+
+    def stop(self) -> None:
+        self.handover.close()
 
 
 class _Closing:
@@ -134,7 +163,7 @@ class _Closing:
         self.thing.close()
 
 
-def _check_token(settings: ReceiverSettings) -> None:
+def check_token(settings: ReceiverSettings) -> None:
     from agentdocket.ingest.receiver import is_loopback
 
     if settings.token is not None and not settings.token.strip():  # never turns auth off
@@ -146,20 +175,30 @@ def _check_token(settings: ReceiverSettings) -> None:
         )
 
 
-def run_receiver(settings: ReceiverSettings, say: Say) -> None:
+def run_receiver(
+    settings: ReceiverSettings,
+    say: Say,
+    ready: Callable[[], object] | None = None,
+    listening: socket.socket | None = None,
+) -> None:
     """Receive until SIGTERM or SIGINT, then let requests in flight finish (each one stored or
     spooled), stop what runs beside, flush and close the spool. :class:`StartError` when
-    something cannot start (nothing is left running then)."""
+    something cannot start (nothing is left running then). ``ready`` is called once the ports
+    are taken and everything beside has started. One of several processes (``member``) takes
+    HTTP requests on ``listening`` (its supervisor's socket), shares the gRPC port and its
+    figures, and stops on SIGTERM alone (its supervisor's)."""
     try:
         from agentdocket.ingest.receiver import Receiver
         from agentdocket.people.annotate import PATH, Annotation
     except ImportError as exc:
         raise _missing(exc) from None
+    from agentdocket.ingest.handover import Board, Handover
     from agentdocket.ingest.sampler import Sampler
+    from agentdocket.ingest.siblings import Publisher, Siblings
     from agentdocket.ingest.sink import Sink
 
     s = settings
-    _check_token(s)
+    check_token(s)
     sink = Sink(
         s.url,
         spool_dir=s.spool_dir,
@@ -182,8 +221,17 @@ def run_receiver(settings: ReceiverSettings, say: Say) -> None:
     services.start(_Closing(receiver.lookup))
     services.start(_Closing(annotation))
     try:
-        server = _uvicorn_server(receiver.app, s.host, s.port)
-        grpc = _Grpc(receiver, s.host, s.grpc_port) if s.grpc_port else None
+        if s.member is not None:
+            m = s.member
+            handover = Handover(m.figures, m.index, m.key)
+            board = Board(m.in_flight, m.index)
+            receiver.siblings = Siblings(m.figures, board=board, handover=handover)
+            services.start(_Serving(handover, receiver.take_over))
+            services.start(Publisher(receiver, receiver.siblings))
+        stop_on = (signal.SIGTERM,) if s.member is not None else STOP_SIGNALS
+        server = _uvicorn_server(receiver.app, s.host, s.port, stop_on)
+        shared = s.member is not None
+        grpc = _Grpc(receiver, s.host, s.grpc_port, shared) if s.grpc_port else None
         if grpc is not None:
             services.start(grpc)
         say(
@@ -211,7 +259,9 @@ def run_receiver(settings: ReceiverSettings, say: Say) -> None:
         # the whole switch interval, 5 ms, with the database idle. This process's threads
         # hand the lock over every 0.1 ms: 10.2k to 13.5k spans/s (bench/receiver.py).
         sys.setswitchinterval(SWITCH_INTERVAL_S)
-        server.run()
+        if ready is not None:
+            ready()
+        server.run(sockets=[listening] if listening is not None else None)
     finally:
         services.stop()
     if server.stopped_by is not None:

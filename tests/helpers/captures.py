@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentdocket.events import Trace
-from agentdocket.ingest.receiver import READERS
+from agentdocket.ingest.readers import READERS
 from agentdocket.store import open_store
 from tests.helpers.frameworks import DATASET, FAILURE, SCENARIOS, Scenario, dataset
 

@@ -40,7 +40,7 @@ from opentelemetry.trace import SpanContext
 from agentdocket.events import Event
 from agentdocket.events.model import event_to_json
 from agentdocket.ingest.mapping import spans_to_events
-from agentdocket.ingest.receiver import READERS
+from agentdocket.ingest.readers import READERS
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = ROOT / "tests" / "fixtures" / "otlp"
