@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,8 +18,9 @@ import httpx
 import psycopg
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
@@ -144,6 +146,59 @@ def test_two_receivers_share_the_port_and_answer_for_each_other(
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_spans_arrive_exactly_once_while_a_receiver_is_killed(server: Server, pg_url: str) -> None:
+    """Two exporters stream while one receiver is killed mid-stream: requests it held fail and
+    are retried (to its sibling, or to it once started again), requests being handed to or by
+    it are taken back, and every span's events are stored once."""
+    pids = _pids(server)
+    runs, tools = 40, 3
+    providers = []
+    for _ in range(2):  # two exporters: two connections, kept
+        provider = TracerProvider()
+        exporter = OTLPSpanExporter(endpoint=server.endpoint, timeout=30)
+        provider.add_span_processor(
+            BatchSpanProcessor(exporter, schedule_delay_millis=20, max_export_batch_size=8)
+        )
+        providers.append(provider)
+    half = threading.Event()
+
+    def produce(provider: TracerProvider, first: int) -> None:
+        tracer = provider.get_tracer("test")
+        for i in range(first, first + runs):
+            attributes = {"openinference.span.kind": "AGENT", "input.value": str(i)}
+            with tracer.start_as_current_span(f"run {i}", attributes=attributes):
+                for j in range(tools):
+                    tool = {"openinference.span.kind": "TOOL", "tool.name": f"t{j}"}
+                    with tracer.start_as_current_span("tool", attributes=tool):
+                        pass
+            if i == first + runs // 2:
+                half.set()
+            time.sleep(0.01)
+
+    producers = [
+        threading.Thread(target=produce, args=(p, k * runs)) for k, p in enumerate(providers)
+    ]
+    for producer in producers:
+        producer.start()
+    assert half.wait(60)
+    os.kill(pids[1], signal.SIGKILL)
+    for producer in producers:
+        producer.join(60)
+    for provider in providers:
+        assert provider.force_flush(60_000)
+        provider.shutdown()
+    with psycopg.connect(psycopg_conninfo(parse_url(pg_url))) as conn:
+        kinds = dict(conn.execute("SELECT kind, count(*) FROM events GROUP BY kind").fetchall())
+    n = 2 * runs
+    assert kinds == {
+        "run.started": n,
+        "run.finished": n,
+        "tool.called": tools * n,
+        "tool.returned": tools * n,
+    }
+    assert "receiver 1 (pid" in server.log.read_text()  # it was killed, and started again
 
 
 def test_a_second_supervisor_on_the_same_port_is_refused(
