@@ -15,7 +15,10 @@ from agentdocket.store.costs import CostRow, StoredCall
 
 
 @dataclass(frozen=True)
-class Refreshed:
+class Priced:
+    """What a costs refresh priced (a rollup refresh's report is
+    :class:`agentdocket.store.rollup_refresh.Refreshed`)."""
+
     calls: int
     priced: int
     unpriced: int
@@ -59,7 +62,7 @@ def refresh(
     *,
     whole: bool = False,
     after: Position | None = None,
-) -> Refreshed:
+) -> Priced:
     """Price the log's model calls with ``book`` and keep the rows (the log is read, never
     changed): every call when ``whole``, or when the rows kept were priced by other prices;
     else only the calls that have no row yet. ``after``: the ``position`` an earlier refresh
@@ -88,7 +91,7 @@ def refresh(
     if rows or whole:
         store.costs.replace(rows, whole=whole)
     unpriced = sum(1 for r in rows if r.cost is None)
-    return Refreshed(len(rows), len(rows) - unpriced, unpriced, book.version, whole, upto)
+    return Priced(len(rows), len(rows) - unpriced, unpriced, book.version, whole, upto)
 
 
 def calls_of(events: Iterable[Event]) -> list[StoredCall]:
