@@ -58,6 +58,8 @@ def run_receivers(settings: ReceiverSettings, say: Say) -> None:
         run_receiver(settings, say)
         return
     check_token(settings)
+    if not hasattr(socket, "SO_REUSEPORT"):
+        raise StartError("--processes needs SO_REUSEPORT, which this system lacks (use Linux)")
     with contextlib.ExitStack() as held:
         held.enter_context(_only_supervisor(settings.host, settings.port))
         # Every receiver's HTTP socket listens before any receiver starts, so that the
