@@ -36,6 +36,7 @@ from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach,
 from agentdocket.events import Event
 from agentdocket.ingest.drops import Drops
 from agentdocket.ingest.group_commit import Delivered, Lane, Request, split, worst
+from agentdocket.ingest.replayer import Replayer
 from agentdocket.ingest.spool import DEFAULT_MAX_BYTES, Spool
 from agentdocket.store import AppendResult, Store, StoreError, database_url, display_url, open_store
 from agentdocket.store.appending import Prepared
@@ -137,18 +138,14 @@ class Sink:
         self._retry_at = 0.0
         self._last_warning = 0.0
         self._drops = Drops()
-        # What waits in the spool is replayed in the background until the spool is empty,
-        # also when no new events come to trigger a delivery.
-        self._replay_every = replay_every_s
-        self._replayer: threading.Thread | None = None
-        self._closed = threading.Event()
+        self._replayer = Replayer(self._replay_once, replay_every_s)
         if replay_on_start and self.spool.pending():
-            self._ensure_replayer()
+            self._replayer.ensure()
 
     def close(self) -> None:
         """Stop replaying, report what was dropped (a last chance), close the store and the
         spool (an empty spool file is removed)."""
-        self._closed.set()
+        self._replayer.close()
         with self._working(), self._lanes[0].lock:
             if self._drops:
                 self._deliver(self._lanes[0], {})
@@ -165,27 +162,13 @@ class Sink:
             self._retry_at = 0.0
             return self._deliver(self._lanes[0], {})[0] == "stored"
 
-    def _ensure_replayer(self) -> None:
-        if self._closed.is_set() or (self._replayer is not None and self._replayer.is_alive()):
-            return
-        self._replayer = threading.Thread(
-            target=self._replay_loop, name="agentdocket-spool-replay", daemon=True
-        )
-        self._replayer.start()
-
-    def _replay_loop(self) -> None:
-        """Deliver what is spooled (respecting the back-off) until nothing waits; the first try
-        at once, so a process started after an outage empties the spool it inherited."""
-        first = True
-        while first or not self._closed.wait(self._replay_every):
-            first = False
-            try:
-                with self._working(), self._lanes[0].lock:
-                    if self._closed.is_set() or not self.spool.pending():
-                        return
-                    self._deliver(self._lanes[0], {})
-            except Exception:
-                log.exception("agentdocket: replaying the spool failed")
+    def _replay_once(self) -> bool:
+        """Deliver what is spooled (respecting the back-off): True once nothing waits."""
+        with self._working(), self._lanes[0].lock:
+            if self._replayer.closed or not self.spool.pending():
+                return True
+            self._deliver(self._lanes[0], {})
+            return False
 
     def deliver(
         self, events: list[Event], n_spans: int = 0, source: str | None = None
@@ -355,7 +338,7 @@ class Sink:
             if self.spool.append(events):
                 with self._state:
                     self.stats.spooled += len(events)
-                self._ensure_replayer()
+                self._replayer.ensure()
                 return None
             return "spool_full"
         except OSError:
