@@ -82,7 +82,7 @@ class Siblings:
             return None
         signal, protobuf = KEYS[read]
         reply = self.handover.give(k, signal, protobuf, body, source)
-        return None if reply is NOT_TAKEN or reply.status == 0 else reply
+        return None if reply.status == NOT_TAKEN.status else reply  # (a sibling's comes pickled)
 
     def publish(self, text: bytes) -> None:
         """Write this process's figures, whole (a reader never sees half a file)."""
@@ -112,9 +112,7 @@ class Siblings:
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process under a reused pid: not ours, not alive
+    except (ProcessLookupError, PermissionError):  # gone, or someone else's under its pid
         return False
     return True
 

@@ -221,17 +221,16 @@ def run_receiver(
     services.start(_Closing(receiver.lookup))
     services.start(_Closing(annotation))
     try:
-        if s.member is not None:
-            m = s.member
+        m = s.member  # one of several processes: the ports shared, stopped by SIGTERM alone
+        if m is not None:
             handover = Handover(m.figures, m.index, m.key)
             board = Board(m.in_flight, m.index)
             receiver.siblings = Siblings(m.figures, board=board, handover=handover)
             services.start(_Serving(handover, receiver.take_over))
             services.start(Publisher(receiver, receiver.siblings))
-        stop_on = (signal.SIGTERM,) if s.member is not None else STOP_SIGNALS
+        stop_on = (signal.SIGTERM,) if m is not None else STOP_SIGNALS
         server = _uvicorn_server(receiver.app, s.host, s.port, stop_on)
-        shared = s.member is not None
-        grpc = _Grpc(receiver, s.host, s.grpc_port, shared) if s.grpc_port else None
+        grpc = _Grpc(receiver, s.host, s.grpc_port, m is not None) if s.grpc_port else None
         if grpc is not None:
             services.start(grpc)
         say(
