@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -93,8 +94,19 @@ class Cluster:
         return self.url(name)
 
     def drop_database(self, name: str) -> None:
+        """Drop ``name`` on every node. Citus's own background work (the coordinator's
+        maintenance daemon, its deadlock detector's connections to the workers) can open a
+        session in the database while the drop waits for the forced ones to end: the drop is
+        then tried again until it goes through, for at most a minute."""
+        drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
         for port in self.ports:
-            with psycopg.connect(self.conninfo(port), autocommit=True) as conn:
-                conn.execute(
-                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-                )
+            deadline = time.monotonic() + 60.0
+            while True:
+                try:
+                    with psycopg.connect(self.conninfo(port), autocommit=True) as conn:
+                        conn.execute(drop)
+                    break
+                except psycopg.errors.ObjectInUse:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
