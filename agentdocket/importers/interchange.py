@@ -152,6 +152,17 @@ def _event(
     )
 
 
+@dataclass(frozen=True)
+class _Line:
+    """What every event of one line takes from it: the place to name, the trace, the run's
+    span and its start."""
+
+    where: str
+    trace_id: str
+    root: str
+    started_at: Any
+
+
 def parse_line(obj: Any, lineno: int) -> tuple[list[Event], tuple[str, str, Case] | None]:
     """The events (and optional case) of one line. Raises PayloadError naming the place."""
     where = f"line {lineno}"
@@ -165,6 +176,19 @@ def parse_line(obj: Any, lineno: int) -> tuple[list[Event], tuple[str, str, Case
     if "run" not in obj:
         raise PayloadError(where, "missing required key 'run'")
     run = _object(obj["run"], f"{where}.run")
+    line = _line(obj, run, where)
+    events = [_started(run, line)]
+    last_seq = events[0].seq
+    for section in ("steps", "verdicts"):
+        items, last_seq = _section(obj, section, line, last_seq)
+        events += items
+    if run.get("status") is not None or run.get("ended_at") is not None:
+        events.append(_finished(run, line, last_seq, events[-1].ts if len(events) > 1 else None))
+    case = _case(obj["case"], run, where) if obj.get("case") is not None else None
+    return events, case
+
+
+def _line(obj: Mapping[str, Any], run: Mapping[str, Any], where: str) -> _Line:
     trace_id = obj.get("trace_id")
     if trace_id is None:
         canonical = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
@@ -177,108 +201,115 @@ def parse_line(obj: Any, lineno: int) -> tuple[list[Event], tuple[str, str, Case
         raise PayloadError(f"{where}.run", "missing required field 'started_at'")
     started_at = parse_ts(run["started_at"], f"{where}.run.started_at")
     root = check_span_id(run.get("span_id", _span_for(trace_id, "run")), f"{where}.run.span_id")
-    started = {k: run[k] for k in RUN_FIELDS if k in run}
+    return _Line(where, trace_id, root, started_at)
+
+
+def _started(run: Mapping[str, Any], line: _Line) -> Event:
     env = {
-        "span_id": root,
+        "span_id": line.root,
         "ts": run["started_at"],
         "seq": run.get("started_seq", 0),
         "event_id": run.get("started_event_id"),
     }
-    events = [
-        _event(
-            RunStarted.KIND,
-            started,
-            env,
-            f"{where}.run",
-            trace_id=trace_id,
-            default_span=root,
-            default_parent=None,
-            default_seq=0,
-            default_ts=started_at,
-            index=0,
-        )
-    ]
+    return _event(
+        RunStarted.KIND,
+        {k: run[k] for k in RUN_FIELDS if k in run},
+        env,
+        f"{line.where}.run",
+        trace_id=line.trace_id,
+        default_span=line.root,
+        default_parent=None,
+        default_seq=0,
+        default_ts=line.started_at,
+        index=0,
+    )
 
+
+def _section(
+    obj: Mapping[str, Any], section: str, line: _Line, last_seq: int
+) -> tuple[list[Event], int]:
+    """The events of ``steps`` or ``verdicts``, and the highest step ``seq`` so far: a step
+    without one comes after the last, a verdict without one takes 0."""
+    items = obj.get(section) or []
+    if not isinstance(items, list):
+        raise PayloadError(f"{line.where}.{section}", "expected an array")
     counters: dict[tuple[str, str], int] = {}
-    last_seq = events[0].seq
-    for section in ("steps", "verdicts"):
-        items = obj.get(section) or []
-        if not isinstance(items, list):
-            raise PayloadError(f"{where}.{section}", "expected an array")
-        for i, item in enumerate(items):
-            path = f"{where}.{section}[{i}]"
-            item = _object(item, path)
-            kind = item.get("kind", "verdict" if section == "verdicts" else None)
-            if section == "verdicts" and kind != "verdict":
-                raise PayloadError(f"{path}.kind", f"a verdict has kind 'verdict', not {kind!r}")
-            if (
-                kind not in PAYLOAD_TYPES
-                or kind in ("run.started", "run.finished")
-                or (section == "steps" and kind == "verdict")
-            ):
-                raise PayloadError(f"{path}.kind", f"{kind!r} is not a step kind")
-            unknown = sorted(set(item) - {"kind", "payload", *ENVELOPE})
-            if unknown:
-                raise PayloadError(path, f"unknown key(s) {', '.join(unknown)}")
-            payload = _object(item.get("payload", {}), f"{path}.payload")
-            default_span = _span_for(trace_id, f"{section}/{i}")
-            span = item.get("span_id", default_span)
-            index = counters.get((str(span), kind), 0)
-            counters[(str(span), kind)] = index + 1
-            default_seq = 0 if section == "verdicts" else last_seq + 1
-            event = _event(
-                kind,
-                payload,
-                item,
-                path,
-                trace_id=trace_id,
-                default_span=default_span,
-                default_parent=root,
-                default_seq=default_seq,
-                default_ts=started_at,
-                index=index,
-            )
-            if section == "steps":
-                last_seq = max(last_seq, event.seq)
-            events.append(event)
+    events: list[Event] = []
+    for i, item in enumerate(items):
+        path = f"{line.where}.{section}[{i}]"
+        item = _object(item, path)
+        kind = _kind(item, section, path)
+        payload = _object(item.get("payload", {}), f"{path}.payload")
+        default_span = _span_for(line.trace_id, f"{section}/{i}")
+        span = str(item.get("span_id", default_span))
+        index = counters.get((span, kind), 0)
+        counters[(span, kind)] = index + 1
+        event = _event(
+            kind,
+            payload,
+            item,
+            path,
+            trace_id=line.trace_id,
+            default_span=default_span,
+            default_parent=line.root,
+            default_seq=0 if section == "verdicts" else last_seq + 1,
+            default_ts=line.started_at,
+            index=index,
+        )
+        if section == "steps":
+            last_seq = max(last_seq, event.seq)
+        events.append(event)
+    return events, last_seq
 
-    if run.get("status") is not None or run.get("ended_at") is not None:
-        finished = {"status": run.get("status", "ok"), "error": run.get("error")}
-        env = {
-            "span_id": root,
-            "seq": run.get("finished_seq", last_seq + 1),
-            "ts": run.get("ended_at"),
-            "event_id": run.get("finished_event_id"),
-        }
-        events.append(
-            _event(
-                RunFinished.KIND,
-                finished,
-                env,
-                f"{where}.run",
-                trace_id=trace_id,
-                default_span=root,
-                default_parent=None,
-                default_seq=last_seq + 1,
-                default_ts=events[-1].ts if len(events) > 1 else started_at,
-                index=0,
-            )
-        )
-    case = None
-    if obj.get("case") is not None:
-        data = dict(_object(obj["case"], f"{where}.case"))
-        dataset = data.pop("dataset", None) or run.get("dataset")
-        version = (
-            data.pop("dataset_version", None)
-            or run.get("dataset_version")
-            or DEFAULT_DATASET_VERSION
-        )
-        if not dataset:
-            raise PayloadError(f"{where}.case", "missing 'dataset' (in the case or the run)")
-        if "case_id" not in data and run.get("case_id"):
-            data["case_id"] = run["case_id"]
-        case = (str(dataset), str(version), Case.from_json(data, f"{where}.case"))
-    return events, case
+
+def _kind(item: Mapping[str, Any], section: str, path: str) -> str:
+    kind = item.get("kind", "verdict" if section == "verdicts" else None)
+    if section == "verdicts" and kind != "verdict":
+        raise PayloadError(f"{path}.kind", f"a verdict has kind 'verdict', not {kind!r}")
+    if (
+        kind not in PAYLOAD_TYPES
+        or kind in ("run.started", "run.finished")
+        or (section == "steps" and kind == "verdict")
+    ):
+        raise PayloadError(f"{path}.kind", f"{kind!r} is not a step kind")
+    unknown = sorted(set(item) - {"kind", "payload", *ENVELOPE})
+    if unknown:
+        raise PayloadError(path, f"unknown key(s) {', '.join(unknown)}")
+    return str(kind)
+
+
+def _finished(run: Mapping[str, Any], line: _Line, last_seq: int, last_ts: Any) -> Event:
+    env = {
+        "span_id": line.root,
+        "seq": run.get("finished_seq", last_seq + 1),
+        "ts": run.get("ended_at"),
+        "event_id": run.get("finished_event_id"),
+    }
+    return _event(
+        RunFinished.KIND,
+        {"status": run.get("status", "ok"), "error": run.get("error")},
+        env,
+        f"{line.where}.run",
+        trace_id=line.trace_id,
+        default_span=line.root,
+        default_parent=None,
+        default_seq=last_seq + 1,
+        default_ts=line.started_at if last_ts is None else last_ts,
+        index=0,
+    )
+
+
+def _case(value: Any, run: Mapping[str, Any], where: str) -> tuple[str, str, Case]:
+    data = dict(_object(value, f"{where}.case"))
+    dataset = data.pop("dataset", None) or run.get("dataset")
+    version = (
+        data.pop("dataset_version", None) or run.get("dataset_version") or DEFAULT_DATASET_VERSION
+    )
+    if not dataset:
+        raise PayloadError(f"{where}.case", "missing 'dataset' (in the case or the run)")
+    if "case_id" not in data and run.get("case_id"):
+        data["case_id"] = run["case_id"]
+    return str(dataset), str(version), Case.from_json(data, f"{where}.case")
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, Any]]:
