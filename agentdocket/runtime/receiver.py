@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, MutableSequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentdocket.follow.config import FollowConfig
 from agentdocket.runtime import Say, Services, StartError
@@ -25,6 +25,9 @@ from agentdocket.runtime.refresher import Refresher
 from agentdocket.store import Redactor, display_url
 from agentdocket.store.backends import backend_of
 from agentdocket.store.limits import LIVE, Limits
+
+if TYPE_CHECKING:
+    from agentdocket.ingest.receiver import Receiver
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 SWITCH_INTERVAL_S = 0.0001
@@ -192,9 +195,6 @@ def run_receiver(
         from agentdocket.people.annotate import PATH, Annotation
     except ImportError as exc:
         raise _missing(exc) from None
-    from agentdocket.ingest.handover import Board, Handover
-    from agentdocket.ingest.sampler import Sampler
-    from agentdocket.ingest.siblings import Publisher, Siblings
     from agentdocket.ingest.sink import Sink
 
     s = settings
@@ -223,11 +223,7 @@ def run_receiver(
     try:
         m = s.member  # one of several processes: the ports shared, stopped by SIGTERM alone
         if m is not None:
-            handover = Handover(m.figures, m.index, m.key)
-            board = Board(m.in_flight, m.index)
-            receiver.siblings = Siblings(m.figures, board=board, handover=handover)
-            services.start(_Serving(handover, receiver.take_over))
-            services.start(Publisher(receiver, receiver.siblings))
+            _join_siblings(services, receiver, m)
         stop_on = (signal.SIGTERM,) if m is not None else STOP_SIGNALS
         server = _uvicorn_server(receiver.app, s.host, s.port, stop_on)
         grpc = _Grpc(receiver, s.host, s.grpc_port, m is not None) if s.grpc_port else None
@@ -239,25 +235,8 @@ def run_receiver(
             + f" into {display_url(s.url)} (pid {os.getpid()})"
         )
         say(f"agentdocket: annotation page on http://{s.host}:{s.port}{PATH}/")
-        if s.scoring is not None:
-            from agentdocket.follow.metrics import FollowerCollector
-
-            follower = FollowerThread(s.url, s.scoring, say)
-            receiver.collectors.append(FollowerCollector(follower.follower))
-            services.start(follower)
-            say(f"agentdocket: scoring runs as they finish, {describe(follower.follower)}")
-        services.start(Sampler(receiver, s.url))
-        if s.refresh_every and backend_of(s.url).rollups:
-            services.start(Refresher(s.url, s.refresh_every))
-        # What exists now (modules, the app, the services) lives as long as the process: the
-        # collector's full passes leave it out (decoding and mapping a span: 42 to 37 us)
-        gc.collect()
-        gc.freeze()
-        # A thread back from the database (the append of a request, each of its round trips)
-        # waits for the interpreter lock while others decode and map; by default it may wait
-        # the whole switch interval, 5 ms, with the database idle. This process's threads
-        # hand the lock over every 0.1 ms: 10.2k to 13.5k spans/s (bench/receiver.py).
-        sys.setswitchinterval(SWITCH_INTERVAL_S)
+        _start_beside(services, receiver, s, say)
+        _settle()
         if ready is not None:
             ready()
         server.run(sockets=[listening] if listening is not None else None)
@@ -268,3 +247,45 @@ def run_receiver(
             f"agentdocket: stopped by {signal.Signals(server.stopped_by).name}; "
             f"{receiver.stats.spans} spans received"
         )
+
+
+def _join_siblings(services: Services, receiver: Receiver, member: Member) -> None:
+    """Hand requests to idle siblings and take theirs; publish this process's figures."""
+    from agentdocket.ingest.handover import Board, Handover
+    from agentdocket.ingest.siblings import Publisher, Siblings
+
+    handover = Handover(member.figures, member.index, member.key)
+    board = Board(member.in_flight, member.index)
+    receiver.siblings = Siblings(member.figures, board=board, handover=handover)
+    services.start(_Serving(handover, receiver.take_over))
+    services.start(Publisher(receiver, receiver.siblings))
+
+
+def _start_beside(services: Services, receiver: Receiver, s: ReceiverSettings, say: Say) -> None:
+    """What runs beside the receiving: the follower (``--score``), the sampler of the
+    database's figures, the rollups' refresher."""
+    from agentdocket.ingest.sampler import Sampler
+
+    if s.scoring is not None:
+        from agentdocket.follow.metrics import FollowerCollector
+
+        follower = FollowerThread(s.url, s.scoring, say)
+        receiver.collectors.append(FollowerCollector(follower.follower))
+        services.start(follower)
+        say(f"agentdocket: scoring runs as they finish, {describe(follower.follower)}")
+    services.start(Sampler(receiver, s.url))
+    if s.refresh_every and backend_of(s.url).rollups:
+        services.start(Refresher(s.url, s.refresh_every))
+
+
+def _settle() -> None:
+    """Tune the interpreter for a long-lived receiving process."""
+    # What exists now (modules, the app, the services) lives as long as the process: the
+    # collector's full passes leave it out (decoding and mapping a span: 42 to 37 us)
+    gc.collect()
+    gc.freeze()
+    # A thread back from the database (the append of a request, each of its round trips)
+    # waits for the interpreter lock while others decode and map; by default it may wait
+    # the whole switch interval, 5 ms, with the database idle. This process's threads
+    # hand the lock over every 0.1 ms: 10.2k to 13.5k spans/s (bench/receiver.py).
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
