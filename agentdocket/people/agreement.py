@@ -49,29 +49,31 @@ NaN) is a missing label. Labels of mixed types are refused, naming the item.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, Literal, cast
 
 import numpy as np
-import numpy.typing as npt
 
-from agentdocket.errors import AgentdocketError
 from agentdocket.people.bootstrap import Array, Estimate, Resampling, divide, estimate
+from agentdocket.people.coding import (
+    AgreementError,
+    Named,
+    categories_of,
+    check_types,
+    codes_of,
+    counts_of,
+    family_of,
+    missing,
+)
 
 Weights = Literal["linear", "quadratic"]
 Measurement = Literal["nominal", "ordinal", "interval"]
 Kind = Literal["nominal", "ordinal"]
 Method = Literal["bca", "percentile"]
-Named = list[tuple[str, list[Hashable]]]  # (an item's name for messages, its labels)
 
 METHODS = ("bca", "percentile")
-
-
-class AgreementError(AgentdocketError, ValueError):
-    """Labels that cannot be compared: of mixed types, outside the order given, unordered."""
 
 
 @dataclass(frozen=True)
@@ -99,71 +101,6 @@ class Agreement:
     n_annotators: int
 
 
-def _missing(label: object) -> bool:
-    return label is None or (isinstance(label, float | np.floating) and label != label)  # NaN
-
-
-def _family(label: object) -> str:
-    if isinstance(label, bool | np.bool_):
-        return "bool"
-    if isinstance(label, numbers.Real):
-        return "number"
-    return type(label).__name__
-
-
-def _check_types(named: Named) -> None:
-    """Refuse labels of more than one type (1 and "1" are different labels, silently)."""
-    first: tuple[str, str, Hashable] | None = None
-    families: dict[type, str] = {}
-    for name, labels in named:
-        for label in labels:
-            family = families.get(type(label)) or families.setdefault(type(label), _family(label))
-            if first is None:
-                first = (family, name, label)
-            elif family != first[0]:
-                raise AgreementError(
-                    f"{name}: label {label!r} is a {family}, but {first[1]} has {first[2]!r}, "
-                    f"a {first[0]}: the labels must be of one type"
-                )
-
-
-def _categories(named: Named, order: Sequence[Hashable] | None, ordered: bool) -> list[Hashable]:
-    """The labels' categories: ``order`` when given (every label must be in it), else the labels
-    sorted, else (when they cannot be and no order is needed) as they come."""
-    if order is not None:
-        categories = list(order)
-        if len(set(categories)) != len(categories):
-            raise AgreementError(f"order {categories!r} names a label twice")
-        known = set(categories)
-        for name, labels in named:
-            for label in labels:
-                if label not in known:
-                    raise AgreementError(f"{name}: label {label!r} is not in the order given")
-        return categories
-    seen = list(dict.fromkeys(label for _, labels in named for label in labels))
-    try:
-        return sorted(cast(list[Any], seen))
-    except TypeError:
-        if ordered:
-            raise AgreementError(
-                "the labels cannot be sorted: give their order (order=[...])"
-            ) from None
-        return seen
-
-
-def _codes(named: Named, categories: list[Hashable]) -> list[npt.NDArray[np.intp]]:
-    index = {c: i for i, c in enumerate(categories)}
-    return [np.array([index[x] for x in labels], dtype=np.intp) for _, labels in named]
-
-
-def _counts(codes: list[npt.NDArray[np.intp]], k: int) -> Array:
-    """Items x categories: how many of each item's labels are each category."""
-    rows = np.repeat(np.arange(len(codes)), [len(item) for item in codes])
-    flat = np.concatenate([*codes, np.zeros(0, dtype=np.intp)])
-    cells = np.bincount(rows * k + flat, minlength=len(codes) * k)
-    return cells.reshape(len(codes), k).astype(float)
-
-
 def _resampling(samples: int, seed: int, level: float, method: str) -> Resampling:
     if samples < 0:
         raise AgreementError(f"samples must be 0 or more, not {samples}")
@@ -180,8 +117,8 @@ def _cohen(
     order: Sequence[Hashable] | None,
     options: Resampling,
 ) -> Estimate:
-    _check_types(named)
-    categories = _categories(named, order, ordered=weights is not None)
+    check_types(named)
+    categories = categories_of(named, order, ordered=weights is not None)
     k = len(categories)
     position = np.arange(k, dtype=float)
     if weights is None:
@@ -192,7 +129,7 @@ def _cohen(
         w = (position[:, None] - position[None, :]) ** 2
     else:
         raise AgreementError(f"weights must be None, 'linear' or 'quadratic', not {weights!r}")
-    codes = _codes(named, categories)
+    codes = codes_of(named, categories)
     first = np.array([c[0] for c in codes], dtype=np.intp)
     second = np.array([c[1] for c in codes], dtype=np.intp)
     n = len(named)
@@ -224,9 +161,7 @@ def cohen_kappa(
     placed by ``order`` (default: sorted); ``order`` also lists labels neither annotator used."""
     options = _resampling(samples, seed, level, method)
     named: Named = [
-        (f"item {i}", [a, b])
-        for i, (a, b) in enumerate(pairs)
-        if not _missing(a) and not _missing(b)
+        (f"item {i}", [a, b]) for i, (a, b) in enumerate(pairs) if not missing(a) and not missing(b)
     ]
     return _cohen(named, weights, order, options)
 
@@ -238,10 +173,10 @@ def _pair_agreement(counts: Array) -> Array:
 
 
 def _fleiss(named: Named, options: Resampling) -> Estimate:
-    _check_types(named)
+    check_types(named)
     named = [(name, labels) for name, labels in named if len(labels) >= 2]
-    categories = _categories(named, None, ordered=False)
-    counts = _counts(_codes(named, categories), len(categories))
+    categories = categories_of(named, None, ordered=False)
+    counts = counts_of(codes_of(named, categories), len(categories))
     features = np.column_stack([_pair_agreement(counts), np.ones(len(named)), counts])
 
     def statistic(sums: Array) -> Array:
@@ -267,7 +202,7 @@ def fleiss_kappa(
     see the module's note."""
     options = _resampling(samples, seed, level, method)
     named: Named = [
-        (f"item {i}", [x for x in labels if not _missing(x)]) for i, labels in enumerate(items)
+        (f"item {i}", [x for x in labels if not missing(x)]) for i, labels in enumerate(items)
     ]
     return _fleiss(named, options)
 
@@ -290,22 +225,22 @@ def _alpha(
     order: Sequence[Hashable] | None,
     options: Resampling,
 ) -> Estimate:
-    _check_types(named)
+    check_types(named)
     named = [(name, labels) for name, labels in named if len(labels) >= 2]
     if measurement == "interval":
         if order is not None:
             raise AgreementError("order is for ordinal values: interval values are numbers")
         for name, labels in named:
             for label in labels:
-                if _family(label) != "number":
+                if family_of(label) != "number":
                     raise AgreementError(f"{name}: interval values are numbers, not {label!r}")
     elif measurement not in ("nominal", "ordinal"):
         raise AgreementError(
             f"level_of_measurement must be nominal, ordinal or interval, not {measurement!r}"
         )
-    categories = _categories(named, order, ordered=measurement == "ordinal")
+    categories = categories_of(named, order, ordered=measurement == "ordinal")
     k = len(categories)
-    counts = _counts(_codes(named, categories), k)
+    counts = counts_of(codes_of(named, categories), k)
     pairable = counts.sum(axis=1, keepdims=True) - 1  # m_u - 1
     if measurement == "ordinal":
         # the distances follow the resample's own totals: keep each unit's coincidences whole
@@ -362,7 +297,7 @@ def krippendorff_alpha(
         if isinstance(unit, str | bytes):
             raise AgreementError(f"unit {i}: {unit!r} is one value, not the values of a unit")
         values = unit.values() if isinstance(unit, Mapping) else unit
-        named.append((f"unit {i}", [x for x in values if not _missing(x)]))
+        named.append((f"unit {i}", [x for x in values if not missing(x)]))
     return _alpha(named, level_of_measurement, order, options)
 
 
@@ -384,15 +319,15 @@ def agreement(
     if kind not in ("nominal", "ordinal"):
         raise AgreementError(f"kind must be nominal or ordinal, not {kind!r}")
     by_item = [
-        (f"item {item!r}", {who: x for who, x in labels.items() if not _missing(x)})
+        (f"item {item!r}", {who: x for who, x in labels.items() if not missing(x)})
         for item, labels in labels_by_item.items()
     ]
     named: Named = [(name, list(labels.values())) for name, labels in by_item]
-    _check_types(named)
-    _categories(named, order, ordered=kind == "ordinal")  # refuses, naming the item, up front
+    check_types(named)
+    categories_of(named, order, ordered=kind == "ordinal")  # refuses, naming the item, up front
     rated = [(name, labels) for name, labels in named if len(labels) >= 2]
-    categories = _categories(rated, None, ordered=False)
-    counts = _counts(_codes(rated, categories), len(categories))
+    categories = categories_of(rated, None, ordered=False)
+    counts = counts_of(codes_of(rated, categories), len(categories))
     percent = estimate(
         np.column_stack([_pair_agreement(counts), np.ones(len(rated))]),
         lambda sums: divide(sums[:, 0], sums[:, 1]),
