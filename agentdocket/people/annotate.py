@@ -38,7 +38,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from starlette.applications import Starlette
@@ -48,24 +48,19 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from agentdocket.events.labels import label_event
-from agentdocket.events.rubrics import Rubric
 from agentdocket.people.annotate_assets import CSP
 from agentdocket.people.annotate_form import HEX32, labels_from, parse_form
 from agentdocket.people.annotate_html import (
-    ItemView,
     Paths,
     QueueRow,
     done_page,
-    form_value,
     item_page,
     message_page,
     queues_page,
     signin_page,
 )
-from agentdocket.people.annotate_run import latest_verdicts
+from agentdocket.people.annotate_reads import item_view, member_queue, queue_rubrics
 from agentdocket.store import Redactor, Store, StoreUnavailable, open_store
-from agentdocket.store.labels import latest
-from agentdocket.store.queues import Queue
 
 PATH = "/annotate"  # where serve mounts the page
 COOKIE = "agentdocket_annotator"
@@ -241,7 +236,7 @@ class Annotation:
         name = request.path_params["queue"]
 
         def work(store: Store, who: str, paths: Paths) -> Response:
-            queue = _queue(store, name, who)
+            queue = member_queue(store, name, who)
             if queue is None:
                 return _not_found_page(paths, who)
             item = store.queues.next_item(queue, who)
@@ -266,23 +261,23 @@ class Annotation:
             form = read
 
         def work(store: Store, who: str, paths: Paths) -> Response:
-            queue = _queue(store, name, who)
+            queue = member_queue(store, name, who)
             if queue is None or not HEX32.fullmatch(trace_id) or trace_id not in queue.items:
                 return _not_found_page(paths, who)
-            rubrics = _rubrics(store, queue)
+            rubrics = queue_rubrics(store, queue)
             if isinstance(rubrics, str):
                 return _html(
                     message_page(paths, "This queue cannot be labelled", rubrics, who), 500
                 )
             if form is None:
-                view = _view(store, queue, who, trace_id, rubrics, nonce=secrets.token_hex(16))
+                view = item_view(store, queue, who, trace_id, rubrics, nonce=secrets.token_hex(16))
                 return _html(item_page(view, paths))
             labels, problems = labels_from(
                 form, queue=queue.name, annotator=who, trace_id=trace_id, rubrics=rubrics
             )
             if problems:
                 nonce = form.get("nonce", "")
-                view = _view(
+                view = item_view(
                     store,
                     queue,
                     who,
@@ -302,7 +297,7 @@ class Annotation:
         return await self._signed_in(request, work)
 
 
-# --- what the pages read ----------------------------------------------------------------------
+# --- refusals and the posted form ------------------------------------------------------------
 
 
 def _away(paths: Paths) -> Response:
@@ -314,80 +309,6 @@ def _away(paths: Paths) -> Response:
 
 def _not_found_page(paths: Paths, who: str) -> Response:
     return _html(message_page(paths, "Not found", "There is nothing for you here.", who), 404)
-
-
-def _queue(store: Store, name: str, who: str) -> Queue | None:
-    """The queue, if ``who`` is a member of it."""
-    queue = store.queues.get(name)
-    return queue if queue is not None and who in queue.members else None
-
-
-def _rubrics(store: Store, queue: Queue) -> list[Rubric] | str:
-    """The queue's rubrics, or what is missing."""
-    found = []
-    for name, version in queue.rubrics:
-        rubric = store.labels.rubric(name, version)
-        if rubric is None:
-            return f"Its rubric {name!r} version {version!r} is not registered."
-        found.append(rubric)
-    return found
-
-
-def _view(
-    store: Store,
-    queue: Queue,
-    who: str,
-    trace_id: str,
-    rubrics: Sequence[Rubric],
-    *,
-    nonce: str,
-    form: Mapping[str, str] | None = None,
-    errors: Sequence[str] = (),
-) -> ItemView:
-    """The item page of ``trace_id`` for ``who``: the run, their current labels (or what they
-    just sent, ``form``), and the item they labelled before it."""
-    mine = store.labels.given(queue=queue.name, author=who)  # oldest first
-    order = list(dict.fromkeys(x.trace_id for x in mine))  # items in the order first labelled
-    if trace_id in order:
-        at = order.index(trace_id)
-        back = order[at - 1] if at else None
-    else:
-        back = order[-1] if order else None
-    here = [x for x in mine if x.trace_id == trace_id]
-    current = {x.rubric: x for x in latest(here)}
-    answers = {
-        i: form_value(current[r.name].value) for i, r in enumerate(rubrics) if r.name in current
-    }
-    comment = next((x.comment for x in current.values() if x.comment), None) or ""
-    skips = [x.skipped for x in here if x.skipped is not None]
-    reason = skips[-1] if skips and not current else ""
-    if form is not None and form.get("action") == "skip":  # what they sent, back to them
-        reason = form.get("reason", "")
-    elif form is not None:
-        answers = {i: form.get(f"answer-{i}", "") for i in range(len(rubrics))}
-        comment = form.get("comment", "")
-    trace = store.reader.read_trace(trace_id)
-    events = list(trace.events) if trace is not None else []
-    mine_now = store.queues.progress(queue).by_annotator.get(who, {})
-    return ItemView(
-        queue=queue.name,
-        trace_id=trace_id,
-        annotator=who,
-        run=store.reader.run(trace_id),
-        events=events,
-        case=trace.case if trace is not None else None,
-        rubrics=rubrics,
-        nonce=nonce,
-        answers=answers,
-        comment=comment,
-        reason=reason,
-        back=back,
-        verdicts=latest_verdicts(events) if queue.show_verdicts and current else None,
-        verdicts_later=queue.show_verdicts,
-        errors=errors,
-        labelled=mine_now.get("labelled", 0),
-        remaining=mine_now.get("remaining", 0),
-    )
 
 
 async def _read_form(request: Request) -> dict[str, str] | Response:
