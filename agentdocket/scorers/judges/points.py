@@ -68,45 +68,13 @@ def _checks(trace: Trace) -> dict[int, dict[str, Any]]:
 def examiner_points_batch(
     traces: Sequence[Trace], config: Mapping[str, Any]
 ) -> list[Outcome | None]:
-    out: list[Outcome | None] = [None] * len(traces)
-    pending: list[tuple[int, int, Ask]] = []
-    results: dict[int, list[dict[str, Any]]] = {}
-    answered: dict[int, list[Answer]] = {}
+    rows: dict[int, list[dict[str, Any]]] = {}  # trace index -> its points' rows
+    pending: list[tuple[int, int, Ask]] = []  # (trace index, point index, what to ask)
     for t, trace in enumerate(traces):
-        case = trace.case
-        if case is None or not case.scoring_points:
-            continue
-        total = sum(p.weight for p in case.scoring_points)
-        if total <= 0:
-            raise ValueError(
-                f"case {case.case_id}: the scoring points' total weight is 0, so no "
-                "normalized score exists"
-            )
-        history = _history(trace, str(case.attributes.get("stop_keyword", "")))
-        checks = _checks(trace)
-        rows: list[dict[str, Any]] = []
-        for i, point in enumerate(case.scoring_points):
-            row: dict[str, Any] = {"point": point.point, "weight": point.weight}
-            if point.eval_code is not None:
-                check = checks.get(i)
-                row.update(
-                    by="eval_code",
-                    hit=bool(check and check.get("passed")),
-                    reason=(check or {}).get("error") or ("passed" if check else "not checked"),
-                )
-            else:
-                instruction = str(case.attributes.get("judge_instruction", ""))
-                prompt = (
-                    f"{instruction}\n\nThe chat history is:\n"
-                    f"{json.dumps(history, ensure_ascii=False, indent=1)}\n\n"
-                    f"The statement is: {point.point}"
-                )
-                row["by"] = "llm"
-                pending.append(
-                    (t, i, Ask(judge_trace_id(trace.trace_id, NAME, config), prompt, parse_hit))
-                )
-            rows.append(row)
-        results[t] = rows
+        if trace.case is not None and trace.case.scoring_points:
+            rows[t], asks = _rows(trace, config)
+            pending += [(t, i, ask) for i, ask in asks]
+    answered: dict[int, list[Answer]] = {}
     if pending:
         model, name = resolve_model(config.get("model"))
         answers = current_session().ask(
@@ -119,35 +87,79 @@ def examiner_points_batch(
         )
         for (t, i, _), answer in zip(pending, answers, strict=True):
             answered.setdefault(t, []).append(answer)
-            row = results[t][i]
             if answer.failure is not None:
-                row.update(hit=False, reason=answer.error, failure=answer.failure)
+                rows[t][i].update(hit=False, reason=answer.error, failure=answer.failure)
             else:
                 hit, reason = answer.parsed
-                row.update(hit=hit, reason=reason)
-    for t, rows in results.items():
-        trace = traces[t]
-        total = sum(r["weight"] for r in rows)
-        got = sum(r["weight"] for r in rows if r.get("hit"))
-        failed = [r["failure"] for r in rows if "failure" in r]
-        score = got / total
-        out[t] = Outcome(
-            passed=None,
-            score=score,
-            failure_type=failed[0] if failed else None,
-            details={
-                "points": rows,
-                "hit_weight": got,
-                "total_weight": total,
-                "normalized_score": score,
-            },
-            judge_trace_id=(
-                linked_trace(judge_trace_id(trace.trace_id, NAME, config), answered[t])
-                if t in answered
-                else None  # no point needed the judge
-            ),
+                rows[t][i].update(hit=hit, reason=reason)
+    out: list[Outcome | None] = [None] * len(traces)
+    for t, trace_rows in rows.items():
+        judged = answered.get(t)
+        linked = (
+            linked_trace(judge_trace_id(traces[t].trace_id, NAME, config), judged)
+            if judged
+            else None  # no point needed the judge
         )
+        out[t] = _outcome(trace_rows, linked)
     return out
+
+
+def _rows(
+    trace: Trace, config: Mapping[str, Any]
+) -> tuple[list[dict[str, Any]], list[tuple[int, Ask]]]:
+    """Each scoring point's row (decided here when its check ran) and what to ask the judge
+    of the others, by the point's index."""
+    case = trace.case
+    assert case is not None
+    total = sum(p.weight for p in case.scoring_points)
+    if total <= 0:
+        raise ValueError(
+            f"case {case.case_id}: the scoring points' total weight is 0, so no "
+            "normalized score exists"
+        )
+    history = _history(trace, str(case.attributes.get("stop_keyword", "")))
+    checks = _checks(trace)
+    rows: list[dict[str, Any]] = []
+    asks: list[tuple[int, Ask]] = []
+    for i, point in enumerate(case.scoring_points):
+        row: dict[str, Any] = {"point": point.point, "weight": point.weight}
+        if point.eval_code is not None:
+            check = checks.get(i)
+            row.update(
+                by="eval_code",
+                hit=bool(check and check.get("passed")),
+                reason=(check or {}).get("error") or ("passed" if check else "not checked"),
+            )
+        else:
+            instruction = str(case.attributes.get("judge_instruction", ""))
+            prompt = (
+                f"{instruction}\n\nThe chat history is:\n"
+                f"{json.dumps(history, ensure_ascii=False, indent=1)}\n\n"
+                f"The statement is: {point.point}"
+            )
+            row["by"] = "llm"
+            asks.append((i, Ask(judge_trace_id(trace.trace_id, NAME, config), prompt, parse_hit)))
+        rows.append(row)
+    return rows, asks
+
+
+def _outcome(rows: list[dict[str, Any]], judge_trace: str | None) -> Outcome:
+    total = sum(r["weight"] for r in rows)
+    got = sum(r["weight"] for r in rows if r.get("hit"))
+    failed = [r["failure"] for r in rows if "failure" in r]
+    score = got / total
+    return Outcome(
+        passed=None,
+        score=score,
+        failure_type=failed[0] if failed else None,
+        details={
+            "points": rows,
+            "hit_weight": got,
+            "total_weight": total,
+            "normalized_score": score,
+        },
+        judge_trace_id=judge_trace,
+    )
 
 
 def examiner_points(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
