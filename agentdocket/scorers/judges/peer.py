@@ -152,42 +152,58 @@ def peer_review_batch(
         if (parsed := [a for a in reviews[i] if a.failure is None])
     }
     metas_answers = ask_all(meta_prompts, metas, "meta_reviewer", n_meta)
+    models = (
+        [reviewers[k % len(reviewers)][1] for k in range(n_reviewers)],
+        [metas[k % len(metas)][1] for k in range(n_meta)],
+    )
     out: list[Outcome | None] = [None] * len(traces)
     for i in judged:
-        tids[i] = linked_trace(tids[i], reviews[i] + metas_answers.get(i, []))
-        review_decisions = [a.parsed for a in reviews[i] if a.failure is None]
-        meta_decisions = [a.parsed for a in metas_answers.get(i, []) if a.failure is None]
-        details: dict[str, Any] = {
-            "subtask": subtask,
-            "reviewer_decisions": [a.parsed for a in reviews[i]],
-            "meta_reviewer_decisions": [a.parsed for a in metas_answers.get(i, [])],
-            "reviewer_models": [reviewers[k % len(reviewers)][1] for k in range(n_reviewers)],
-            "meta_reviewer_models": [metas[k % len(metas)][1] for k in range(n_meta)],
-            "temperature": temperature,
-        }
-        if not review_decisions or not meta_decisions:
-            failed = [a for a in reviews[i] + metas_answers.get(i, []) if a.failure]
-            out[i] = Outcome(
-                failure_type=failed[0].failure if failed else "judge:unparseable",
-                rationale=failed[0].error if failed else None,
-                details=details,
-                judge_trace_id=tids[i],
-            )
-            continue
-        perfect = sum(d == "Perfect" for d in meta_decisions)
-        passed = perfect * 2 > len(meta_decisions)
-        details["reviewers_unanimous"] = _unanimous(review_decisions)
-        details["meta_reviewers_unanimous"] = _unanimous(meta_decisions)
-        details["perfect_meta_reviews"] = perfect
-        out[i] = Outcome(
-            passed=passed,
-            score=perfect / len(meta_decisions),
-            label="Perfect" if passed else "Imperfect",
-            failure_type=None if passed else f"review:imperfect_{SUBTASKS[subtask].lower()}",
-            details=details,
-            judge_trace_id=tids[i],
-        )
+        mine = metas_answers.get(i, [])
+        judge_trace = linked_trace(tids[i], reviews[i] + mine)
+        out[i] = _outcome(subtask, reviews[i], mine, models, temperature, judge_trace)
     return out
+
+
+def _outcome(
+    subtask: str,
+    reviews: list[Answer],
+    metas: list[Answer],
+    models: tuple[list[str], list[str]],
+    temperature: Any,
+    judge_trace: str,
+) -> Outcome:
+    """One run's outcome: the majority of its meta-reviews that parsed decides."""
+    review_decisions = [a.parsed for a in reviews if a.failure is None]
+    meta_decisions = [a.parsed for a in metas if a.failure is None]
+    details: dict[str, Any] = {
+        "subtask": subtask,
+        "reviewer_decisions": [a.parsed for a in reviews],
+        "meta_reviewer_decisions": [a.parsed for a in metas],
+        "reviewer_models": models[0],
+        "meta_reviewer_models": models[1],
+        "temperature": temperature,
+    }
+    if not review_decisions or not meta_decisions:
+        failed = [a for a in reviews + metas if a.failure]
+        return Outcome(
+            failure_type=failed[0].failure if failed else "judge:unparseable",
+            rationale=failed[0].error if failed else None,
+            details=details,
+            judge_trace_id=judge_trace,
+        )
+    perfect = sum(d == "Perfect" for d in meta_decisions)
+    passed = perfect * 2 > len(meta_decisions)
+    details["reviewers_unanimous"] = _unanimous(review_decisions)
+    details["meta_reviewers_unanimous"] = _unanimous(meta_decisions)
+    details["perfect_meta_reviews"] = perfect
+    return Outcome(
+        passed=passed,
+        score=perfect / len(meta_decisions),
+        label="Perfect" if passed else "Imperfect",
+        failure_type=None if passed else f"review:imperfect_{SUBTASKS[subtask].lower()}",
+        details=details,
+        judge_trace_id=judge_trace,
+    )
 
 
 def _peer(subtask: str) -> Scorer:
