@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from agentdocket.events import Case
 from agentdocket.scorers.judges.points import EVAL_TOOL  # the tool its checks are recorded as
-from agentdocket.tracer.api import Tracer
+from agentdocket.tracer.api import Run, Tracer
 
 _RUNNER = r"""
 import json, sys
@@ -135,7 +135,6 @@ def examine(
     eval_timeout_s: float = 30.0,
 ) -> Examination:
     """Converse, record, check the eval_code points. Returns what happened."""
-    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
     attributes = case.attributes
     stop = str(attributes["stop_keyword"])
@@ -152,10 +151,6 @@ def examine(
         for name, data in (attributes.get("data_files") or {}).items():
             (workdir / name).write_bytes(base64.b64decode(data))
         agent = factory(case.question or "", workdir)
-        history: list[tuple[str, str]] = []
-        messages: list[BaseMessage] = [SystemMessage(instruction), HumanMessage(kick_off)]
-        rounds, stopped = 0, "max_rounds"
-        passed = total = 0
         with tracer.run(
             agent_name,
             question=case.question,
@@ -166,51 +161,89 @@ def examine(
             models={"examiner": examiner_name},
         ) as run:
             try:
-                while rounds < rounds_allowed:
-                    rounds += 1
-                    said = examiner.invoke(messages, temperature=temperature)
-                    text = said.content if isinstance(said.content, str) else str(said.content)
-                    roles = {"system": "system", "human": "user", "ai": "assistant"}
-                    run.llm_call(
-                        examiner_name,
-                        "examiner",
-                        [{"role": roles[m.type], "content": m.content} for m in messages],
-                        output=text,
-                        temperature=temperature,
-                    )
-                    run.message("examiner", text)
-                    if stop in text:
-                        stopped = "keyword"
-                        break
-                    history.append(("examiner", text))
-                    try:
-                        reply = agent.reply(text)
-                    except Exception as exc:  # the agent's failure ends the examination
-                        run.fail(f"the agent failed: {type(exc).__name__}: {exc}")
-                        stopped = "agent_error"
-                        break
-                    run.message("agent", reply)
-                    history.append(("agent", reply))
-                    messages += [AIMessage(text), HumanMessage(reply)]
+                talk = _Talk(examiner, examiner_name, temperature, stop)
+                rounds, stopped, history = talk.converse(
+                    run, agent, instruction, kick_off, rounds_allowed
+                )
             finally:
                 agent.close()
             last = next((c for r, c in reversed(history) if r == "agent"), None)
             if last is not None:
                 run.respond(last)
-            for i, point in enumerate(case.scoring_points):
-                if point.eval_code is None:
-                    continue
-                total += 1
-                with run.tool_call(EVAL_TOOL, {"point": i, "code": point.eval_code}) as call:
-                    result = run_eval_code(point.eval_code, history, workdir, eval_timeout_s)
-                    call.result(
-                        {
-                            "point": i,
-                            "passed": result.passed,
-                            "error": result.error,
-                            "network_isolated": result.network_isolated,
-                        }
-                    )
-                passed += result.passed
+            passed, total = _check_points(run, case, history, workdir, eval_timeout_s)
             trace_id = run.trace_id
     return Examination(case.case_id, trace_id, rounds, stopped, passed, total)
+
+
+@dataclass(frozen=True)
+class _Talk:
+    """The examiner's side of a conversation: its model, how it is asked, its stop word."""
+
+    examiner: Any
+    name: str
+    temperature: float
+    stop: str
+
+    def converse(
+        self, run: Run, agent: Any, instruction: str, kick_off: str, rounds_allowed: int
+    ) -> tuple[int, str, list[tuple[str, str]]]:
+        """Rounds of examiner and agent, recorded in ``run``, until the examiner says the stop
+        word, the agent fails or the rounds run out: the rounds, why it stopped, the history."""
+        from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+        roles = {"system": "system", "human": "user", "ai": "assistant"}
+        messages: list[BaseMessage] = [SystemMessage(instruction), HumanMessage(kick_off)]
+        history: list[tuple[str, str]] = []
+        rounds = 0
+        while rounds < rounds_allowed:
+            rounds += 1
+            said = self.examiner.invoke(messages, temperature=self.temperature)
+            text = said.content if isinstance(said.content, str) else str(said.content)
+            run.llm_call(
+                self.name,
+                "examiner",
+                [{"role": roles[m.type], "content": m.content} for m in messages],
+                output=text,
+                temperature=self.temperature,
+            )
+            run.message("examiner", text)
+            if self.stop in text:
+                return rounds, "keyword", history
+            history.append(("examiner", text))
+            try:
+                reply = agent.reply(text)
+            except Exception as exc:  # the agent's failure ends the examination
+                run.fail(f"the agent failed: {type(exc).__name__}: {exc}")
+                return rounds, "agent_error", history
+            run.message("agent", reply)
+            history.append(("agent", reply))
+            messages += [AIMessage(text), HumanMessage(reply)]
+        return rounds, "max_rounds", history
+
+
+def _check_points(
+    run: Run,
+    case: Case,
+    history: list[tuple[str, str]],
+    workdir: Path,
+    timeout_s: float,
+) -> tuple[int, int]:
+    """Run each eval_code point's check in the agent's working directory, recorded as a call of
+    ``examiner.eval_code``: how many passed, of how many."""
+    passed = total = 0
+    for i, point in enumerate(case.scoring_points):
+        if point.eval_code is None:
+            continue
+        total += 1
+        with run.tool_call(EVAL_TOOL, {"point": i, "code": point.eval_code}) as call:
+            result = run_eval_code(point.eval_code, history, workdir, timeout_s)
+            call.result(
+                {
+                    "point": i,
+                    "passed": result.passed,
+                    "error": result.error,
+                    "network_isolated": result.network_isolated,
+                }
+            )
+        passed += result.passed
+    return passed, total
