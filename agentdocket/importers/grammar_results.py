@@ -130,7 +130,39 @@ def load(
     events: list[Event] = []
     judged = no_response = unjudged = 0
     for n, record in enumerate(records):
-        where = f"{path.name}: record [{n}]"
+        rec = _Record.of(record, f"{path.name}: record [{n}]", judgements)
+        if rec.judgement is not None:
+            judged += 1
+        elif rec.response is None:
+            no_response += 1
+        else:
+            unjudged += 1
+        case = cases.setdefault(rec.case.case_id, rec.case)
+        events += rec.events(n, agent, dataset, case.case_id)
+    description = f"GRAMMAR results: {path.name}"
+    return Imported(
+        Dataset(dataset, "1", tuple(cases.values()), description),
+        events,
+        len(records),
+        judged,
+        no_response,
+        unjudged,
+    )
+
+
+@dataclass(frozen=True)
+class _Record:
+    """One result record, checked: the case it is of, the agent's response, its judgement."""
+
+    record: Mapping[str, Any]
+    response: Any
+    judgement: str | None
+    retrieved: list[str]
+    key: str  # what makes its case: group, question, answer and true documents
+    case: Case
+
+    @classmethod
+    def of(cls, record: Any, where: str, judgements: Mapping[Key, str] | None) -> _Record:
         if not isinstance(record, dict) or not isinstance(record.get("query"), str):
             raise GrammarFormatError(f"{where}: expected an object with a query")
         tag = record.get("query_tag")
@@ -146,28 +178,29 @@ def load(
             )
         if judgement is None and response is not None and judgements is not None:
             judgement = judgements.get((record["query"], str(record.get("answer")), str(response)))
-        if judgement is not None:
-            judged += 1
-        elif response is None:
-            no_response += 1
-        else:
-            unjudged += 1
         true_ids = _ids(record.get("true_document_ids"), f"{where}.true_document_ids")
         retrieved = _ids(record.get("retrieved_document_ids"), f"{where}.retrieved_document_ids")
         key = f"{tag}\x1f{record['query']}\x1f{record.get('answer')}\x1f{sorted(true_ids)}"
         case_id = hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:16]
-        cases.setdefault(
-            case_id,
-            Case(
-                case_id=case_id,
-                question=record["query"],
-                reference_answer=None if record.get("answer") is None else str(record["answer"]),
-                group=str(tag),
-                true_document_ids=true_ids,
-            ),
+        case = Case(
+            case_id=case_id,
+            question=record["query"],
+            reference_answer=None if record.get("answer") is None else str(record["answer"]),
+            group=str(tag),
+            true_document_ids=true_ids,
         )
+        return cls(record, response, judgement, retrieved, key, case)
+
+    def events(self, n: int, agent: str, dataset: str, case_id: str) -> list[Event]:
+        """The run of record ``n``: its question, retrieval, response and imported verdict."""
+        record = self.record
         run = RunBuilder(
-            uuid.uuid5(NAMESPACE, f"{agent}/{n}/{key}").hex, EPOCH + timedelta(seconds=n)
+            uuid.uuid5(NAMESPACE, f"{agent}/{n}/{self.key}").hex, EPOCH + timedelta(seconds=n)
+        )
+        extra = (
+            {"retrieval_judgement": record["retrieval_judgement"]}
+            if "retrieval_judgement" in record
+            else {}
         )
         run.add(
             RunStarted(
@@ -176,34 +209,21 @@ def load(
                 dataset=dataset,
                 dataset_version="1",
                 case_id=case_id,
-                attributes={"record": n}
-                | (
-                    {"retrieval_judgement": record["retrieval_judgement"]}
-                    if "retrieval_judgement" in record
-                    else {}
-                ),
+                attributes={"record": n} | extra,
             )
         )
-        run.add(Retrieval(query=record["query"], documents=[Document(id=d) for d in retrieved]))
-        run.add(Response(text=str(response or "")))
+        documents = [Document(id=d) for d in self.retrieved]
+        run.add(Retrieval(query=record["query"], documents=documents))
+        run.add(Response(text=str(self.response or "")))
         run.add(RunFinished(status="ok"))
-        if judgement is not None:
+        if self.judgement is not None:
             verdict = Verdict(
                 scorer=JUDGE,
                 scorer_version="imported",
-                input_hash=hashlib.sha256(f"{key}/{response}".encode()).hexdigest(),
+                input_hash=hashlib.sha256(f"{self.key}/{self.response}".encode()).hexdigest(),
                 subject_trace_id=run.trace_id,
-                passed=judgement == "Correct",
-                label=judgement,
+                passed=self.judgement == "Correct",
+                label=self.judgement,
             )
             run.add(verdict)
-        events += run.events
-    description = f"GRAMMAR results: {path.name}"
-    return Imported(
-        Dataset(dataset, "1", tuple(cases.values()), description),
-        events,
-        len(records),
-        judged,
-        no_response,
-        unjudged,
-    )
+        return run.events
