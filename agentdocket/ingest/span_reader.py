@@ -14,15 +14,8 @@ from opentelemetry.trace import SpanContext, Status, StatusCode
 from agentdocket.events import Event, validate_payload
 from agentdocket.events.readings import final_text, last_user_text
 from agentdocket.ingest import attributes as A
-from agentdocket.ingest.agents import (
-    fallback_name,
-    own_name,
-    run_settings,
-)
-from agentdocket.ingest.conventions import (
-    FIELDS,
-    tool_arguments,
-)
+from agentdocket.ingest.agents import fallback_name, own_name, run_settings
+from agentdocket.ingest.conventions import FIELDS, tool_arguments
 from agentdocket.ingest.conventions import messages as call_messages
 from agentdocket.ingest.conventions.frameworks import FINAL_ANSWER_TOOLS, NO_CALL_ID
 from agentdocket.ingest.conventions.genai import with_instructions
@@ -170,6 +163,32 @@ class SpanReader:
     # --- kinds --------------------------------------------------------------------------------
 
     def run(self) -> list[Event]:
+        inputs, outputs = self.messages() if not self.ours else ([], [])
+        status = self.attrs.get(A.RUN_STATUS)
+        if status not in ("ok", "error", "cancelled"):
+            status = "error" if self.error is not None else "ok"
+        started = self.run_started(inputs)
+        events = [self.event("run.started", started, seq=0 if self.ours else None)]
+        if not self.ours:
+            output = None
+            if self.attrs.get(A.OUTPUT_VALUE) is not None:
+                output = answer_text(self.value(A.OUTPUT_VALUE, A.OUTPUT_MIME))
+            if output is None:  # a GenAI root's own output messages (the text, trimmed)
+                output = (final_text(outputs) or "").strip() or None
+            if output is not None:  # else read from its model calls (Trace.response)
+                events.append(self.event("response", {"text": output}, at_end=True))
+        events.append(
+            self.event(
+                "run.finished",
+                {"status": status, "error": self.error if status != "ok" else None},
+                at_end=True,
+                seq=None if self.ours else 1,
+            )
+        )
+        return events
+
+    def run_started(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        """The run.started payload of a root span: its agent, question, models and settings."""
         models = {
             k[len(A.MODEL_PREFIX) :]: str(v)
             for k, v in self.attrs.items()
@@ -179,7 +198,6 @@ class SpanReader:
         question = self.attrs.get(A.INPUT_VALUE)
         if not self.ours and question is not None:
             question = question_text(self.value(A.INPUT_VALUE, A.INPUT_MIME))
-        inputs, outputs = self.messages() if not self.ours else ([], [])
         if not self.ours and question is None:  # a GenAI root's own messages
             question = last_user_text(inputs)
         # Foreign runs name their case in span attributes, OpenInference's metadata (where
@@ -204,7 +222,7 @@ class SpanReader:
                 or self.agent_below
                 or fallback_name(self.span.name, self.attrs)
             )
-        started = {
+        return {
             "agent": agent,
             "agent_version": setting(*FIELDS["agent_version"], A.AGENT_VERSION),
             "strategy": setting(A.STRATEGY),
@@ -215,27 +233,6 @@ class SpanReader:
             "case_id": setting(A.CASE_ID),
             "attributes": attributes,
         }
-        status = self.attrs.get(A.RUN_STATUS)
-        if status not in ("ok", "error", "cancelled"):
-            status = "error" if self.error is not None else "ok"
-        events = [self.event("run.started", started, seq=0 if self.ours else None)]
-        if not self.ours:
-            output = None
-            if self.attrs.get(A.OUTPUT_VALUE) is not None:
-                output = answer_text(self.value(A.OUTPUT_VALUE, A.OUTPUT_MIME))
-            if output is None:  # a GenAI root's own output messages (the text, trimmed)
-                output = (final_text(outputs) or "").strip() or None
-            if output is not None:  # else read from its model calls (Trace.response)
-                events.append(self.event("response", {"text": output}, at_end=True))
-        events.append(
-            self.event(
-                "run.finished",
-                {"status": status, "error": self.error if status != "ok" else None},
-                at_end=True,
-                seq=None if self.ours else 1,
-            )
-        )
-        return events
 
     def tool(self) -> list[Event]:
         name = str(self.get(*FIELDS["tool_name"]) or self.span.name)
