@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.table import Table
 
 from agentdocket.commands.common import FORMAT, console, echo_json, err, open_from
 from agentdocket.store import database_url
+
+if TYPE_CHECKING:
+    from agentdocket.examiner.harness import Examination
 
 
 @click.command()
@@ -107,6 +111,13 @@ def examine(
             raise click.ClickException(str(exc)) from None
         latest = store.scoring.report_verdicts({scorer.name: scorer.version}, dataset)
         scores = {v.trace_id: v.score for v in latest if v.trace_id in ids}
+    _show(done, scores, fmt)
+    for line in result.errors:
+        err.print(f"[red]error:[/] {line}")
+
+
+def _show(done: list[Examination], scores: dict[str, float | None], fmt: str) -> None:
+    """Each examined case: its rounds, how it ended, its checks and its score."""
     if fmt == "json":
         echo_json(
             [
@@ -122,21 +133,18 @@ def examine(
                 for e in done
             ]
         )
+        return
     table = Table(title=f"examined {len(done)} cases", title_justify="left")
     for col in ("case", "rounds", "ended by", "eval_code", "score", "trace"):
         table.add_column(col)
     for e in done:
         value = scores.get(e.trace_id or "")
-        score = "-" if value is None else f"{value:.2f}"
         table.add_row(
             e.case_id,
             str(e.rounds),
             e.stopped_by,
             f"{e.eval_passed}/{e.eval_total}",
-            score,
+            "-" if value is None else f"{value:.2f}",
             (e.trace_id or "-")[:12],
         )
-    if fmt != "json":
-        console.print(table)
-    for line in result.errors:
-        err.print(f"[red]error:[/] {line}")
+    console.print(table)
