@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from agentdocket.commands.common import console, echo_json, open_from, progress_bar
+
+if TYPE_CHECKING:
+    from agentdocket.experiments.runner import Experiment, Outcome
 
 
 @click.group()
@@ -66,15 +69,9 @@ def run(
       agentdocket experiment run --dataset support@3 --agent my_agent:answer \\
           --agent-version "$(git rev-parse --short HEAD)" --repeat 3 --concurrency 4
     """
-    from agentdocket import scorers, tracer
+    from agentdocket import scorers
     from agentdocket.experiments.compare import selected
-    from agentdocket.experiments.runner import (
-        AgentSpecError,
-        Experiment,
-        finished,
-        load_agent,
-        run_experiment,
-    )
+    from agentdocket.experiments.runner import AgentSpecError, Experiment, finished, load_agent
     from agentdocket.scorers.runner import score_runs
 
     if os.getcwd() not in sys.path:
@@ -95,23 +92,7 @@ def run(
         done = finished(store.scoring.case_runs(dataset_name), name)
         url = store.url
     plan = Experiment(name, data, agent_name, agent_version, repeat, concurrency, timeout)
-    try:
-        configured = tracer.configure(url)
-    except RuntimeError:
-        raise click.ClickException(
-            f"{spec}: its module configures agentdocket.tracer itself; leave that to "
-            "`experiment run`, which records into the store given to it"
-        ) from None
-    try:
-        with progress_bar(f"experiment {name}") as advance:
-            outcome = asyncio.run(
-                run_experiment(
-                    plan, agent, configured.tracer, done, progress=advance, flush=configured.flush
-                )
-            )
-        configured.flush()
-    finally:
-        tracer.shutdown()
+    outcome = _call_agent(plan, agent, spec, url, done)
     with open_from(ctx) as store:
         ids = [
             r["trace_id"]
@@ -135,15 +116,47 @@ def run(
     if fmt == "json":
         echo_json(summary)
         return
+    _say(summary, data.name, outcome.errors)
+
+
+def _call_agent(
+    plan: Experiment, agent: Any, spec: str, url: str, done: set[tuple[str, int]]
+) -> Outcome:
+    """Every call of the plan not ``done`` yet, recorded into ``url`` through the tracer."""
+    from agentdocket import tracer
+    from agentdocket.experiments.runner import run_experiment
+
+    try:
+        configured = tracer.configure(url)
+    except RuntimeError:
+        raise click.ClickException(
+            f"{spec}: its module configures agentdocket.tracer itself; leave that to "
+            "`experiment run`, which records into the store given to it"
+        ) from None
+    try:
+        with progress_bar(f"experiment {plan.name}") as advance:
+            outcome = asyncio.run(
+                run_experiment(
+                    plan, agent, configured.tracer, done, progress=advance, flush=configured.flush
+                )
+            )
+        configured.flush()
+    finally:
+        tracer.shutdown()
+    return outcome
+
+
+def _say(summary: dict[str, Any], dataset_name: str, errors: list[str]) -> None:
+    name, dataset = summary["experiment"], summary["dataset"]
     console.print(
-        f"experiment {name} on {summary['dataset']}: ran {outcome.ran} of {summary['calls']} "
-        f"calls ({outcome.skipped} already done, {outcome.errored} errored); "
-        f"{len(ids)} runs scored"
+        f"experiment {name} on {dataset}: ran {summary['ran']} of {summary['calls']} "
+        f"calls ({summary['skipped']} already done, {summary['errored']} errored); "
+        f"{summary['runs']} runs scored"
     )
-    for line in outcome.errors[:10]:
+    for line in errors[:10]:
         console.print(f"  [red]error[/] {line}", highlight=False)
     console.print(
-        f"compare: agentdocket compare --dataset {data.name} --baseline experiment:OTHER "
-        f"--candidate experiment:{name}",
+        f"compare: agentdocket compare --dataset {dataset_name} "
+        f"--baseline experiment:OTHER --candidate experiment:{name}",
         highlight=False,
     )
