@@ -90,12 +90,6 @@ CALLS = (
 )
 
 
-def _chunks(values: list[str], size: int = READ_BATCH) -> Iterator[list[str]]:
-    """``values`` in lists of at most ``size`` (SQLite binds at most 32,766 parameters)."""
-    for i in range(0, len(values), size):
-        yield values[i : i + size]
-
-
 class Costs:
     """Reading model calls; keeping and adding up their costs."""
 
@@ -156,12 +150,8 @@ class Costs:
         """The event ids of the calls that have a row (of those ``among``, if given)."""
         if among is None:
             return {str(r[0]) for r in self.db.read("SELECT event_id FROM call_costs")}
-        found: set[str] = set()
-        for chunk in _chunks(list(among)):
-            where, params = self.db.any_of("event_id", chunk)
-            rows = self.db.read(f"SELECT event_id FROM call_costs WHERE {where}", params)
-            found.update(str(r[0]) for r in rows)
-        return found
+        sql = "SELECT event_id FROM call_costs WHERE {among}"
+        return {str(r[0]) for r in self.db.read_among(sql, "event_id", among, size=READ_BATCH)}
 
     def replace(self, rows: Sequence[CostRow], *, whole: bool = True) -> None:
         """Calls' costs, in one transaction: with ``whole``, every call's (the rows before

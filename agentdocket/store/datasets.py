@@ -145,17 +145,14 @@ class Datasets:
                 wanted[(run["dataset"], version)].append((run["case_id"], run["trace_id"]))
         out: dict[str, tuple[str, Case]] = {}
         for (dataset, version), pairs in wanted.items():
-            case_ids = sorted({c for c, _ in pairs})
-            found: dict[str, Case] = {}
-            for start in range(0, len(case_ids), 500):
-                chunk = case_ids[start : start + 500]
-                marks = ", ".join("?" for _ in chunk)
-                for case_id, data in self.db.read(
-                    f"SELECT case_id, data FROM cases WHERE dataset = ? AND dataset_version = ?"
-                    f" AND case_id IN ({marks})",
-                    (dataset, version, *chunk),
-                ):
-                    found[case_id] = Case.from_json(self.db.from_db("data", data))
+            sql = (
+                "SELECT case_id, data FROM cases WHERE dataset = ? AND dataset_version = ? "
+                "AND {among}"
+            )
+            rows = self.db.read_among(
+                sql, "case_id", sorted({c for c, _ in pairs}), [dataset, version]
+            )
+            found = {c: Case.from_json(self.db.from_db("data", data)) for c, data in rows}
             for case_id, trace_id in pairs:
                 if case_id in found:
                     out[trace_id] = (version, found[case_id])

@@ -79,6 +79,7 @@ TIME_COLUMNS = frozenset(
 # Errors of Python's own making while a record is encoded for the database (an integer past 64
 # bits, a value no JSON encoder takes, nesting past the interpreter's recursion limit): the
 # record's fault, like a value the database refuses.
+AMONG_CHUNK = 500  # values of one "is one of" condition a statement
 DATA_ERRORS = (TypeError, ValueError, OverflowError, RecursionError)
 
 
@@ -236,6 +237,23 @@ class Recorder(ABC):
     @abstractmethod
     def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
         """A condition "``column`` is one of ``values``" and its parameters."""
+
+    def read_among(
+        self,
+        sql: str,
+        column: str,
+        values: Sequence[Any],
+        params: Sequence[Any] = (),
+        size: int = AMONG_CHUNK,
+    ) -> list[tuple[Any, ...]]:
+        """The rows of ``sql`` where ``column`` is one of ``values``, asked ``size`` values at
+        a time (SQLite binds at most 32,766 parameters): ``{among}`` in ``sql`` stands for
+        that condition, ``params`` for the parameters before it."""
+        rows: list[tuple[Any, ...]] = []
+        for start in range(0, len(values), size):
+            where, more = self.any_of(column, values[start : start + size])
+            rows += self.read(sql.replace("{among}", where), [*params, *more])
+        return rows
 
     @abstractmethod
     def scoring_events(

@@ -148,31 +148,20 @@ class ScoringReader:
                     cache[(dataset, "", case_id)] = case
 
     def _cases(self, dataset: str, version: str, case_ids: Sequence[str]) -> dict[str, Case]:
-        found: dict[str, Case] = {}
-        for start in range(0, len(case_ids), 500):
-            where, params = self.db.any_of("case_id", case_ids[start : start + 500])
-            rows = self.db.read(
-                "SELECT case_id, data FROM cases WHERE dataset = ? AND dataset_version = ? "
-                f"AND {where}",
-                [dataset, version, *params],
-            )
-            for case_id, data in rows:
-                found[case_id] = Case.from_json(self.db.from_db("data", data))
-        return found
+        sql = (
+            "SELECT case_id, data FROM cases WHERE dataset = ? AND dataset_version = ? AND {among}"
+        )
+        rows = self.db.read_among(sql, "case_id", case_ids, [dataset, version])
+        return {case_id: Case.from_json(self.db.from_db("data", data)) for case_id, data in rows}
 
     def trace_groups(self, ids: Sequence[str]) -> dict[str, str]:
         """The semantic group of each run's case (runs whose case has a group)."""
-        out: dict[str, str] = {}
-        for start in range(0, len(ids), 2000):
-            where, params = self.db.any_of("r.trace_id", ids[start : start + 2000])
-            rows = self.db.read(
-                "SELECT r.trace_id, c.group_id FROM runs r JOIN cases c ON c.dataset = r.dataset "
-                "AND c.dataset_version = r.dataset_version AND c.case_id = r.case_id "
-                f"WHERE {where} AND c.group_id IS NOT NULL",
-                params,
-            )
-            out.update({tid: group for tid, group in rows})
-        return out
+        sql = (
+            "SELECT r.trace_id, c.group_id FROM runs r JOIN cases c ON c.dataset = r.dataset "
+            "AND c.dataset_version = r.dataset_version AND c.case_id = r.case_id "
+            "WHERE {among} AND c.group_id IS NOT NULL"
+        )
+        return dict(self.db.read_among(sql, "r.trace_id", ids, size=2000))
 
     # --- verdicts -------------------------------------------------------------------------
 
@@ -215,16 +204,11 @@ class ScoringReader:
 
     def traces_with_failure(self, failure_type: str, ids: Sequence[str]) -> set[str]:
         """Those of ``ids`` whose latest run-level verdict of some scorer has ``failure_type``."""
-        found: set[str] = set()
-        for start in range(0, len(ids), 500):
-            where, params = self.db.any_of("v.trace_id", ids[start : start + 500])
-            rows = self.db.read(
-                "SELECT DISTINCT v.trace_id FROM verdicts_latest v WHERE v.failure_type = ? "
-                f"AND v.subject_span_id IS NULL AND {where}",
-                [failure_type, *params],
-            )
-            found.update(r[0] for r in rows)
-        return found
+        sql = (
+            "SELECT DISTINCT v.trace_id FROM verdicts_latest v WHERE v.failure_type = ? "
+            "AND v.subject_span_id IS NULL AND {among}"
+        )
+        return {r[0] for r in self.db.read_among(sql, "v.trace_id", ids, [failure_type])}
 
     def case_runs(self, dataset: str) -> list[CaseRun]:
         """The runs of ``dataset`` with their case, agent, version, status and attributes
@@ -286,12 +270,6 @@ class ScoringReader:
 
     def judge_replies(self, keys: Sequence[str]) -> dict[str, tuple[str, str]]:
         """Cached judge replies by cache key: (reply, trace id of the recorded call)."""
-        out: dict[str, tuple[str, str]] = {}
-        unique = sorted(set(keys))
-        for start in range(0, len(unique), 500):
-            where, params = self.db.any_of("cache_key", unique[start : start + 500])
-            for key, reply, trace_id in self.db.read(
-                f"SELECT cache_key, reply, trace_id FROM judge_calls WHERE {where}", params
-            ):
-                out[key] = (reply, trace_id)
-        return out
+        sql = "SELECT cache_key, reply, trace_id FROM judge_calls WHERE {among}"
+        rows = self.db.read_among(sql, "cache_key", sorted(set(keys)))
+        return {key: (reply, trace_id) for key, reply, trace_id in rows}
