@@ -84,6 +84,19 @@ class RecorderContract(ABC):
         where, params = recorder.any_of("letter_id", ["a", "zz"])
         assert recorder.read(f"SELECT count(*) FROM dead_letters WHERE {where}", params) == [(1,)]
 
+    def test_read_among_reads_every_chunk_with_the_parameters_before(
+        self, recorder: Recorder
+    ) -> None:
+        with recorder.write() as conn:
+            for i in range(7):
+                recorder.execute(conn, self.INSERT, self._letter(recorder, f"l{i}"))
+        wanted = [f"l{i}" for i in (0, 2, 3, 5, 6)] + ["absent"]
+        sql = "SELECT letter_id FROM dead_letters WHERE source = ? AND {among}"
+        rows = recorder.read_among(sql, "letter_id", wanted, ["contract"], size=2)  # 3 chunks
+        assert sorted(r[0] for r in rows) == ["l0", "l2", "l3", "l5", "l6"]
+        assert recorder.read_among(sql, "letter_id", wanted, ["elsewhere"], size=2) == []
+        assert recorder.read_among(sql, "letter_id", [], ["contract"]) == []
+
     def test_events_are_inserted_once_and_read_back_whole(self, recorder: Recorder) -> None:
         events = run_events(random.Random(30))
         months = {events[0].trace_id: month_of(events[0].ts)}
