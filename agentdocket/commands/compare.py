@@ -14,7 +14,8 @@ from agentdocket.commands.costs import PRICES
 from agentdocket.store import Store
 
 if TYPE_CHECKING:
-    from agentdocket.experiments.compare import Side
+    from agentdocket.experiments.compare import Judged, Side
+    from agentdocket.store.rows import CaseRun
 
 SELECTION = "AGENT[@VERSION] or experiment:NAME"
 
@@ -34,25 +35,9 @@ def run_comparison(
 ) -> dict[str, Any]:
     """The comparison of two selections of ``dataset``'s runs (see :mod:`..experiments.compare`),
     and of what they cost (:mod:`..experiments.costs`)."""
-    from agentdocket.experiments.compare import Judged, Side, compare, group_runs, selected
-    from agentdocket.scorers.base import version_key
+    from agentdocket.experiments.compare import compare
 
-    runs = store.scoring.case_runs(dataset)
-    sides = []
-    for label, selection in (("baseline", baseline), ("candidate", candidate)):
-        chosen = [(r["trace_id"], r["case_id"]) for r in selected(runs, selection)]
-        if not chosen:
-            agents = sorted(
-                {
-                    (r["agent"] or "-") + (f"@{r['agent_version']}" if r["agent_version"] else "")
-                    for r in runs
-                }
-            )
-            raise click.UsageError(
-                f"--{label} {selection!r} selects no run of dataset {dataset!r}; its runs are "
-                f"of {', '.join(agents) or 'no agent'}"
-            )
-        sides.append(Side(selection, group_runs(chosen)))
+    sides = _sides(store.scoring.case_runs(dataset), dataset, baseline, candidate)
     ids = {t for side in sides for traces in side.runs.values() for t in traces}
     stored = store.scoring.scorer_versions(dataset)
     pins = pins or {}
@@ -64,28 +49,10 @@ def run_comparison(
             f"no verdicts of {', '.join(missing)} on dataset {dataset!r}: run `agentdocket "
             f"score --dataset {dataset}` first (it has {', '.join(sorted(stored)) or 'none'})"
         )
-    # Per scorer, the version pinned, else the newest that judged runs of both sides: a
-    # scorer upgraded between two experiments is compared at the version both have.
-    base_ids = {t for traces in sides[0].runs.values() for t in traces}
-    cand_ids = {t for traces in sides[1].runs.values() for t in traces}
     versions: dict[str, str] = {}
     verdicts: dict[str, dict[str, Judged]] = {}
     for n in names:
-        candidates = [pins[n]] if n in pins else sorted(stored[n], key=version_key, reverse=True)
-        for version in candidates:
-            judged = {
-                v.trace_id: Judged(v.passed, v.score, v.failure_type)
-                for v in store.scoring.report_verdicts({n: version}, dataset)
-                if v.trace_id in ids
-            }
-            if (judged.keys() & base_ids and judged.keys() & cand_ids) or n in pins:
-                versions[n], verdicts[n] = version, judged
-                break
-        else:
-            raise click.UsageError(
-                f"no version of {n} judged runs of both sides; score them with the same "
-                f"version (`agentdocket score --dataset {dataset} --scorer {n}`)"
-            )
+        versions[n], verdicts[n] = _version(store, dataset, n, pins, stored[n], sides)
 
     @functools.cache  # a run that changed under several scorers is read once
     def calls(trace_id: str) -> list[tuple[str, Any]]:
@@ -112,6 +79,60 @@ def run_comparison(
         entry["version"] = versions[name]
     result["cost"] = _cost(store, sides[0], sides[1], sorted(ids), resamples, prices)
     return result
+
+
+def _sides(runs: list[CaseRun], dataset: str, baseline: str, candidate: str) -> list[Side]:
+    """The baseline's and the candidate's runs, by case; a selection of no run is an error
+    naming the agents the dataset's runs are of."""
+    from agentdocket.experiments.compare import Side, group_runs, selected
+
+    sides = []
+    for label, selection in (("baseline", baseline), ("candidate", candidate)):
+        chosen = [(r["trace_id"], r["case_id"]) for r in selected(runs, selection)]
+        if not chosen:
+            agents = sorted(
+                {
+                    (r["agent"] or "-") + (f"@{r['agent_version']}" if r["agent_version"] else "")
+                    for r in runs
+                }
+            )
+            raise click.UsageError(
+                f"--{label} {selection!r} selects no run of dataset {dataset!r}; its runs are "
+                f"of {', '.join(agents) or 'no agent'}"
+            )
+        sides.append(Side(selection, group_runs(chosen)))
+    return sides
+
+
+def _version(
+    store: Store,
+    dataset: str,
+    name: str,
+    pins: dict[str, str],
+    stored: list[str],
+    sides: list[Side],
+) -> tuple[str, dict[str, Judged]]:
+    """The version of scorer ``name`` to compare at and its verdicts of the sides' runs: the
+    version pinned, else the newest that judged runs of both sides (a scorer upgraded between
+    two experiments is compared at the version both have)."""
+    from agentdocket.experiments.compare import Judged
+    from agentdocket.scorers.base import version_key
+
+    base_ids, cand_ids = ({t for traces in side.runs.values() for t in traces} for side in sides)
+    ids = base_ids | cand_ids
+    tried = [pins[name]] if name in pins else sorted(stored, key=version_key, reverse=True)
+    for version in tried:
+        judged = {
+            v.trace_id: Judged(v.passed, v.score, v.failure_type)
+            for v in store.scoring.report_verdicts({name: version}, dataset)
+            if v.trace_id in ids
+        }
+        if (judged.keys() & base_ids and judged.keys() & cand_ids) or name in pins:
+            return version, judged
+    raise click.UsageError(
+        f"no version of {name} judged runs of both sides; score them with the same "
+        f"version (`agentdocket score --dataset {dataset} --scorer {name}`)"
+    )
 
 
 def _cost(
