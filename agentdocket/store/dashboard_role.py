@@ -78,7 +78,6 @@ def grant_dashboard_role(url: str, name: str, password: str) -> Granted:
     default. ``agentdocket migrate`` keeps these grants when it re-creates
     the views."""
     conn = _connect(url)
-    role = sql.Identifier(name)
     try:
         with conn.transaction():
             views = [
@@ -92,59 +91,61 @@ def grant_dashboard_role(url: str, name: str, password: str) -> Granted:
                 raise StoreError(
                     f"{display_url(url)} has no dashboard views: run `agentdocket migrate`"
                 )
-            found = conn.execute(
-                "SELECT rolsuper OR rolcreatedb OR rolcreaterole OR rolreplication "
-                "OR rolbypassrls FROM pg_roles WHERE rolname = %s",
-                [name],
-            ).fetchone()
-            if found is None:
-                conn.execute(
-                    sql.SQL(
-                        "CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD {}"
-                    ).format(role, sql.Literal(password))
-                )
-            elif found[0]:
-                raise StoreError(
-                    f"role {name!r} exists with more than read rights (superuser, createdb, "
-                    "createrole, replication or bypassrls); choose another --name"
-                )
-            else:  # running it again: a new password, and the grants of new views
-                conn.execute(
-                    sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(role, sql.Literal(password))
-                )
+            _login(conn, name, password)
             tables = (
                 [str(r[0]) for r in conn.execute(UNDER_VIEWS, [views]).fetchall()]
                 if _citus(conn)
                 else []
             )
-            database = sql.Identifier(conn.info.dbname)
-            conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(database, role))
-            conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(role))
-            conn.execute(sql.SQL("REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {}").format(role))
-            for relation in views + tables:
-                conn.execute(
-                    sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(relation), role)
-                )
-            conn.execute(
-                sql.SQL(
-                    "ALTER ROLE {} IN DATABASE {} SET default_transaction_read_only = on"
-                ).format(role, database)
-            )
-            conn.execute(
-                sql.SQL("ALTER ROLE {} IN DATABASE {} SET statement_timeout = '60s'").format(
-                    role, database
-                )
-            )
-            # Panels are short aggregations: compiling them with JIT costs more (0.1-1 s) than
-            # running them.
-            conn.execute(
-                sql.SQL("ALTER ROLE {} IN DATABASE {} SET jit = off").format(role, database)
-            )
+            _grant(conn, sql.Identifier(name), views + tables)
     except psycopg.Error as exc:
         raise StoreError(f"creating the role {name!r} failed: {exc}".strip()) from None
     finally:
         conn.close()
     return Granted(views, tables)
+
+
+def _login(conn: psycopg.Connection[tuple[object, ...]], name: str, password: str) -> None:
+    """Create the login role, or give the one there (with no more than read rights) a new
+    password."""
+    role = sql.Identifier(name)
+    found = conn.execute(
+        "SELECT rolsuper OR rolcreatedb OR rolcreaterole OR rolreplication "
+        "OR rolbypassrls FROM pg_roles WHERE rolname = %s",
+        [name],
+    ).fetchone()
+    if found is None:
+        conn.execute(
+            sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD {}").format(
+                role, sql.Literal(password)
+            )
+        )
+    elif found[0]:
+        raise StoreError(
+            f"role {name!r} exists with more than read rights (superuser, createdb, "
+            "createrole, replication or bypassrls); choose another --name"
+        )
+    else:  # running it again: a new password, and the grants of new views
+        conn.execute(sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(role, sql.Literal(password)))
+
+
+def _grant(
+    conn: psycopg.Connection[tuple[object, ...]], role: sql.Identifier, relations: list[str]
+) -> None:
+    """SELECT on ``relations`` and nothing else of the schema; read-only sessions of at most
+    a minute, without JIT."""
+    database = sql.Identifier(conn.info.dbname)
+    conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(database, role))
+    conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(role))
+    conn.execute(sql.SQL("REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {}").format(role))
+    for relation in relations:
+        conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(relation), role))
+    in_database = sql.SQL("ALTER ROLE {} IN DATABASE {} SET ").format(role, database)
+    conn.execute(in_database + sql.SQL("default_transaction_read_only = on"))
+    conn.execute(in_database + sql.SQL("statement_timeout = '60s'"))
+    # Panels are short aggregations: compiling them with JIT costs more (0.1-1 s) than running
+    # them.
+    conn.execute(in_database + sql.SQL("jit = off"))
 
 
 def drop_dashboard_role(url: str, name: str) -> bool:

@@ -447,3 +447,35 @@ def test_the_role_needs_postgresql(sqlite_url: str) -> None:
 
     result = CliRunner().invoke(main, ["--database", sqlite_url, "grafana-role", "--password", "x"])
     assert result.exit_code == 1 and "not one" in result.output
+
+
+@pytest.mark.postgres
+def test_a_role_with_more_than_read_rights_is_refused_and_given_nothing(pg_url: str) -> None:
+    from click.testing import CliRunner
+
+    from agentdocket.cli import main
+
+    name = f"grafana_{uuid.uuid4().hex[:8]}"
+    conninfo = psycopg_conninfo(parse_url(pg_url))
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {name} LOGIN CREATEDB")
+    try:
+        result = CliRunner().invoke(
+            main, ["--database", pg_url, "grafana-role", "--name", name, "--password", "x"]
+        )
+        assert result.exit_code == 1
+        assert f"role {name!r} exists with more than read rights" in result.output
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            grants = conn.execute(
+                "SELECT count(*) FROM information_schema.role_table_grants WHERE grantee = %s",
+                [name],
+            ).fetchall()
+            settings = conn.execute(
+                "SELECT count(*) FROM pg_db_role_setting s JOIN pg_roles r "
+                "ON r.oid = s.setrole WHERE r.rolname = %s",
+                [name],
+            ).fetchall()
+        assert grants == [(0,)] and settings == [(0,)]
+    finally:
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.execute(f"DROP ROLE {name}")
