@@ -12,6 +12,7 @@ from agentdocket.events import Trace
 from agentdocket.scorers.base import Outcome, Scorer, register
 from agentdocket.scorers.judges.client import (
     JUDGE_OPTIONS,
+    Answer,
     Ask,
     current_session,
     judge_trace_id,
@@ -59,42 +60,46 @@ def answer_reference_batch(
         max_concurrency=config.get("max_concurrency"),
     )
     for (i, kind, ask), answer in zip(asks, answers, strict=True):
-        details: dict[str, Any] = {
-            "question_type": kind,
-            "model": name,
-            "temperature": temperature,
-            "attempts": answer.attempts,
-            "cached": answer.cached,
-        }
-        rationale = (answer.reply or "")[:RATIONALE_LIMIT] or None
-        if answer.failure is not None:
-            out[i] = Outcome(
-                failure_type=answer.failure,
-                rationale=answer.error,
-                details=details,
-                judge_trace_id=linked_trace(ask.trace_id, [answer]),
-            )
-        elif kind == "conclusive":
-            matched = answer.parsed == "Match"
-            out[i] = Outcome(
-                passed=matched,
-                score=1.0 if matched else 0.0,
-                label=answer.parsed,
-                failure_type=None if matched else "answer:not_match",
-                rationale=rationale,
-                details=details,
-                judge_trace_id=linked_trace(ask.trace_id, [answer]),
-            )
-        else:
-            details["score"] = answer.parsed
-            out[i] = Outcome(
-                score=float(answer.parsed),
-                label=str(answer.parsed),
-                rationale=rationale,
-                details=details,
-                judge_trace_id=linked_trace(ask.trace_id, [answer]),
-            )
+        out[i] = _outcome(kind, answer, linked_trace(ask.trace_id, [answer]), name, temperature)
     return out
+
+
+def _outcome(kind: str, answer: Answer, judge_trace: str, model: str, temperature: Any) -> Outcome:
+    """The verdict of one reply: Match / Not Match, or a score of 1-5."""
+    details: dict[str, Any] = {
+        "question_type": kind,
+        "model": model,
+        "temperature": temperature,
+        "attempts": answer.attempts,
+        "cached": answer.cached,
+    }
+    rationale = (answer.reply or "")[:RATIONALE_LIMIT] or None
+    if answer.failure is not None:
+        return Outcome(
+            failure_type=answer.failure,
+            rationale=answer.error,
+            details=details,
+            judge_trace_id=judge_trace,
+        )
+    if kind == "conclusive":
+        matched = answer.parsed == "Match"
+        return Outcome(
+            passed=matched,
+            score=1.0 if matched else 0.0,
+            label=answer.parsed,
+            failure_type=None if matched else "answer:not_match",
+            rationale=rationale,
+            details=details,
+            judge_trace_id=judge_trace,
+        )
+    details["score"] = answer.parsed
+    return Outcome(
+        score=float(answer.parsed),
+        label=str(answer.parsed),
+        rationale=rationale,
+        details=details,
+        judge_trace_id=judge_trace,
+    )
 
 
 def answer_reference(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
