@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 import click
 from rich.table import Table
@@ -83,7 +85,19 @@ def retention(ctx: click.Context, keep: str, dry_run: bool, fmt: str) -> None:
         if nothing_done:
             ctx.exit(1)
         return
-    verb = "would drop" if dry_run else "dropped"
+    _say(result, dropped, refused, failed)
+    if nothing_done:
+        ctx.exit(1)
+
+
+def _say(
+    result: dict[str, Any],
+    dropped: Sequence[Month],
+    refused: Sequence[Month],
+    failed: Sequence[tuple[Month, str]],
+) -> None:
+    """The months dropped as a table; those kept, and why, on standard error."""
+    verb = "would drop" if result["dry_run"] else "dropped"
     if not dropped and not refused and not failed:
         console.print(
             f"nothing to drop: no month ended before {result['window_start']}", highlight=False
@@ -103,14 +117,13 @@ def retention(ctx: click.Context, keep: str, dry_run: bool, fmt: str) -> None:
         )
     for m, why in failed:
         print(f"kept {m.label} for now: {why}", file=sys.stderr)
+    rollups = result["rollups"]
     if rollups and rollups != "refreshed":
         print(f"the dropped hours' dashboard rollups are {rollups}", file=sys.stderr)
-    noun = "samples would go" if dry_run else "samples went"
-    console.print(f"{samples:,} process {noun}", highlight=False)
-    if trace_id:
+    noun = "samples would go" if result["dry_run"] else "samples went"
+    console.print(f"{result['samples']:,} process {noun}", highlight=False)
+    if trace_id := result["trace_id"]:
         console.print(f"recorded as retention.applied in trace {trace_id}", highlight=False)
-    if nothing_done:
-        ctx.exit(1)
 
 
 def _summary(month: Month) -> str:
