@@ -37,13 +37,11 @@ import argparse
 import importlib.util
 import os
 import random
-import re
 import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -65,11 +63,11 @@ from agentdocket.store.config import parse_url, psycopg_conninfo  # noqa: E402
 from agentdocket.store.dashboard_role import grant_dashboard_role  # noqa: E402
 from agentdocket.store.derived import drop_installed, install  # noqa: E402
 from agentdocket.store.migrate import upgrade  # noqa: E402
+from bench.citus import citus_database, cluster_report  # noqa: E402
 from bench.common import fresh_database, postgres_url  # noqa: E402
 from bench.dashboards import ROLE, synthesise, timed  # noqa: E402
 from bench.ingest import synthetic_events  # noqa: E402
 from bench.scoring import fresh_version  # noqa: E402
-from tests.helpers.citus import Cluster  # noqa: E402
 
 LAYOUTS = ("partitioned", "unpartitioned")
 CLUSTER = ("single node", "citus")
@@ -235,17 +233,6 @@ def drop_oldest(url: str, layout: str, oldest: date) -> tuple[float, int]:
         return (time.perf_counter() - start) * 1000, gone
 
 
-@contextmanager
-def citus_database(server: str) -> Iterator[str]:
-    """A new database on the Citus cluster (every node, workers registered), dropped after."""
-    cluster = Cluster.of(server)
-    name = f"agentdocket_bench_{uuid.uuid4().hex[:8]}"
-    try:
-        yield cluster.make_database(name)
-    finally:
-        cluster.drop_database(name)
-
-
 def ingest(url: str, n: int) -> float:
     """Events per second through ``Store.append`` (batches of 1,000), into a store holding
     only what the synthesis wrote."""
@@ -256,38 +243,6 @@ def ingest(url: str, n: int) -> float:
         seconds = time.perf_counter() - start
     assert result.inserted == len(events), result
     return len(events) / seconds
-
-
-def tasks(conn: psycopg.Connection[Any], sql: str) -> str:
-    """How many tasks (shards) Citus's plan of ``sql`` sends work to."""
-    plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {sql}".encode()).fetchall())
-    counts = re.findall(r"Task Count: (\d+)", plan)
-    return "+".join(counts) if counts else "0 (coordinator)"
-
-
-def cluster_report(url: str, end: datetime) -> None:
-    """What each worker holds of the log, and how far a few plans fan out."""
-    with psycopg.connect(psycopg_conninfo(parse_url(url)), autocommit=True) as conn:
-        held = conn.execute(
-            "SELECT nodeport, count(*), sum(shard_size) FROM citus_shards "
-            "WHERE table_name::text LIKE 'events%' GROUP BY nodeport ORDER BY nodeport"
-        ).fetchall()
-        for port, shards, size in held:
-            mb = float(size) / 1e6
-            print(f"[citus] worker :{port} holds {shards} shards of the log, {mb:.0f} MB")
-        [(trace,)] = conn.execute("SELECT trace_id FROM runs LIMIT 1").fetchall()
-        since = (end - timedelta(days=1)).isoformat()
-        plans = {
-            "read one run by trace id": f"SELECT * FROM runs WHERE trace_id = '{trace}' "
-            "AND run_month = (SELECT run_month FROM trace_months "
-            f"WHERE trace_id = '{trace}')",
-            "runs of the last day (scoring)": "SELECT trace_id FROM runs "
-            f"WHERE started_at >= '{since}'",
-            "runs per hour, last day": "SELECT date_trunc('hour', started_at), count(*) "
-            f"FROM runs WHERE started_at >= '{since}' GROUP BY 1",
-        }
-        for label, sql in plans.items():
-            print(f"[citus] tasks of {label}: {tasks(conn, sql)}")
 
 
 def score_rate(url: str, end: datetime) -> float:
