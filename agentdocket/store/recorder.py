@@ -76,10 +76,10 @@ TIME_COLUMNS = frozenset(
         "claimed_at",  # queue_claims
     }
 )
+AMONG_CHUNK = 500  # the values of one "is one of" condition in a statement (read_among)
 # Errors of Python's own making while a record is encoded for the database (an integer past 64
 # bits, a value no JSON encoder takes, nesting past the interpreter's recursion limit): the
 # record's fault, like a value the database refuses.
-AMONG_CHUNK = 500  # values of one "is one of" condition a statement
 DATA_ERRORS = (TypeError, ValueError, OverflowError, RecursionError)
 
 
