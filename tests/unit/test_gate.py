@@ -76,7 +76,7 @@ def test_seven_of_ten_regressions_fail_the_gate_with_every_scorer_selected() -> 
 
 
 def test_the_markdown_says_which_scorer_and_which_cases() -> None:
-    from agentdocket.commands.compare import markdown
+    from agentdocket.experiments.comparison_text import markdown
 
     result = compare(_side("A", 10), _side("B", 10), _users_case(), resamples=500)
     result["dataset"] = "mine"
