@@ -118,6 +118,12 @@ def _rows(
             "normalized score exists"
         )
     history = _history(trace, str(case.attributes.get("stop_keyword", "")))
+    # what every point's question to the judge starts with, and where its call is recorded
+    asked = (
+        f"{case.attributes.get('judge_instruction', '')}\n\nThe chat history is:\n"
+        f"{json.dumps(history, ensure_ascii=False, indent=1)}\n\n"
+    )
+    judge_trace = judge_trace_id(trace.trace_id, NAME, config)
     checks = _checks(trace)
     rows: list[dict[str, Any]] = []
     asks: list[tuple[int, Ask]] = []
@@ -131,14 +137,9 @@ def _rows(
                 reason=(check or {}).get("error") or ("passed" if check else "not checked"),
             )
         else:
-            instruction = str(case.attributes.get("judge_instruction", ""))
-            prompt = (
-                f"{instruction}\n\nThe chat history is:\n"
-                f"{json.dumps(history, ensure_ascii=False, indent=1)}\n\n"
-                f"The statement is: {point.point}"
-            )
             row["by"] = "llm"
-            asks.append((i, Ask(judge_trace_id(trace.trace_id, NAME, config), prompt, parse_hit)))
+            prompt = f"{asked}The statement is: {point.point}"
+            asks.append((i, Ask(judge_trace, prompt, parse_hit)))
         rows.append(row)
     return rows, asks
 
