@@ -137,8 +137,8 @@ def load(
             no_response += 1
         else:
             unjudged += 1
-        case = cases.setdefault(rec.case.case_id, rec.case)
-        events += rec.events(n, agent, dataset, case.case_id)
+        cases.setdefault(rec.case.case_id, rec.case)
+        events += rec.events(n, agent, dataset)
     description = f"GRAMMAR results: {path.name}"
     return Imported(
         Dataset(dataset, "1", tuple(cases.values()), description),
@@ -191,7 +191,7 @@ class _Record:
         )
         return cls(record, response, judgement, retrieved, key, case)
 
-    def events(self, n: int, agent: str, dataset: str, case_id: str) -> list[Event]:
+    def events(self, n: int, agent: str, dataset: str) -> list[Event]:
         """The run of record ``n``: its question, retrieval, response and imported verdict."""
         record = self.record
         run = RunBuilder(
@@ -208,7 +208,7 @@ class _Record:
                 question=record["query"],
                 dataset=dataset,
                 dataset_version="1",
-                case_id=case_id,
+                case_id=self.case.case_id,
                 attributes={"record": n} | extra,
             )
         )
