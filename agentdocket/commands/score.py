@@ -120,8 +120,17 @@ def score(
             raise click.UsageError("--config KEY=VALUE needs the scorers it is for: --scorer NAME")
         if since is not None or workers != 1:
             raise click.UsageError("--since and --workers are for batch scoring, not --follow")
-        metrics = (metrics_host, metrics_port)
-        _follow(ctx, config_file, names, options, agents, dataset, judge, metrics)
+        from agentdocket.commands.follower_options import follow_config, follow_until_stopped
+
+        config = follow_config(
+            config_file,
+            names,
+            agents=agents,
+            datasets=[dataset] if dataset else [],
+            judge=judge,
+            options=options,
+        )
+        follow_until_stopped(ctx, config, metrics_host, metrics_port)
         return
     if agents or metrics_port is not None:
         raise click.UsageError("--agent and --metrics-port go with --follow")
@@ -148,40 +157,7 @@ def score(
                 )
             except (EmbeddingsUnavailable, JudgeUnavailable) as exc:
                 raise click.ClickException(f"{exc}; the batches scored so far are stored") from None
-    _report(result, fmt)
-    for line in result.errors:
-        err.print(f"[red]error:[/] {line}")
-    if result.error_count:
-        raise click.ClickException(
-            f"{result.error_count} runs could not be scored (no verdict written for them)"
-        )
-
-
-def _follow(
-    ctx: click.Context,
-    config_file: Path | None,
-    names: tuple[str, ...],
-    options: dict[str, str],
-    agents: tuple[str, ...],
-    dataset: str | None,
-    judge: str | None,
-    metrics: tuple[str, int | None],
-) -> None:
-    """``score --follow``: judge runs as they finish until stopped."""
-    from agentdocket.commands.follower_options import follow_config, follow_until_stopped
-
-    config = follow_config(
-        config_file,
-        names,
-        agents=agents,
-        datasets=[dataset] if dataset else [],
-        judge=judge,
-        options=options,
-    )
-    follow_until_stopped(ctx, config, *metrics)
-
-
-def _report(result: Result, fmt: str) -> None:
+    rate = result.runs / result.seconds if result.seconds else 0.0
     if fmt == "json":
         echo_json(
             {
@@ -193,7 +169,13 @@ def _report(result: Result, fmt: str) -> None:
             }
         )
     else:
-        _print_tallies(result, result.runs / result.seconds if result.seconds else 0.0)
+        _print_tallies(result, rate)
+    for line in result.errors:
+        err.print(f"[red]error:[/] {line}")
+    if result.error_count:
+        raise click.ClickException(
+            f"{result.error_count} runs could not be scored (no verdict written for them)"
+        )
 
 
 def chosen_scorers(
