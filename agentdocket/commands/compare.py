@@ -39,7 +39,8 @@ def run_comparison(
     from agentdocket.experiments.compare import compare
 
     sides = _sides(store.scoring.case_runs(dataset), dataset, baseline, candidate)
-    ids = {t for side in sides for traces in side.runs.values() for t in traces}
+    base_ids, cand_ids = ({t for traces in side.runs.values() for t in traces} for side in sides)
+    ids = base_ids | cand_ids
     stored = store.scoring.scorer_versions(dataset)
     pins = pins or {}
     names = list(scorers) or sorted(pins) or sorted(stored)
@@ -53,7 +54,9 @@ def run_comparison(
     versions: dict[str, str] = {}
     verdicts: dict[str, dict[str, Judged]] = {}
     for n in names:
-        versions[n], verdicts[n] = _version(store, dataset, n, pins, stored[n], sides)
+        versions[n], verdicts[n] = _version(
+            store, dataset, n, pins.get(n), stored[n], (base_ids, cand_ids)
+        )
 
     @functools.cache  # a run that changed under several scorers is read once
     def calls(trace_id: str) -> list[tuple[str, Any]]:
@@ -109,26 +112,26 @@ def _version(
     store: Store,
     dataset: str,
     name: str,
-    pins: dict[str, str],
+    pinned: str | None,
     stored: list[str],
-    sides: list[Side],
+    sides: tuple[set[str], set[str]],
 ) -> tuple[str, dict[str, Judged]]:
-    """The version of scorer ``name`` to compare at and its verdicts of the sides' runs: the
-    version pinned, else the newest that judged runs of both sides (a scorer upgraded between
-    two experiments is compared at the version both have)."""
+    """The version of scorer ``name`` to compare at and its verdicts of the runs of ``sides``
+    (the baseline's and the candidate's trace ids): the version ``pinned``, else the newest
+    that judged runs of both sides (a scorer upgraded between two experiments is compared at
+    the version both have)."""
     from agentdocket.experiments.compare import Judged
     from agentdocket.scorers.base import version_key
 
-    base_ids, cand_ids = ({t for traces in side.runs.values() for t in traces} for side in sides)
-    ids = base_ids | cand_ids
-    tried = [pins[name]] if name in pins else sorted(stored, key=version_key, reverse=True)
+    base_ids, cand_ids = sides
+    tried = [pinned] if pinned is not None else sorted(stored, key=version_key, reverse=True)
     for version in tried:
         judged = {
             v.trace_id: Judged(v.passed, v.score, v.failure_type)
             for v in store.scoring.report_verdicts({name: version}, dataset)
-            if v.trace_id in ids
+            if v.trace_id in base_ids or v.trace_id in cand_ids
         }
-        if (judged.keys() & base_ids and judged.keys() & cand_ids) or name in pins:
+        if (judged.keys() & base_ids and judged.keys() & cand_ids) or pinned is not None:
             return version, judged
     raise click.UsageError(
         f"no version of {name} judged runs of both sides; score them with the same "
