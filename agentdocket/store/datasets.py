@@ -145,18 +145,19 @@ class Datasets:
                 wanted[(run["dataset"], version)].append((run["case_id"], run["trace_id"]))
         out: dict[str, tuple[str, Case]] = {}
         for (dataset, version), pairs in wanted.items():
-            sql = (
-                "SELECT case_id, data FROM cases WHERE dataset = ? AND dataset_version = ? "
-                "AND {among}"
-            )
-            rows = self.db.read_among(
-                sql, "case_id", sorted({c for c, _ in pairs}), [dataset, version]
-            )
-            found = {c: Case.from_json(self.db.from_db("data", data)) for c, data in rows}
+            found = self.cases(dataset, version, sorted({c for c, _ in pairs}))
             for case_id, trace_id in pairs:
                 if case_id in found:
                     out[trace_id] = (version, found[case_id])
         return out
+
+    def cases(self, dataset: str, version: str, case_ids: Sequence[str]) -> dict[str, Case]:
+        """These cases of a dataset version, by id (those it has)."""
+        sql = (
+            "SELECT case_id, data FROM cases WHERE dataset = ? AND dataset_version = ? AND {among}"
+        )
+        rows = self.db.read_among(sql, "case_id", case_ids, [dataset, version])
+        return {case_id: Case.from_json(self.db.from_db("data", data)) for case_id, data in rows}
 
 
 def first_difference(stored: Dataset, given: Dataset) -> str:

@@ -140,19 +140,12 @@ class ScoringReader:
             else:
                 wanted[(dataset, version)].add(case_id)
         for (dataset, version), case_ids in wanted.items():
-            found = self._cases(dataset, version, sorted(case_ids))
+            found = self.datasets.cases(dataset, version, sorted(case_ids))
             for case_id in case_ids:
                 case = found.get(case_id)
                 cache[(dataset, version, case_id)] = case
                 if latest.get(dataset) == version:
                     cache[(dataset, "", case_id)] = case
-
-    def _cases(self, dataset: str, version: str, case_ids: Sequence[str]) -> dict[str, Case]:
-        sql = (
-            "SELECT case_id, data FROM cases WHERE dataset = ? AND dataset_version = ? AND {among}"
-        )
-        rows = self.db.read_among(sql, "case_id", case_ids, [dataset, version])
-        return {case_id: Case.from_json(self.db.from_db("data", data)) for case_id, data in rows}
 
     def trace_groups(self, ids: Sequence[str]) -> dict[str, str]:
         """The semantic group of each run's case (runs whose case has a group)."""
