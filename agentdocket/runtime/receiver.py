@@ -27,6 +27,7 @@ from agentdocket.store.backends import backend_of
 from agentdocket.store.limits import LIVE, Limits
 
 if TYPE_CHECKING:
+    from agentdocket.ingest.handover import Handover, Take
     from agentdocket.ingest.receiver import Receiver
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -142,7 +143,7 @@ class _Grpc:
 class _Serving:
     """Taking requests from sibling processes, while the receiver runs."""
 
-    def __init__(self, handover: Any, take: Any) -> None:
+    def __init__(self, handover: Handover, take: Take) -> None:
         self.handover, self.take = handover, take
 
     def start(self) -> None:
