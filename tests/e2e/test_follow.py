@@ -8,7 +8,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -28,6 +28,7 @@ from agentdocket.follow.follower import Follower
 from agentdocket.follow.selection import Budget, Followed
 from agentdocket.store import Store, open_store
 from tests.helpers.otlp_server import Server, free_port, start_cli
+from tests.helpers.waiting import until
 
 SCORER = "interaction.metrics"
 CONFIG = f"""
@@ -52,13 +53,6 @@ def _finished(url: str) -> set[str]:
     with open_store(url) as store:
         rows = store.recorder.read("SELECT trace_id FROM runs WHERE ended_at IS NOT NULL")
     return {r[0] for r in rows}
-
-
-def _wait(what: Callable[[], bool], seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while not what():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
 
 
 def _samples(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -172,14 +166,22 @@ def test_two_followers_killed_and_restarted_judge_each_run_once(
                 follow.start()
         finished = _finished(server_url)
         assert len(finished) == 60
-        _wait(lambda: {t for t, _ in _verdicts(server_url)} == finished)
+        until(
+            lambda: {t for t, _ in _verdicts(server_url)} == finished,
+            "a verdict of each finished run",
+            seconds=120,
+        )
         verdicts = _verdicts(server_url)
         assert set(verdicts.values()) == {1}  # one verdict per run and input
         assert Counter(t for t, _ in verdicts) == Counter(dict.fromkeys(finished, 1))
         # a late event: judged again, under a new input hash
         late = format(agent.roots[3].trace_id, "032x")
         agent.late_query(agent.roots[3])
-        _wait(lambda: sum(1 for t, _ in _verdicts(server_url) if t == late) == 2)
+        until(
+            lambda: sum(1 for t, _ in _verdicts(server_url) if t == late) == 2,
+            "the late run's 2 verdicts",
+            seconds=120,
+        )
         time.sleep(1.0)  # both followers have had their rounds
         verdicts = _verdicts(server_url)
         assert set(verdicts.values()) == {1}
@@ -201,7 +203,7 @@ def test_follower_metrics_match_the_database(
             agent.run(i)
     finally:
         agent.close()
-    _wait(lambda: len(_verdicts(server_url)) == 12)
+    until(lambda: len(_verdicts(server_url)) == 12, "12 verdicts", seconds=120)
     metrics = server.endpoint.replace("/v1/traces", "/metrics")
     label = (("scorer", f"{SCORER}@1"),)
 
@@ -211,7 +213,7 @@ def test_follower_metrics_match_the_database(
             s[("agentdocket_scoring_backlog_runs", label)] == 0
         )
 
-    _wait(settled, 30)
+    until(settled, "the followers settled", seconds=30)
     samples = _samples(metrics)
     assert samples[("agentdocket_scoring_runs_total", ())] == 12
     assert samples[("agentdocket_scoring_lag_seconds_count", ())] == 12
@@ -288,7 +290,11 @@ def test_serve_score_judges_live_runs_on_the_default_store(
             agent.run(i)
         finished = _finished(sqlite_url)
         assert len(finished) == 5
-        _wait(lambda: {t for t, _ in _verdicts(sqlite_url)} == finished)
+        until(
+            lambda: {t for t, _ in _verdicts(sqlite_url)} == finished,
+            "a verdict of each finished run",
+            seconds=120,
+        )
     finally:
         agent.close()
         server.stop()

@@ -10,7 +10,6 @@ import random
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -322,10 +321,3 @@ def test_a_blank_token_is_refused(pg_url: str) -> None:
         main, ["--database", pg_url, "serve", "--host", "0.0.0.0", "--token", "   "]
     )
     assert result.exit_code == 1 and "blank" in result.output
-
-
-def _wait(condition: Any, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)

@@ -32,6 +32,7 @@ from agentdocket.ingest.siblings import Siblings
 from agentdocket.ingest.sink import Sink
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from tests.helpers.otlp_server import Server, free_port, start_cli
+from tests.helpers.waiting import until
 
 SPANS = 3  # per request
 
@@ -82,12 +83,8 @@ def _requests(server: Server) -> float:
     raise AssertionError(f"no agentdocket_requests_total in:\n{text}")
 
 
-def _until(condition: Callable[[], bool], what: str, server: Server, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}, within {timeout:.0f} s: {server.log.read_text()}")
-        time.sleep(0.05)  # polling the condition, not standing in for it
+def _until(condition: Callable[[], bool], what: str, server: Server) -> None:
+    until(condition, what, detail=server.log.read_text)
 
 
 def _pids(server: Server) -> list[int]:
