@@ -14,12 +14,25 @@ from agentdocket.store import Store
 
 
 def make_report(
-    store: Store, dataset: str | None, by: str | None, versions: tuple[str, ...]
+    store: Store,
+    dataset: str | None,
+    by: str | None,
+    versions: tuple[str, ...],
+    experiment: str | None = None,
 ) -> dict[str, Any]:
-    from agentdocket.scorers.report import build_report, choose_versions
+    from agentdocket.scorers.report import ReportError, build_report, choose_versions
 
     chosen = choose_versions(store.scoring.scorer_versions(dataset), versions)
     runs = store.scoring.report_runs(dataset)
+    if experiment is not None:
+        named = {(r.attributes or {}).get("experiment") for r in runs} - {None}
+        runs = [r for r in runs if (r.attributes or {}).get("experiment") == experiment]
+        if not runs:
+            raise ReportError(
+                f"--experiment {experiment}: no run of it"
+                + (f" in dataset {dataset!r}" if dataset else "")
+                + f" (experiments: {', '.join(sorted(map(str, named))) or 'none'})"
+            )
     report = build_report(dataset, runs, store.scoring.report_verdicts(chosen, dataset), by)
     costs = {r["trace_id"]: r for r in store.costs.by("run")}
     priced_by = store.costs.priced_by()
@@ -70,35 +83,120 @@ def print_report(report: dict[str, Any]) -> None:
     columns = (["group"] if grouped else []) + [
         "scorer",
         "version",
-        "scored",
+        "judged",
         "passed",
         "failed",
+        "missing",
         "pass rate",
         "metrics",
     ]
     for col in columns:
         table.add_column(col, overflow="fold")
-    fixed = {"group", "runs", "errored", "scorer", "version", "scored", "passed", "failed"}
+    fixed = {
+        "group",
+        "runs",
+        "errored",
+        "scorer",
+        "version",
+        "scored",
+        "passed",
+        "failed",
+        "missing",
+        "pass_rate",
+        "pass_rate_answered",
+        "coverage",
+        "pass_at_1",
+        "flaky_cases",
+    }
+    sections = [("(all)", report), *report.get("groups", {}).items()]
+    details = {(g, name): s for g, section in sections for name, s in section["scorers"].items()}
     for row in rows(report):
+        s = details[(row["group"], row["scorer"])]
         metrics = ", ".join(
-            f"{k}={format_number(v)}" for k, v in row.items() if k not in fixed | {"pass_rate"}
+            f"{k}={format_number(v)}"
+            for k, v in row.items()
+            if k not in fixed
+            and v is not None
+            and not k.startswith(("pass_at_", "pass_hat_"))
+            and not (k == "score_mean" and s["passed"] is not None)
         )
+        if s["missing"] and row["coverage"] is not None and s["passed"] is None:
+            metrics = f"coverage={row['coverage']:.1%}" + (f", {metrics}" if metrics else "")
         values = [row["group"]] if grouped else []
         values += [
             row["scorer"],
             row["version"],
-            str(row["scored"]),
+            str(row["scored"]) + (f" ({s['unjudged']} unjudged)" if s["unjudged"] else ""),
             format_number(row["passed"]),
             format_number(row["failed"]),
-            "-" if row["pass_rate"] is None else f"{row['pass_rate']:.1%}",
+            _missing(s),
+            _rate(s),
             metrics or "-",
         ]
         table.add_row(*values)
     console.print(table)
+    for group, section in sections:
+        for name, s in section["scorers"].items():
+            line = _repeats_line(s.get("repeats", {}))
+            if line:
+                where = f"{name}" if group == "(all)" else f"{group} {name}"
+                console.print(f"{where}: {line}", markup=False, highlight=False)
     if "cost" in report:
         console.print(_cost_line("cost", report["cost"]), markup=False, highlight=False)
         for value, group in report.get("groups", {}).items():
             console.print(_cost_line(f"  {value}", group["cost"]), markup=False, highlight=False)
+
+
+def _missing(s: dict[str, Any]) -> str:
+    if not s["missing"]:
+        return "0"
+    kinds = ", ".join(f"{k} {v}" for k, v in s["missing_kinds"].items())
+    return f"{s['missing']} ({kinds})"
+
+
+def _rate(s: dict[str, Any]) -> str:
+    if s["pass_rate"] is None:
+        return "-"
+    text = f"{s['pass_rate']:.1%}"
+    if s["missing"]:
+        text += f" ({s['pass_rate_answered']:.1%} of answered)"
+    return text
+
+
+def _repeats_line(found: dict[str, Any]) -> str:
+    """pass@1 with its interval, pass@k and pass^k, flaky cases, the variance split."""
+    if not found:
+        return ""
+    spread = found["runs_per_case"]
+    runs = (
+        str(spread["min"]) if spread["min"] == spread["max"] else f"{spread['min']}-{spread['max']}"
+    )
+    parts = []
+    if "pass_at_1" in found:
+        p = found["pass_at_1"]
+        top = max(found["pass_at_k"], key=int)
+        parts.append(
+            f"pass@1 {p['estimate']:.1%} [{p['ci_low']:.1%}, {p['ci_high']:.1%}] over "
+            f"{found['cases']} cases of {runs} runs"
+        )
+        if top != "1":
+            parts.append(
+                f"pass@{top} {found['pass_at_k'][top]:.1%}, pass^{top} "
+                f"{found['pass_hat_k'][top]:.1%}"
+            )
+        flaky = found["flaky_cases"]
+        shown = ", ".join(flaky[:10]) + (f" and {len(flaky) - 10} more" if len(flaky) > 10 else "")
+        parts.append(f"{len(flaky)} flaky cases" + (f" ({shown})" if flaky else ""))
+    else:
+        m = found["mean"]
+        interval = f" [{m['ci_low']:.3f}, {m['ci_high']:.3f}]" if m["ci_low"] is not None else ""
+        parts.append(
+            f"mean {m['estimate']:.3f}{interval} over {found['cases']} cases of {runs} runs"
+        )
+    icc = found["variance"]["icc"]
+    if icc is not None:
+        parts.append(f"{icc:.0%} of the variance between cases, {1 - icc:.0%} within")
+    return "; ".join(parts)
 
 
 @click.command()
@@ -120,9 +218,19 @@ def print_report(report: dict[str, Any]) -> None:
     help="Scorer version to report instead of the newest: V (every scorer that has it) or "
     "NAME=V (repeatable).",
 )
+@click.option(
+    "--experiment",
+    help="Only the runs of this experiment (`experiment run --name`): its repeats give "
+    "pass@k, pass^k and the flaky cases of one agent.",
+)
 @click.pass_context
 def report(
-    ctx: click.Context, dataset: str | None, by: str | None, fmt: str, versions: tuple[str, ...]
+    ctx: click.Context,
+    dataset: str | None,
+    by: str | None,
+    fmt: str,
+    versions: tuple[str, ...],
+    experiment: str | None,
 ) -> None:
     """Aggregate the verdicts of each scorer over a dataset's runs (errored runs are counted
     and left out of the numbers), and what their model calls cost (as `costs refresh` last
@@ -140,7 +248,7 @@ def report(
         if dataset is not None and not any(d["name"] == dataset for d in store.datasets.versions()):
             raise click.ClickException(f"no dataset {dataset!r} in the store")
         try:
-            result = make_report(store, dataset, by, versions)
+            result = make_report(store, dataset, by, versions, experiment)
         except ReportError as exc:
             raise click.ClickException(str(exc)) from None
     if fmt == "json":

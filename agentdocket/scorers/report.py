@@ -4,13 +4,27 @@ The JSON shape is a contract::
 
     {"dataset": str, "runs": int, "errored": int,
      "scorers": {NAME: {"version": str, "scored": int, "passed": int|null, "failed": int|null,
-                        "pass_rate": float|null, "metrics": {METRIC: value},
-                        "failure_types": {TYPE: count}}}}
+                        "missing": int, "missing_kinds": {KIND: count}, "unjudged": int,
+                        "pass_rate": float|null, "pass_rate_answered": float|null,
+                        "coverage": float|null, "score_mean": float|null,
+                        "metrics": {METRIC: value}, "failure_types": {TYPE: count},
+                        "repeats": {...}}}}
 
 With ``by``, the same object also carries ``"by": FIELD`` and ``"groups": {VALUE: {"runs",
-"errored", "scorers"}}``. Errored runs are counted but left out of every scorer's numbers, as in
-the IBM study. Only the latest verdict per run of the chosen version counts. Pure functions of
-the rows the store gives (:class:`~agentdocket.store.reading.ReportRun`, ``ReportVerdict``).
+"errored", "scorers"}}``.
+
+Every run a scorer was asked to judge counts (:mod:`.outcomes`): ``scored`` is how many, each
+``passed``, ``failed`` or ``missing`` (no answer, an agent's error or timeout, a judge that
+failed; ``missing_kinds`` says which), so ``pass_rate`` is over all of them and
+``pass_rate_answered`` over the answered ones (the IBM study's rate: it left errored tests
+out). An errored run counts for a scorer that judged it or another run of its case; a run
+with no verdict otherwise is ``unjudged`` (not scored yet, or outside the scorer's reach).
+``coverage`` is the share of judged runs with an answer, beside ``score_mean`` and the
+metrics, which average the answered runs. ``repeats`` (when a case ran more than once:
+pass@1 with a case-clustered interval, pass@k, pass^k, flaky cases, the variance split;
+:mod:`.repeats`). Only the latest verdict per run of the chosen version counts. Pure
+functions of the rows the store gives (:class:`~agentdocket.store.reading.ReportRun`,
+``ReportVerdict``).
 """
 
 from __future__ import annotations
@@ -23,7 +37,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from agentdocket.errors import AgentdocketError
+from agentdocket.scorers import repeats
 from agentdocket.scorers.base import Metric, get, version_key
+from agentdocket.scorers.outcomes import RunOutcome, outcome
 from agentdocket.store.scoring_reads import ReportRun, ReportVerdict
 
 GROUPINGS = ("agent", "version", "strategy", "model")
@@ -96,36 +112,103 @@ def group_value(run: ReportRun, by: str) -> str:
 
 
 def _scorer_summary(
-    verdicts: Sequence[ReportVerdict], metrics: Mapping[str, Metric]
+    verdicts: Sequence[ReportVerdict],
+    metrics: Mapping[str, Metric],
+    runs: Sequence[ReportRun],
+    judged_cases: set[str],
 ) -> dict[str, Any]:
-    passed = sum(1 for v in verdicts if v.passed is True)
-    failed = sum(1 for v in verdicts if v.passed is False)
+    """One scorer version over a section's ``runs``: every run it judged, and every errored
+    run of a case it judged, has an outcome (:mod:`.outcomes`); the others are unjudged."""
+    by_run = {v.trace_id: v for v in verdicts}
+    outcomes: list[tuple[ReportRun, RunOutcome]] = []
+    unjudged = 0
+    for run in runs:
+        v = by_run.get(run.trace_id)
+        if v is None and not (run.status == "error" and run.case_id in judged_cases):
+            unjudged += 1
+            continue
+        outcomes.append(
+            (
+                run,
+                outcome(
+                    v.passed if v else None,
+                    v.score if v else None,
+                    v.failure_type if v else None,
+                    run.status,
+                    run.error,
+                ),
+            )
+        )
+    count = Counter(o.status for _, o in outcomes)
+    missing = Counter(o.missing for _, o in outcomes if o.missing is not None)
+    passed, failed = count["passed"], count["failed"]
     decided = passed + failed
+    judged = len(outcomes)
+    answered = judged - count["missing"]
+    answered_verdicts = [
+        by_run[r.trace_id] for r, o in outcomes if o.status != "missing" and r.trace_id in by_run
+    ]
     values: dict[str, Any] = {}
     for name, (key, how) in metrics.items():
-        found = [v.details[key] for v in verdicts if _number(v.details.get(key))]
+        found = [v.details[key] for v in answered_verdicts if _number(v.details.get(key))]
         if how == "sum":
             values[name] = sum(found)
         elif how.startswith("ratio:"):
             other = how.removeprefix("ratio:")
-            below = sum(v.details[other] for v in verdicts if _number(v.details.get(other)))
+            below = sum(
+                v.details[other] for v in answered_verdicts if _number(v.details.get(other))
+            )
             values[name] = sum(found) / below if below else None
         else:
             values[name] = sum(found) / len(found) if found else None
-    failures = Counter(v.failure_type for v in verdicts if v.failure_type)
-    summary = {
+    failures = Counter(v.failure_type for v in answered_verdicts if v.failure_type)
+    scores = [o.score for _, o in outcomes if o.score is not None]
+    pass_fail = decided > 0
+    summary: dict[str, Any] = {
         "version": verdicts[0].scorer_version if verdicts else None,
-        "scored": len(verdicts),
-        "passed": passed if decided else None,
-        "failed": failed if decided else None,
-        "pass_rate": passed / decided if decided else None,
+        "scored": judged,
+        "passed": passed if pass_fail else None,
+        "failed": failed if pass_fail else None,
+        "missing": count["missing"],
+        "missing_kinds": dict(sorted(missing.items())),
+        "unjudged": unjudged,
+        "pass_rate": passed / (decided + count["missing"]) if pass_fail else None,
+        "pass_rate_answered": passed / decided if pass_fail else None,
+        "coverage": answered / judged if judged else None,
+        "score_mean": sum(scores) / len(scores) if scores else None,
         "metrics": values,
         "failure_types": dict(sorted(failures.items())),
     }
-    juries = _judge_models(verdicts)
+    repeated = _repeats(outcomes, pass_fail)
+    if repeated:
+        summary["repeats"] = repeated
+    juries = _judge_models([v for v in verdicts if v.trace_id in {r.trace_id for r, _ in outcomes}])
     if juries:
         summary["judge_models"] = juries
     return summary
+
+
+def _repeats(outcomes: Sequence[tuple[ReportRun, RunOutcome]], pass_fail: bool) -> dict[str, Any]:
+    """pass@1, pass@k, pass^k, flaky cases and the variance split, when some case was run
+    more than once (:mod:`.repeats`); empty otherwise."""
+    by_case: dict[str, list[RunOutcome]] = defaultdict(list)
+    for run, o in outcomes:
+        if run.case_id is not None:
+            by_case[run.case_id].append(o)
+    if not by_case or max(len(v) for v in by_case.values()) < 2:
+        return {}
+    if pass_fail:
+        tallies = {
+            case: repeats.Tally(
+                sum(1 for o in found if o.status in ("passed", "failed") or o.agent_side),
+                sum(1 for o in found if o.status == "passed"),
+            )
+            for case, found in by_case.items()
+        }
+        return repeats.summary(tallies)
+    return repeats.score_summary(
+        {case: [o.score for o in found if o.score is not None] for case, found in by_case.items()}
+    )
 
 
 def _judge_models(verdicts: Sequence[ReportVerdict]) -> dict[str, dict[str, Any]]:
@@ -159,12 +242,15 @@ def _section(
     runs: Sequence[ReportRun],
     verdicts: Mapping[tuple[str, str], list[ReportVerdict]],
     specs: Mapping[tuple[str, str], Mapping[str, Metric]],
+    judged_cases: Mapping[tuple[str, str], set[str]],
 ) -> dict[str, Any]:
-    ok = {r.trace_id for r in runs if r.status != "error"}
+    ids = {r.trace_id for r in runs}
     scorers: dict[str, Any] = {}
     for (scorer, version), found in sorted(verdicts.items()):
-        mine = [v for v in found if v.trace_id in ok]
-        summary = _scorer_summary(mine, specs[(scorer, version)])
+        mine = [v for v in found if v.trace_id in ids]
+        summary = _scorer_summary(
+            mine, specs[(scorer, version)], runs, judged_cases[(scorer, version)]
+        )
         summary["version"] = version
         scorers[scorer] = summary
     return {
@@ -187,8 +273,13 @@ def build_report(
     for v in verdicts:
         grouped[(v.scorer, v.scorer_version)].append(v)
     specs = {key: metric_specs(*key, (v.details for v in found)) for key, found in grouped.items()}
+    case_of = {r.trace_id: r.case_id for r in runs}
+    judged_cases = {
+        key: {c for v in found if (c := case_of.get(v.trace_id)) is not None}
+        for key, found in grouped.items()
+    }
     report: dict[str, Any] = {"dataset": dataset if dataset is not None else "(all)"}
-    report.update(_section(runs, grouped, specs))
+    report.update(_section(runs, grouped, specs, judged_cases))
     if by is not None:
         members: dict[str, list[ReportRun]] = defaultdict(list)
         for run in runs:
@@ -198,7 +289,7 @@ def build_report(
         for value, group_runs in sorted(members.items()):
             ids = {r.trace_id for r in group_runs}
             part = {key: [v for v in found if v.trace_id in ids] for key, found in grouped.items()}
-            report["groups"][value] = _section(group_runs, part, specs)
+            report["groups"][value] = _section(group_runs, part, specs, judged_cases)
     return report
 
 
@@ -223,7 +314,18 @@ def rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "passed": s["passed"],
                 "failed": s["failed"],
                 "pass_rate": s["pass_rate"],
+                "missing": s["missing"],
+                "pass_rate_answered": s["pass_rate_answered"],
+                "coverage": s["coverage"],
+                "score_mean": s["score_mean"],
             }
+            found = s.get("repeats", {})
+            if "pass_at_1" in found:
+                row["pass_at_1"] = found["pass_at_1"]["estimate"]
+                top = max(found["pass_at_k"], key=int)
+                row[f"pass_at_{top}"] = found["pass_at_k"][top]
+                row[f"pass_hat_{top}"] = found["pass_hat_k"][top]
+                row["flaky_cases"] = len(found["flaky_cases"])
             row.update(s["metrics"])
             out.append(row)
     return out

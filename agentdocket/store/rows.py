@@ -55,6 +55,7 @@ class CaseRun(TypedDict):
     agent: str | None
     agent_version: str | None
     status: str | None
+    error: str | None
     attributes: dict[str, Any] | None
 
 

@@ -34,6 +34,9 @@ class ReportRun:
     agent_version: str | None
     strategy: str | None
     models: dict[str, str]
+    error: str | None = None
+    case_id: str | None = None
+    attributes: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -176,8 +179,8 @@ class ScoringReader:
 
     def report_runs(self, dataset: str | None = None) -> list[ReportRun]:
         sql = (
-            "SELECT trace_id, status, agent, agent_version, strategy, models FROM runs "
-            "WHERE started_at IS NOT NULL"
+            "SELECT trace_id, status, agent, agent_version, strategy, models, error, case_id, "
+            "attributes FROM runs WHERE started_at IS NOT NULL"
         )
         params: list[Any] = []
         if dataset is not None:
@@ -191,6 +194,9 @@ class ScoringReader:
                 r["agent_version"],
                 r["strategy"],
                 r["models"] or {},
+                r["error"],
+                r["case_id"],
+                r["attributes"],
             )
             for r in self.db.dicts(sql, params)
         ]
@@ -207,7 +213,7 @@ class ScoringReader:
         """The runs of ``dataset`` with their case, agent, version, status and attributes
         (which name an experiment and repeat): what comparisons select and pair."""
         sql = (
-            "SELECT trace_id, case_id, agent, agent_version, status, attributes FROM runs "
+            "SELECT trace_id, case_id, agent, agent_version, status, error, attributes FROM runs "
             "WHERE started_at IS NOT NULL AND dataset = ? ORDER BY started_at, trace_id"
         )
         return [typed(CaseRun, r) for r in self.db.dicts(sql, [dataset])]
