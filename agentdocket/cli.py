@@ -34,11 +34,14 @@ from agentdocket.store import database_url, display_url
 class _Group(click.Group):
     """The command group, and the one place user errors become messages: any
     :class:`~agentdocket.errors.AgentdocketError` a command did not turn into a message of its
-    own is printed as the one line naming the problem (never a traceback), exit status 1."""
+    own is printed as the one line naming the problem (never a traceback), exit status 1.
+    One that is a click exception too keeps its own message and exit status."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.ClickException:
+            raise  # a message of its own already, with its exit status
         except AgentdocketError as exc:
             raise click.ClickException(str(exc)) from None
 

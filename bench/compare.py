@@ -1,12 +1,13 @@
 """Comparison benchmark: ``compare`` over many cases and scorers, in memory.
 
-    python bench/compare.py [--cases 100000] [--scorers 5] [--resamples 2000]
+    python bench/compare.py [--cases 100000] [--scorers 5]
 
 Two sides of ``--cases`` cases, one run each; ``--scorers`` scorers, three of them pass/fail
-(McNemar) and the rest scores (Wilcoxon), every run judged by each. It times the whole
-comparison (pairing, bootstrap intervals, tests, Holm, the lists of changed cases without
-trajectories, which read the store) and, as the baseline of the same run, the pairing alone:
-per-case values and their differences, which any comparison must compute.
+(McNemar) and the rest scores (signed rank), every run judged by each. It times the whole
+comparison (pairing, tests, the intervals that invert them, Holm, the power sentences, the
+lists of changed cases without trajectories, which read the store) and, as the baseline of the
+same run, the pairing alone: per-case outcomes, values and their differences, which any
+comparison must compute.
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentdocket.experiments.compare import Judged, Side, _values, compare
+from agentdocket.experiments.compare import Judged, Side, compare
+from agentdocket.experiments.pairing import pair
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cases", type=int, default=100_000)
     parser.add_argument("--scorers", type=int, default=5)
-    parser.add_argument("--resamples", type=int, default=2000)
     args = parser.parse_args()
     rng = np.random.default_rng(7)
     n = args.cases
@@ -49,14 +50,12 @@ def main() -> None:
         verdicts[f"scorer.{s}"] = judged
     start = time.perf_counter()
     for name, judged in verdicts.items():
-        decides = name < "scorer.3"
-        base, cand = _values(baseline, judged, decides), _values(candidate, judged, decides)
-        _ = [cand.by_case[c] - base.by_case[c] for c in base.by_case if c in cand.by_case]
+        pair(name, baseline, candidate, judged)
     pairing = time.perf_counter() - start
     start = time.perf_counter()
-    result = compare(baseline, candidate, verdicts, resamples=args.resamples)
+    result = compare(baseline, candidate, verdicts)
     total = time.perf_counter() - start
-    print(f"compare: {n:,} cases x {args.scorers} scorers, {args.resamples} resamples")
+    print(f"compare: {n:,} cases x {args.scorers} scorers")
     print(f"  whole comparison      {total:8.2f} s")
     print(f"  baseline: pairing     {pairing:8.2f} s")
     print(f"  ratio whole / pairing {total / pairing:8.2f}x")

@@ -11,7 +11,8 @@ from rich.table import Table
 
 from agentdocket.commands.common import console, echo_json, open_from
 from agentdocket.commands.costs import PRICES
-from agentdocket.experiments.comparison_text import HEADERS, changed_cases, markdown, rows
+from agentdocket.errors import AgentdocketError
+from agentdocket.experiments.comparison_text import HEADERS, changed_cases, markdown, rows, unseen
 from agentdocket.store import Store
 
 if TYPE_CHECKING:
@@ -35,7 +36,8 @@ def run_comparison(
     prices: Path | None = None,
 ) -> dict[str, Any]:
     """The comparison of two selections of ``dataset``'s runs (see :mod:`..experiments.compare`),
-    and of what they cost (:mod:`..experiments.costs`)."""
+    and of what they cost (:mod:`..experiments.costs`). A selection, scorer or pinned version
+    with nothing to compare is an error naming what there is."""
     from agentdocket.experiments.compare import compare
 
     sides = _sides(store.scoring.case_runs(dataset), dataset, baseline, candidate)
@@ -50,6 +52,11 @@ def run_comparison(
         raise click.UsageError(
             f"no verdicts of {', '.join(missing)} on dataset {dataset!r}: run `agentdocket "
             f"score --dataset {dataset}` first (it has {', '.join(sorted(stored)) or 'none'})"
+        )
+    if not names:
+        raise click.UsageError(
+            f"no scorer has judged runs of dataset {dataset!r}: run `agentdocket score "
+            f"--dataset {dataset}` first"
         )
     versions: dict[str, str] = {}
     verdicts: dict[str, dict[str, Judged]] = {}
@@ -73,7 +80,6 @@ def run_comparison(
         sides[1],
         verdicts,
         alpha=alpha,
-        resamples=resamples,
         calls=calls,
         primary=primary,
         max_drop=max_drop,
@@ -86,13 +92,13 @@ def run_comparison(
 
 
 def _sides(runs: list[CaseRun], dataset: str, baseline: str, candidate: str) -> list[Side]:
-    """The baseline's and the candidate's runs, by case; a selection of no run is an error
-    naming the agents the dataset's runs are of."""
+    """The baseline's and the candidate's runs, by case, with the errors of those that erred;
+    a selection of no run is an error naming the agents the dataset's runs are of."""
     from agentdocket.experiments.compare import Side, group_runs, selected
 
     sides = []
     for label, selection in (("baseline", baseline), ("candidate", candidate)):
-        chosen = [(r["trace_id"], r["case_id"]) for r in selected(runs, selection)]
+        chosen = selected(runs, selection)
         if not chosen:
             agents = sorted(
                 {
@@ -104,7 +110,9 @@ def _sides(runs: list[CaseRun], dataset: str, baseline: str, candidate: str) -> 
                 f"--{label} {selection!r} selects no run of dataset {dataset!r}; its runs are "
                 f"of {', '.join(agents) or 'no agent'}"
             )
-        sides.append(Side(selection, group_runs(chosen)))
+        errors = {r["trace_id"]: r["error"] for r in chosen if r["status"] == "error"}
+        by_case = group_runs([(r["trace_id"], r["case_id"]) for r in chosen])
+        sides.append(Side(selection, by_case, errors))
     return sides
 
 
@@ -119,23 +127,37 @@ def _version(
     """The version of scorer ``name`` to compare at and its verdicts of the runs of ``sides``
     (the baseline's and the candidate's trace ids): the version ``pinned``, else the newest
     that judged runs of both sides (a scorer upgraded between two experiments is compared at
-    the version both have)."""
+    the version both have). A pinned version that does not exist, or judged no run of a side,
+    is an error naming the versions that did."""
     from agentdocket.experiments.compare import Judged
     from agentdocket.scorers.base import version_key
 
     base_ids, cand_ids = sides
-    tried = [pinned] if pinned is not None else sorted(stored, key=version_key, reverse=True)
-    for version in tried:
+    ordered = sorted(stored, key=version_key, reverse=True)
+    if pinned is not None and pinned not in stored:
+        raise click.UsageError(
+            f"--version {name}={pinned}: {name} has no verdicts of version {pinned} on dataset "
+            f"{dataset!r} (it has {', '.join(ordered)})"
+        )
+    judged: dict[str, Judged] = {}
+    for version in [pinned] if pinned is not None else ordered:
         judged = {
             v.trace_id: Judged(v.passed, v.score, v.failure_type)
             for v in store.scoring.report_verdicts({name: version}, dataset)
             if v.trace_id in base_ids or v.trace_id in cand_ids
         }
-        if (judged.keys() & base_ids and judged.keys() & cand_ids) or pinned is not None:
+        if judged.keys() & base_ids and judged.keys() & cand_ids:
             return version, judged
+    if pinned is not None:
+        raise click.UsageError(
+            f"--version {name}={pinned}: version {pinned} judged no run of "
+            f"{'the baseline' if not judged.keys() & base_ids else 'the candidate'}; score "
+            f"them (`agentdocket score --dataset {dataset} --scorer {name}`) or pin another "
+            f"version (it has {', '.join(ordered)})"
+        )
     raise click.UsageError(
-        f"no version of {name} judged runs of both sides; score them with the same "
-        f"version (`agentdocket score --dataset {dataset} --scorer {name}`)"
+        f"no version of {name} judged runs of both sides (it has {', '.join(ordered)}); score "
+        f"them with the same version (`agentdocket score --dataset {dataset} --scorer {name}`)"
     )
 
 
@@ -163,6 +185,22 @@ def _cost(
     return out
 
 
+class GateFailed(AgentdocketError, click.ClickException):
+    """The gate's outcome is one the command was told to fail on: its exit code says which
+    (1 worse, 3 inconclusive, 4 no data)."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+    @property
+    def exit_code(self) -> int:  # type: ignore[override]
+        return self.code
+
+
+EXIT_CODES = {"worse": 1, "inconclusive": 3, "no data": 4}
+
+
 @click.command()
 @click.option("--dataset", required=True, help="The dataset whose runs are compared.")
 @click.option("--baseline", required=True, help=f"The runs compared against: {SELECTION}.")
@@ -178,7 +216,15 @@ def _cost(
 @click.option(
     "--fail-on-regression",
     is_flag=True,
-    help="Exit 1 when the gate fails: a gating scorer significantly worse, or over --max-drop.",
+    help="Gate: exit 1 when a gating scorer is worse (significantly, after the adjustment; "
+    "or a case lost its answer; or over --max-drop), 4 when no gating scorer has data. An "
+    "inconclusive comparison exits 0 and says so (see --fail-on-inconclusive).",
+)
+@click.option(
+    "--fail-on-inconclusive",
+    is_flag=True,
+    help="Also exit 3 when the gate is inconclusive: cases regressed and the test cannot "
+    "decide (implies --fail-on-regression).",
 )
 @click.option(
     "--primary",
@@ -190,7 +236,7 @@ def _cost(
 @click.option(
     "--max-drop",
     type=click.FloatRange(min=0),
-    help="Fail the gate when a gating scorer's estimated drop is larger, significant or not "
+    help="Fail the gate when a gating scorer's mean drop is larger, significant or not "
     "(a pass rate's, as a fraction: 0.1 is 10 points; a score's, in its units).",
 )
 @click.option(
@@ -206,7 +252,7 @@ def _cost(
     default=2000,
     show_default=True,
     type=click.IntRange(min=100),
-    help="Bootstrap resamples for the intervals.",
+    help="Bootstrap resamples for the cost ratio's interval.",
 )
 @PRICES
 @click.pass_context
@@ -218,6 +264,7 @@ def compare(
     scorers: tuple[str, ...],
     fmt: str,
     fail_on_regression: bool,
+    fail_on_inconclusive: bool,
     primary: tuple[str, ...],
     max_drop: float | None,
     pinned: tuple[str, ...],
@@ -226,14 +273,17 @@ def compare(
     prices: Path | None,
 ) -> None:
     """Compare two sets of runs of a dataset, case by case: is the candidate better, worse,
-    or is the difference noise?
+    or can the data not tell?
 
-    Runs pair by case (repeats averaged). Pass/fail scorers get the exact McNemar test on the
-    cases that changed, scores the Wilcoxon signed-rank test; both a paired bootstrap 95%
-    interval of the difference. p-values are adjusted within the gating scorers (Holm with
-    Tarone's refinement: a scorer with no data, or too few changed cases to ever be
-    significant, is not counted). What the runs cost is compared too: the typical case's
-    cost ratio with a paired bootstrap interval (the calls priced at their own times).
+    Runs pair by case (repeats averaged); every run asked for counts: a run without an
+    answer (an error, a timeout, no response) fails a pass/fail scorer, and a case that lost
+    its answer fails the gate. Pass/fail scorers get the exact sign test on the cases that
+    changed (McNemar's), with the difference in pass rates and the interval that inverts the
+    test; scores the signed-rank test, with the Hodges-Lehmann shift and its interval. The
+    verdict, estimate, interval and test agree by construction. p-values are adjusted within
+    the gating scorers (Holm with Tarone's refinement). The gate is worse, inconclusive (cases
+    regressed and the test cannot decide: it says the smallest drop it could flag and what
+    would catch the one seen), no data, or pass. What the runs cost is compared too.
 
     \b
     Examples:
@@ -268,24 +318,32 @@ def compare(
     elif fmt == "markdown":
         click.echo(markdown(result), nl=False)
     else:
-        table = Table(
-            title=f"{result['candidate']} against {result['baseline']} on {dataset}",
-            title_justify="left",
-        )
-        for header in HEADERS:
-            table.add_column(header)
-        for row in rows(result):
-            table.add_row(*row)
-        console.print(table)
-        for s in result["scorers"].values():
-            console.print(f"- {s['summary']}", markup=False, highlight=False)
-        if "cost" in result:
-            console.print(f"- {result['cost']['summary']}", markup=False, highlight=False)
-        console.print(result["gate"]["verdict"], markup=False, highlight=False)
-        for line in changed_cases(result):
-            console.print(line, markup=False, highlight=False)
-    if fail_on_regression and result["regression"]:
-        raise click.ClickException(result["gate"]["verdict"])
+        _print(result, dataset)
+    outcome = result["gate"]["outcome"]
+    failing = {"worse", "no data"} if fail_on_regression or fail_on_inconclusive else set()
+    if fail_on_inconclusive:
+        failing.add("inconclusive")
+    if outcome in failing:
+        raise GateFailed(result["gate"]["verdict"], EXIT_CODES[outcome])
+
+
+def _print(result: dict[str, Any], dataset: str) -> None:
+    table = Table(
+        title=f"{result['candidate']} against {result['baseline']} on {dataset}",
+        title_justify="left",
+    )
+    for header in HEADERS:
+        table.add_column(header)
+    for row in rows(result):
+        table.add_row(*row)
+    console.print(table)
+    for s in result["scorers"].values():
+        console.print(f"- {s['summary']}", markup=False, highlight=False)
+    if "cost" in result:
+        console.print(f"- {result['cost']['summary']}", markup=False, highlight=False)
+    console.print(result["gate"]["verdict"], markup=False, highlight=False)
+    for line in [*unseen(result), *changed_cases(result)]:
+        console.print(line, markup=False, highlight=False)
 
 
 __all__ = ["compare"]

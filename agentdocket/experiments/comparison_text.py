@@ -1,5 +1,6 @@
 """A comparison's result (what ``agentdocket compare --format json`` prints) as text: the rows
-of its table, the cases that changed, and the whole as a pull-request comment."""
+of its table, the cases that changed, what the gate could not see, and the whole as a
+pull-request comment."""
 
 from __future__ import annotations
 
@@ -14,30 +15,42 @@ def _pct(x: float | None, score: bool) -> str:
     return f"{x:.3f}" if score else f"{100 * x:.1f}%"
 
 
+def _cell(side: dict[str, Any], score: bool) -> str:
+    text = f"{_pct(side['rate'], score)} (n={side['n']}"
+    if side["missing"]:
+        text += f", {side['missing']} missing"
+    return text + ")"
+
+
 def rows(result: dict[str, Any]) -> list[list[str]]:
     rows = []
     for name, s in result["scorers"].items():
         score = s["kind"] == "score"
-        d = s["difference"]
-        interval = (
-            f"{_signed(d['estimate'], score)} [{_signed(d['ci_low'], score)}, "
-            f"{_signed(d['ci_high'], score)}]"
-            if d["estimate"] is not None
-            else "-"
-        )
         rows.append(
             [
                 name,
-                f"{_pct(s['baseline']['rate'], score)} (n={s['baseline']['n']})",
-                f"{_pct(s['candidate']['rate'], score)} (n={s['candidate']['n']})",
-                interval,
+                _cell(s["baseline"], score),
+                _cell(s["candidate"], score),
+                _difference(s["difference"], score),
                 f"+{s['improved']} / -{s['regressed']}",
                 _p(s),
-                s["verdict"]
+                s["outcome"]
                 + (" (gate)" if s["family"] == "gate" and result["gate"]["primary"] else ""),
             ]
         )
     return rows
+
+
+def _difference(d: dict[str, Any], score: bool) -> str:
+    if d["estimate"] is None:
+        return "-"
+    level = "" if abs(d["level"] - 0.95) < 1e-9 else f" ({100 * d['level']:.4g}%)"
+    if d["ci_low"] is None:
+        return f"{_signed(d['estimate'], score)} [unbounded]"
+    return (
+        f"{_signed(d['estimate'], score)} [{_signed(d['ci_low'], score)}, "
+        f"{_signed(d['ci_high'], score)}]{level}"
+    )
 
 
 def _p(s: dict[str, Any]) -> str:
@@ -58,10 +71,10 @@ HEADERS = [
     "scorer",
     "baseline",
     "candidate",
-    "difference [95% CI]",
+    "difference [CI]",
     "improved / regressed",
     "p (adjusted)",
-    "verdict",
+    "outcome",
 ]
 
 
@@ -83,14 +96,22 @@ def changed_cases(result: dict[str, Any], limit: int = 20) -> list[str]:
 
 
 def _side(c: dict[str, Any], side: str) -> str:
-    """A scorer's value on one side of a case: passed or its failure types, or the score."""
+    """A scorer's value on one side of a case: passed, its failure types or what is missing,
+    or the score."""
     got = c[side]
+    if got["value"] is None:
+        return "no answer (" + (", ".join(got["missing"]) or "missing") + ")"
     if c["kind"] == "score":
         return f"{got['value']:.3f}"
     if got["value"] >= 1:
         return "passed"
     failed = ", ".join(got["failure_types"]) or "failed"
     return failed if got["value"] <= 0 else f"{100 * got['value']:.0f}% passed ({failed})"
+
+
+def unseen(result: dict[str, Any]) -> list[str]:
+    """What the gate could not see, a line each."""
+    return [f"not seen: {line}" for line in result["gate"]["unseen"]]
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -110,11 +131,12 @@ def markdown(result: dict[str, Any]) -> str:
     out.append("")
     gate = result["gate"]
     verdict = gate["verdict"]
-    out.append(f"**{verdict}**" if result["regression"] else verdict)
+    out.append(f"**{verdict}**" if gate["outcome"] != "pass" else verdict)
+    out += [f"- {line}" for line in unseen(result)]
     out.append("")
     out.append(
-        f"(alpha {result['alpha']}; {gate['method']}; 95% paired bootstrap intervals, "
-        f"{result['resamples']} resamples of the cases)"
+        f"(alpha {result['alpha']}; {gate['method']}; each interval inverts its scorer's test "
+        "at the threshold it was decided at)"
     )
     changed = changed_cases(result)
     if changed:

@@ -1,27 +1,50 @@
-"""The statistics of a paired comparison, as pure functions of per-case values.
+"""The statistics of a paired comparison of pass/fail outcomes, and the family's adjustment, as
+pure functions.
 
-- :func:`sign_test`: the exact two-sided McNemar test on the discordant cases (a case that
-  improved against one that regressed), the binomial test of ``b`` against ``b + c`` at 1/2.
-- :func:`wilcoxon`: the Wilcoxon signed-rank test of paired scores, two-sided; zero
-  differences are dropped, ties take average ranks; the exact null distribution (computed on
-  doubled ranks, so that average ranks stay integers) up to :data:`EXACT_LIMIT` differences,
-  beyond it the normal approximation with the tie correction and a continuity correction.
-- :func:`bootstrap`: the percentile interval of the mean paired difference, cases resampled.
+- :func:`sign_test`: the exact two-sided sign test on the cases that changed (one that
+  improved against one that regressed): the binomial test of ``b`` against ``b + c`` at 1/2,
+  McNemar's exact test when each case ran once a side.
+- :func:`proportions`: its estimate and interval, from the same test: the difference in pass
+  rates ``(b - c) / n`` (with repeats, the net share of cases that improved), and the
+  interval ``(2 pi - 1) m / n`` over the ``pi`` (the chance that a changed case improved)
+  that the exact binomial test does not reject at the threshold, ``m = b + c``: the
+  Clopper-Pearson interval, which is exactly the inversion of the test. So ``p <= t`` exactly
+  when the interval leaves out zero (:mod:`.signed_rank` does the same for scores).
 - :func:`tarone_holm`: Holm's step-down refined for discrete tests by Tarone: scorers whose
   smallest attainable p-value cannot reach the threshold (too few changed cases) leave the
-  family, so that they cost the others nothing.
+  family, so that they cost the others nothing; it says at which threshold each was decided,
+  the level its interval is given at.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
-EXACT_LIMIT = 300  # differences up to which the Wilcoxon distribution is computed exactly
 EXACT_BINOMIAL_LIMIT = 2000  # discordant pairs up to which the sign test sums exact integers
+
+
+@dataclass(frozen=True)
+class Tested:
+    """A test's p-value with the estimate and interval that invert it at ``threshold``."""
+
+    test: str  # "sign" or "signed-rank"
+    changed: int  # the cases that changed: the test's n
+    estimate: float
+    low: float | None  # None: unbounded (no outcome with this many changes is significant)
+    high: float | None
+    p_value: float
+    floor: float
+    threshold: float
+
+    @property
+    def significant(self) -> bool:
+        return self.p_value <= self.threshold
 
 
 def sign_test(improved: int, regressed: int) -> float:
@@ -43,89 +66,94 @@ def sign_test(improved: int, regressed: int) -> float:
     return min(1.0, 2 * tail_f)
 
 
-def _ranks(values: np.ndarray) -> np.ndarray:
-    """Average ranks (1-based) of ``values``."""
-    order = np.argsort(values, kind="mergesort")
-    ranks = np.empty(len(values), dtype=float)
-    sorted_values = values[order]
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and sorted_values[j + 1] == sorted_values[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
-
-
-def wilcoxon(differences: Sequence[float]) -> float:
-    """Two-sided p-value of the Wilcoxon signed-rank test on paired ``differences``."""
-    d = np.asarray([x for x in differences if x != 0], dtype=float)
-    n = len(d)
-    if n == 0:
-        return 1.0
-    ranks = _ranks(np.abs(d))
-    w_plus = float(ranks[d > 0].sum())
-    if n <= EXACT_LIMIT:
-        doubled = np.rint(ranks * 2).astype(int)  # average ranks are halves: doubled, integers
-        total = int(doubled.sum())
-        dist = np.zeros(total + 1)
-        dist[0] = 1.0
-        for r in doubled:
-            shifted = np.zeros_like(dist)
-            shifted[r:] = dist[: total + 1 - r]
-            dist = (dist + shifted) / 2
-        observed = round(w_plus * 2)
-        mirrored = total - observed
-        low, high = min(observed, mirrored), max(observed, mirrored)
-        p = float(dist[: low + 1].sum() + dist[high:].sum()) if low != high else 1.0
-        return min(1.0, p)
-    mean = n * (n + 1) / 4
-    _, counts = np.unique(np.abs(d), return_counts=True)
-    variance = n * (n + 1) * (2 * n + 1) / 24 - float((counts**3 - counts).sum()) / 48
-    if variance <= 0:
-        return 1.0
-    z = (abs(w_plus - mean) - 0.5) / math.sqrt(variance)
-    return min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2)))
-
-
-def bootstrap(
-    differences: Sequence[float],
-    *,
-    resamples: int = 2000,
-    level: float = 0.95,
-    seed: int = 0,
-    chunk: int = 20_000_000,
-) -> tuple[float, float, float]:
-    """The mean of ``differences`` and its percentile bootstrap interval at ``level``
-    (``resamples`` resamples of the cases with replacement, ``seed`` fixed: the same data
-    give the same interval). Memory stays under ``chunk`` indices at a time."""
-    d = np.asarray(differences, dtype=float)
-    n = len(d)
-    if n == 0:
-        return math.nan, math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    means = np.empty(resamples)
-    per = max(1, chunk // n)
-    for start in range(0, resamples, per):
-        k = min(per, resamples - start)
-        idx = rng.integers(0, n, size=(k, n))
-        means[start : start + k] = d[idx].mean(axis=1)
-    alpha = (1 - level) / 2
-    low, high = np.quantile(means, [alpha, 1 - alpha])
-    return float(d.mean()), float(low), float(high)
-
-
 def sign_test_floor(changed: int) -> float:
     """The smallest p-value :func:`sign_test` can give with ``changed`` discordant cases
     (all of them one way)."""
     return sign_test(changed, 0)
 
 
-def wilcoxon_floor(differences: Sequence[float]) -> float:
-    """The smallest p-value :func:`wilcoxon` can give for differences of these sizes (all of
-    them one way)."""
-    return wilcoxon([abs(x) for x in differences])
+def fewest_changes(threshold: float, limit: int) -> int | None:
+    """The fewest cases that must all change one way for the sign test to reach
+    ``threshold`` (None: more than ``limit``)."""
+    for m in range(1, limit + 1):
+        if sign_test_floor(m) <= threshold:
+            return m
+    return None
+
+
+def _binomial_p(successes: int, trials: int, chance: float) -> float:
+    """The two-sided p-value of ``successes`` of ``trials`` at ``chance``, doubling the
+    smaller tail (the test whose inversion is the Clopper-Pearson interval)."""
+    if chance <= 0.0:
+        return 1.0 if successes == 0 else 0.0
+    if chance >= 1.0:
+        return 1.0 if successes == trials else 0.0
+    pmf = binomial_pmf(trials, chance)
+    lower, upper = float(pmf[: successes + 1].sum()), float(pmf[successes:].sum())
+    return min(1.0, 2 * min(lower, upper))
+
+
+@functools.lru_cache(maxsize=256)
+def _log_choose(n: int) -> np.ndarray:
+    """``log C(n, i)`` for i = 0 .. n."""
+    log_factorials = np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, n + 1)))))
+    out: np.ndarray = log_factorials[n] - log_factorials - log_factorials[::-1]
+    out.flags.writeable = False
+    return out
+
+
+def binomial_pmf(n: int, chance: float) -> np.ndarray:
+    """The binomial distribution of ``n`` trials at ``chance``, i = 0 .. n."""
+    if chance <= 0.0 or chance >= 1.0:
+        out = np.zeros(n + 1)
+        out[0 if chance <= 0.0 else n] = 1.0
+        return out
+    i = np.arange(n + 1)
+    pmf: np.ndarray = np.exp(_log_choose(n) + i * math.log(chance) + (n - i) * math.log1p(-chance))
+    return pmf
+
+
+def _edge(accepted: float, toward: float, accepts: Callable[[float], bool]) -> float:
+    """The farthest point from ``accepted`` toward ``toward`` that ``accepts`` (a convex set
+    holding ``accepted``), by bisection to the precision of doubles."""
+    if accepts(toward):
+        return toward
+    inside, outside = accepted, toward
+    while True:
+        mid = (inside + outside) / 2
+        if mid in (inside, outside):
+            return inside
+        if accepts(mid):
+            inside = mid
+        else:
+            outside = mid
+
+
+def proportions(improved: int, regressed: int, cases: int, threshold: float) -> Tested:
+    """The sign test of ``improved`` against ``regressed`` of ``cases`` paired cases, with the
+    estimate and the interval at level ``1 - threshold`` that invert it."""
+    m = improved + regressed
+    p = sign_test(improved, regressed)
+    floor = sign_test_floor(m)
+    estimate = (improved - regressed) / cases if cases else 0.0
+    if floor > threshold:
+        return Tested("sign", m, estimate, None, None, p, floor, threshold)
+    significant = p <= threshold
+
+    def accepts(chance: float) -> bool:
+        if chance == 0.5:  # no difference: decided by the test itself, exactly
+            return not significant
+        return _binomial_p(improved, m, chance) > threshold
+
+    observed = improved / m
+    # start from a point the test accepts: the observed share always is (both tails >= 1/2)
+    start_low = 0.5 if not significant and observed > 0.5 else observed
+    start_high = 0.5 if not significant and observed < 0.5 else observed
+    low, high = _edge(start_low, 0.0, accepts), _edge(start_high, 1.0, accepts)
+    scale = m / cases
+    return Tested(
+        "sign", m, estimate, (2 * low - 1) * scale, (2 * high - 1) * scale, p, floor, threshold
+    )
 
 
 def tarone_k(floors: Sequence[float], alpha: float) -> int:
@@ -137,29 +165,46 @@ def tarone_k(floors: Sequence[float], alpha: float) -> int:
     return k
 
 
-def tarone_holm(
-    p_values: Sequence[float], floors: Sequence[float], alpha: float
-) -> tuple[list[bool], list[float | None]]:
+@dataclass(frozen=True)
+class Adjusted:
+    """The family's decisions, hypothesis by hypothesis."""
+
+    rejected: list[bool]
+    adjusted: list[float | None]  # K times p made monotone; None: not testable at its turn
+    thresholds: list[float]  # the threshold each was decided at (its interval's 1 - level)
+    sizes: list[int]  # K at its turn
+
+
+def tarone_holm(p_values: Sequence[float], floors: Sequence[float], alpha: float) -> Adjusted:
     """Holm's step-down with Tarone's refinement for discrete tests (Hommel and Krummenauer):
     at each step, of the hypotheses not yet rejected, only those whose smallest attainable
     p-value (``floors``) could reach ``alpha / K`` count, K by :func:`tarone_k`; the smallest
     remaining p-value is rejected when it is at most ``alpha / K``. A hypothesis that cannot
     reach any threshold is never counted, so a scorer with too few changed cases costs the
-    others nothing. Returns whether each is rejected, and its adjusted p-value (``K`` times
-    its p, made monotone along the steps; None for one not testable when its turn came)."""
+    others nothing.
+
+    Each hypothesis is decided at a threshold: ``alpha / K`` of its step while rejections go
+    on, then the threshold of the step that stopped them (every p-value after it is above
+    that threshold, the order being by p-value). An interval at one minus that level leaves
+    out zero exactly when the hypothesis is rejected."""
     m = len(p_values)
     order = sorted(range(m), key=lambda i: (p_values[i], floors[i]))
     rejected = [False] * m
     adjusted: list[float | None] = [None] * m
-    running, stopped = 0.0, False
+    thresholds = [alpha] * m
+    sizes = [1] * m
+    running, stop = 0.0, None
     for step, i in enumerate(order):
         k = tarone_k([floors[j] for j in order[step:]], alpha)
+        sizes[i] = k
         testable = floors[i] <= alpha / k
         if testable:
             running = max(running, min(1.0, k * p_values[i]))
             adjusted[i] = running
-        if not stopped and testable and p_values[i] <= alpha / k:
+        if stop is None and testable and p_values[i] <= alpha / k:
             rejected[i] = True
+            thresholds[i] = alpha / k
         else:  # step-down: the first hypothesis kept stops the rejections
-            stopped = True
-    return rejected, adjusted
+            stop = alpha / k if stop is None else stop
+            thresholds[i] = stop
+    return Adjusted(rejected, adjusted, thresholds, sizes)

@@ -175,18 +175,31 @@ def test_a_scorer_upgraded_between_the_sides_is_read_at_the_version_both_have(
             )
         )["scorers"]["planner.suffix_match"]
         assert both["version"] == "1" and both["paired"] == 114
-        pinned = json.loads(
-            _compare(
+        # pinned at a version that judged only one side: an error naming the versions there
+        # are, not "no data" passed off as no regression
+        from click.testing import CliRunner
+
+        from agentdocket.cli import main
+
+        pinned = CliRunner().invoke(
+            main,
+            [
+                "--database",
                 one_dataset,
+                "compare",
+                "--dataset",
+                "ibm-coalitions",
+                "--baseline",
                 "mistral_all",
+                "--candidate",
                 "mixtral-all",
                 "--version",
                 "planner.suffix_match=9",
-                "--format",
-                "json",
-            )
-        )["scorers"]["planner.suffix_match"]
-        assert pinned["version"] == "9" and pinned["baseline"]["n"] == 0
-        assert pinned["verdict"] == "no data" and pinned["status"] == "no data"
+                "--fail-on-regression",
+            ],
+        )
+        assert pinned.exit_code == 2, pinned.output
+        assert "version 9 judged no run of the baseline" in pinned.output
+        assert "(it has 9, 1)" in pinned.output
     finally:
         scorers.unregister("planner.suffix_match", "9")

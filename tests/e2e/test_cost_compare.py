@@ -68,4 +68,4 @@ def test_compare_reports_the_cost_difference_with_its_interval(sqlite_url: str) 
     )
     assert cost["priced_by"].startswith("genai-prices")
     text = CliRunner().invoke(main, [*args, "--candidate", "agent-a@1.1"])
-    assert "cheaper (95% CI" in text.output and "no detectable difference" in text.output
+    assert "cheaper (95% CI" in text.output and "pass: no case regressed" in text.output
