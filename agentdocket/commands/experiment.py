@@ -160,3 +160,158 @@ def _say(summary: dict[str, Any], dataset_name: str, errors: list[str]) -> None:
         f"--baseline experiment:OTHER --candidate experiment:{name}",
         highlight=False,
     )
+
+
+@experiment.command(name="plan")
+@click.option("--dataset", required=True, help="The dataset the experiment ran on.")
+@click.option(
+    "--runs",
+    "selection",
+    required=True,
+    metavar="SELECTION",
+    help="The finished runs to learn the variance from: experiment:NAME or AGENT[@VERSION].",
+)
+@click.option(
+    "--detect",
+    required=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="The drop to catch: a pass rate's as a fraction (0.1 is 10 points), a score's in "
+    "its units.",
+)
+@click.option("--scorer", "scorer_names", multiple=True, help="Only these scorers (repeatable).")
+@click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1))
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+@click.pass_context
+def plan(
+    ctx: click.Context,
+    dataset: str,
+    selection: str,
+    detect: float,
+    scorer_names: tuple[str, ...],
+    alpha: float,
+    fmt: str,
+) -> None:
+    """How many cases, at how many repeats, a comparison needs to catch a drop of --detect
+    80% of the time, from a finished experiment's variance (between cases and within a
+    case). Pass/fail scorers through the gate's sign test, scores through its signed-rank
+    test; see docs/experiments.md for the model.
+
+    \b
+    Examples:
+      agentdocket experiment plan --dataset support --runs experiment:main --detect 0.1
+      agentdocket experiment plan --dataset support --runs qa@1.0 --detect 0.05 \\
+          --scorer tools.slot_fill --format json
+    """
+    from agentdocket.experiments.planning import pass_fail_plan, score_plan
+
+    with open_from(ctx) as store:
+        found = _plan_inputs(store, dataset, selection, scorer_names)
+    plans: dict[str, Any] = {}
+    for name, (tallies, scores) in found.items():
+        if tallies:
+            plans[name] = pass_fail_plan(tallies, detect, alpha)
+        elif scores:
+            plans[name] = score_plan(scores, detect, alpha)  # details alone: nothing to plan
+    result = {
+        "dataset": dataset,
+        "runs": selection,
+        "detect": detect,
+        "alpha": alpha,
+        "power": 0.8,
+        "scorers": plans,
+    }
+    if fmt == "json":
+        echo_json(result)
+        return
+    _print_plan(result)
+
+
+def _plan_inputs(
+    store: Any, dataset: str, selection: str, names: tuple[str, ...]
+) -> dict[str, tuple[dict[str, Any], dict[str, list[float]]]]:
+    """Per scorer (its newest version), each case's tally (pass/fail) or its scores."""
+    from agentdocket.experiments.compare import selected
+    from agentdocket.scorers.base import version_key
+    from agentdocket.scorers.outcomes import outcome
+    from agentdocket.scorers.repeats import Tally
+
+    runs = selected(store.scoring.case_runs(dataset), selection)
+    if not runs:
+        raise click.UsageError(f"--runs {selection!r} selects no run of dataset {dataset!r}")
+    stored = store.scoring.scorer_versions(dataset)
+    unknown = sorted(set(names) - set(stored))
+    if unknown:
+        raise click.UsageError(
+            f"no verdicts of {', '.join(unknown)} on dataset {dataset!r} (it has "
+            f"{', '.join(sorted(stored)) or 'none'})"
+        )
+    by_id = {r["trace_id"]: r for r in runs}
+    out = {}
+    for name in names or sorted(stored):
+        version = max(stored[name], key=version_key)
+        verdicts = {
+            v.trace_id: v
+            for v in store.scoring.report_verdicts({name: version}, dataset)
+            if v.trace_id in by_id
+        }
+        if not verdicts:
+            continue
+        decides = any(v.passed is not None for v in verdicts.values())
+        tallies: dict[str, list[int]] = {}
+        scores: dict[str, list[float]] = {}
+        for trace_id, run in by_id.items():
+            v = verdicts.get(trace_id)
+            if run["case_id"] is None or (v is None and run["status"] != "error"):
+                continue
+            got = outcome(
+                v.passed if v else None,
+                v.score if v else None,
+                v.failure_type if v else None,
+                run["status"],
+                run["error"],
+            )
+            if decides and (got.status in ("passed", "failed") or got.agent_side):
+                tally = tallies.setdefault(run["case_id"], [0, 0])
+                tally[0] += 1
+                tally[1] += got.status == "passed"
+            elif not decides and got.score is not None:
+                scores.setdefault(run["case_id"], []).append(got.score)
+        out[name] = ({c: Tally(r, p) for c, (r, p) in tallies.items()}, scores)
+    return out
+
+
+def _print_plan(result: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    detect = result["detect"]
+    for name, found in result["scorers"].items():
+        pass_fail = found["kind"] == "pass_fail"
+        size = f"{100 * detect:.3g} points" if pass_fail else f"{detect:g}"
+        table = Table(
+            title=f"{name}: to catch a drop of {size} 80% of the time (alpha {result['alpha']})",
+            title_justify="left",
+        )
+        for col in ("repeats", "cases", "runs a side"):
+            table.add_column(col)
+        for row in found["plan"]:
+            cases = row["cases"]
+            table.add_row(
+                str(row["repeats"]),
+                "-" if cases is None else str(cases),
+                "-" if cases is None else str(cases * row["repeats"]),
+            )
+        console.print(table)
+        icc = found["variance"]["icc"]
+        now = f"now {found['cases']} cases"
+        if icc is not None:
+            now += f"; {icc:.0%} of the variance between cases, {1 - icc:.0%} within a case"
+        if not found["estimated_from_repeats"]:
+            now += (
+                "; no repeats to split the variance: every case taken at the mean (cases: an "
+                "upper bound)"
+                if pass_fail
+                else "; scores need runs with --repeat 2 or more"
+            )
+        console.print(now, markup=False, highlight=False)
