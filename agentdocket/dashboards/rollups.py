@@ -29,8 +29,9 @@ verdict of each (run, scorer, version), as ``verdicts_latest`` defines it.
   outcome A in one version and outcome B in another.
 - ``dashboard_experiment_stats``: per hour, dataset, selection (``experiment:NAME``,
   ``AGENT@VERSION``, ``AGENT``), scorer, version, case and failure type: verdicts, how many
-  have a rate (pass as 1 or 0, else the score), the sum of the rates and the least trace id
-  (what the experiments dashboard compares, case by case).
+  have a rate (pass as 1 or 0, else the score), the sum of the rates, the least trace id, and
+  how many runs miss an outcome, have a pass or fail, and passed (what the experiments
+  dashboard compares, case by case).
 """
 
 from __future__ import annotations
@@ -70,12 +71,12 @@ STALE_RUNS = f"""
 """
 LATEST = f"""
     SELECT h.hour, r.trace_id, r.run_month, r.agent, r.agent_version, r.dataset, r.case_id,
-        r.experiment, v.scorer, v.scorer_version, v.passed, v.score, v.label, v.failure_type,
-        v.details
+        r.experiment, r.is_error, v.scorer, v.scorer_version, v.passed, v.score, v.label,
+        v.failure_type, v.details
     FROM {STALE.format("verdicts")} h
     CROSS JOIN LATERAL (
         SELECT DISTINCT r.trace_id, r.run_month, r.agent, r.agent_version, r.dataset,
-            r.case_id, r.experiment
+            r.case_id, r.experiment, r.is_error
         FROM dashboard_runs r
         WHERE r.time >= h.hour AND r.time < h.hour + interval '1 hour'
     ) r
@@ -130,22 +131,31 @@ TRANSITIONS = f"""
 
 # Per case, each selection that picks the run (as `agentdocket compare` names them:
 # experiment:NAME, AGENT@VERSION, AGENT; runs with no agent, dataset or case are in none), its
-# verdicts' count, how many have a rate (pass as 1 or 0, else the score) and their sum: the
-# experiments dashboard averages a case's repeats from these. (The selections are rows of a
-# VALUES list, each with whether it applies: Citus does not run a UNION of subqueries without
-# a FROM.)
+# verdicts' count, how many have a rate (pass as 1 or 0, else the score) and their sum, and how
+# many runs miss an outcome (an errored run, whatever its verdict says; a verdict with a failure
+# type and neither pass nor score), have a pass or fail, and passed: the experiments dashboard
+# averages a case's repeats from these, a missing run failing a pass/fail scorer. (The
+# selections are rows of a VALUES list, each with whether it applies: Citus does not run a
+# UNION of subqueries without a FROM.)
 EXPERIMENTS = """
         SELECT l.hour, l.dataset, s.selection, l.scorer, l.scorer_version, l.case_id,
                 l.failure_type, count(*) AS verdicts, count(x.rate) AS rated,
-                sum(x.rate) AS rate_sum, min(l.trace_id) AS first_run
+                sum(x.rate) AS rate_sum, min(l.trace_id) AS first_run,
+                count(*) FILTER (WHERE x.missing) AS missing,
+                count(*) FILTER (WHERE NOT x.missing AND l.passed IS NOT NULL) AS decided,
+                count(*) FILTER (WHERE NOT x.missing AND l.passed) AS passes
             FROM l
             CROSS JOIN LATERAL (VALUES
                 (l.experiment IS NOT NULL, 'experiment:' || l.experiment),
                 (l.agent_version <> '(none)', l.agent || '@' || l.agent_version),
                 (true, l.agent)
             ) s(applies, selection)
-            CROSS JOIN LATERAL (SELECT coalesce(
-                CASE WHEN l.passed THEN 1.0 WHEN NOT l.passed THEN 0.0 END, l.score) AS rate) x
+            CROSS JOIN LATERAL (SELECT
+                CASE WHEN l.is_error = 0 THEN coalesce(
+                    CASE WHEN l.passed THEN 1.0 WHEN NOT l.passed THEN 0.0 END, l.score)
+                END AS rate,
+                l.is_error = 1 OR (l.passed IS NULL AND l.score IS NULL
+                    AND l.failure_type IS NOT NULL) AS missing) x
             WHERE s.applies AND l.case_id IS NOT NULL AND l.dataset <> '(none)'
                 AND l.agent <> '(none)'
             GROUP BY 1, 2, 3, 4, 5, 6, 7
@@ -255,7 +265,7 @@ COLUMNS = {
     "rollup_transitions": "hour agent* dataset* scorer* version_a* version_b* outcome_a* "
     "outcome_b* runs",
     "rollup_experiments": "hour dataset* selection* scorer* scorer_version* case_id* "
-    "failure_type* verdicts rated rate_sum first_run*",
+    "failure_type* verdicts rated rate_sum first_run* missing decided passes",
 }
 
 

@@ -299,8 +299,12 @@ COST_HOURS = """
 EXPERIMENT_VERDICTS = """
             SELECT coalesce(r.started_at, r.first_ts) AS time, r.dataset, r.case_id,
                 v.trace_id, v.scorer, v.scorer_version,
-                CASE WHEN v.passed THEN 1.0 WHEN NOT v.passed THEN 0.0 END AS pass,
-                v.score, v.failure_type, s.selection
+                CASE WHEN r.status = 'error' THEN NULL WHEN v.passed THEN 1.0
+                    WHEN NOT v.passed THEN 0.0 END AS pass,
+                CASE WHEN r.status = 'error' THEN NULL ELSE v.score END AS score,
+                v.failure_type, s.selection,
+                CASE WHEN r.status = 'error' OR (v.passed IS NULL AND v.score IS NULL
+                    AND v.failure_type IS NOT NULL) THEN 1 ELSE 0 END AS missing
             FROM verdicts_latest v
             JOIN runs r ON r.trace_id = v.trace_id AND r.run_month = v.run_month
             CROSS JOIN LATERAL (VALUES

@@ -9,7 +9,20 @@ from agentdocket.dashboards.spec import PanelSpec, panel
 
 UID = "agentdocket-experiments"
 TITLE = ("agentdocket: experiments", "Two sets of runs of a dataset, case by case")
-RATE = "CAST(sum(rate_sum) / nullif(sum(rated), 0) AS double precision) AS rate"
+# A case's rate over its runs (repeats averaged): a pass/fail scorer's passes over every judged
+# run, a run missing its outcome failing (as `agentdocket compare` counts it); a score
+# scorer's mean score over the runs that have one.
+RATE = (
+    "CASE WHEN sum(decided) > 0 THEN CAST(sum(passes) AS double precision) / "
+    "(sum(decided) + sum(missing)) "
+    "ELSE CAST(sum(rate_sum) / nullif(sum(rated), 0) AS double precision) END AS rate"
+)
+# What else a case's runs say: how many miss an outcome, how many were judged (pass, fail or
+# missing) and passed; a case whose runs did not all agree is flaky.
+COUNTS = (
+    "sum(missing) AS missing, sum(verdicts) AS runs, sum(passes) AS passes, "
+    "sum(decided) + sum(missing) AS judged"
+)
 # Both sides' rollup rows in one read of the view (its stale hours, computed live, once).
 BOTH = (
     "FROM dashboard_experiment_stats WHERE dataset = '$experiment_dataset' "
@@ -19,28 +32,37 @@ SIDES = "(VALUES ('baseline', '$baseline'), ('candidate', '$candidate')) s(side,
 
 
 def _cases() -> str:
-    """Per selection, scorer and case, the mean verdict of the selection's runs (repeats
-    averaged: pass as 1 or 0, else the score), from the hourly experiments rollup (an hour
-    counts when it overlaps the time range)."""
-    return f"SELECT selection, scorer, scorer_version, case_id, {RATE} {BOTH} GROUP BY 1, 2, 3, 4"
+    """Per selection, scorer and case, the rate of the selection's runs (repeats averaged:
+    see :data:`RATE`) and their counts, from the hourly experiments rollup (an hour counts
+    when it overlaps the time range)."""
+    return (
+        f"SELECT selection, scorer, scorer_version, case_id, {RATE}, {COUNTS} {BOTH} "
+        "GROUP BY 1, 2, 3, 4"
+    )
 
 
 def _cases_with_failures() -> str:
     """:func:`_cases`, with each case's failure types (in the database's collation, as the
     row-level view sorts them) and its least run id. Summed per failure type first: a
     DISTINCT aggregate would sort every rollup row, where this sorts a few per case."""
+    sums = (
+        "sum(rate_sum) AS rate_sum, sum(rated) AS rated, sum(missing) AS missing, "
+        "sum(decided) AS decided, sum(passes) AS passes, sum(verdicts) AS verdicts"
+    )
     per_type = (
         "SELECT selection, scorer, scorer_version, case_id, failure_type, "
-        f"sum(rate_sum) AS rate_sum, sum(rated) AS rated, min(first_run) AS first_run {BOTH} "
-        "GROUP BY 1, 2, 3, 4, 5"
+        f"{sums}, min(first_run) AS first_run {BOTH} GROUP BY 1, 2, 3, 4, 5"
     )
     return (
-        f"SELECT selection, scorer, scorer_version, case_id, {RATE}, "
+        f"SELECT selection, scorer, scorer_version, case_id, {RATE}, {COUNTS}, "
         "string_agg(failure_type COLLATE \"default\", ', ' "
         'ORDER BY failure_type COLLATE "default") AS failures, min(first_run) AS trace_id '
         f"FROM ({per_type}) t GROUP BY 1, 2, 3, 4"
     )
 
+
+# A case the baseline answered in some run and the candidate in none lost its answer.
+LOST = "(c.missing = c.runs AND b.missing < b.runs)"
 
 PANELS: tuple[PanelSpec, ...] = (
     panel(
@@ -49,29 +71,38 @@ PANELS: tuple[PanelSpec, ...] = (
         "table",
         "SELECT scorer, scorer_version, side, count(*) AS cases, avg(rate) AS rate, "
         "avg(rate) - 1.96 * coalesce(stddev_samp(rate), 0) / sqrt(count(*)) AS ci_low, "
-        "avg(rate) + 1.96 * coalesce(stddev_samp(rate), 0) / sqrt(count(*)) AS ci_high "
-        f"FROM (SELECT s.side, k.scorer, k.scorer_version, k.rate FROM ({_cases()}) k "
+        "avg(rate) + 1.96 * coalesce(stddev_samp(rate), 0) / sqrt(count(*)) AS ci_high, "
+        "sum(missing) AS missing_runs, "
+        "count(*) FILTER (WHERE passes > 0 AND passes < judged) AS flaky_cases "
+        f"FROM (SELECT s.side, k.scorer, k.scorer_version, k.rate, k.missing, k.passes, "
+        f"k.judged FROM ({_cases()}) k "
         f"JOIN {SIDES} ON s.selection = k.selection) x "
         "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
-        "scorer scorer_version side cases rate ci_low ci_high",
+        "scorer scorer_version side cases rate ci_low ci_high missing_runs flaky_cases",
         width=24,
         description="Pass rate (or mean score) of each side over its cases, repeats averaged, "
-        "with a normal 95% interval. `agentdocket compare` gives the paired test.",
+        "with a normal 95% interval over the cases (clustered by case). A run without an "
+        "answer (an error, a timeout, no response, a failed judge) counts as a failure of a "
+        "pass/fail scorer and is counted in missing_runs; flaky_cases passed in some runs and "
+        "not in others. `agentdocket compare` gives the paired test.",
     ),
     panel(
         UID,
         "Cases that regressed and improved",
         "table",
         f"WITH cases AS ({_cases_with_failures()}) "
-        "SELECT b.scorer, b.case_id, CASE WHEN c.rate < b.rate THEN 'regressed' ELSE 'improved' "
+        f"SELECT b.scorer, b.case_id, CASE WHEN {LOST} THEN 'lost its answer' "
+        "WHEN c.rate < b.rate THEN 'regressed' ELSE 'improved' "
         "END AS change, b.rate AS baseline, c.rate AS candidate, b.failures AS baseline_failures, "
-        "c.failures AS candidate_failures, b.trace_id AS baseline_run, c.trace_id AS candidate_run "
+        "c.failures AS candidate_failures, c.missing AS candidate_missing, "
+        "b.trace_id AS baseline_run, c.trace_id AS candidate_run "
         "FROM cases b JOIN cases c "
         "ON c.scorer = b.scorer AND c.scorer_version = b.scorer_version AND c.case_id = b.case_id "
-        "WHERE b.selection = '$baseline' AND c.selection = '$candidate' AND c.rate <> b.rate "
+        f"WHERE b.selection = '$baseline' AND c.selection = '$candidate' "
+        f"AND (c.rate <> b.rate OR {LOST}) "
         "ORDER BY 3 DESC, 1, 2 LIMIT 500",
         "scorer case_id change baseline candidate baseline_failures candidate_failures "
-        "baseline_run candidate_run",
+        "candidate_missing baseline_run candidate_run",
         width=24,
         height=12,
         links={
@@ -79,5 +110,21 @@ PANELS: tuple[PanelSpec, ...] = (
             "candidate_run": run.RUN_LINK,
             "case_id": run.runs_link("case_id"),
         },
+    ),
+    panel(
+        UID,
+        "Flaky cases: repeats that disagree",
+        "table",
+        "SELECT s.side, k.scorer, k.scorer_version, k.case_id, k.passes, k.judged, k.missing, "
+        f"k.trace_id FROM ({_cases_with_failures()}) k JOIN {SIDES} "
+        "ON s.selection = k.selection "
+        "WHERE k.passes > 0 AND k.passes < k.judged ORDER BY 1, 2, 3, 4 LIMIT 500",
+        "side scorer scorer_version case_id passes judged missing trace_id",
+        width=24,
+        height=8,
+        description="Cases of repeated runs (`experiment run --repeat K`) that passed in some "
+        "runs and not in others, per side: `agentdocket report --experiment NAME` gives "
+        "pass@k and pass^k.",
+        links={"trace_id": run.RUN_LINK, "case_id": run.runs_link("case_id")},
     ),
 )
