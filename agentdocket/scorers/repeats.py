@@ -25,6 +25,7 @@ cases and within a case. Pure functions of per-case tallies.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -61,6 +62,7 @@ def _t_within(t: float, df: int) -> float:
     return math.sin(theta) * total
 
 
+@functools.lru_cache(maxsize=4096)
 def t_quantile(q: float, df: int) -> float:
     """Student's t quantile at ``q`` (above one half) for whole ``df``, by bisection on the
     exact distribution."""
