@@ -11,9 +11,14 @@ the agent fails. The working directory holds the case's data files.
 
 An ``eval_code`` point runs in a separate Python process, in the working directory, with
 ``chat_history`` (langchain messages, without the examiner's final stop message), a timeout,
-and no network (a fresh network namespace via ``unshare -n`` where the system allows it). It is
-a hit when the code exits without an exception. Each check is recorded in the run as a call of
-the tool ``examiner.eval_code``; the ``examiner.points`` scorer reads them from there.
+no network (a fresh network namespace via ``unshare -rn`` where the system allows it) and of
+the caller's environment only :data:`EVAL_ENV` and the names the case (``eval_env``) or the
+caller adds. It is a hit when the code exits without an exception. Each check is recorded in
+the run as a call of the tool ``examiner.eval_code``, with whether it ran without network; the
+``examiner.points`` scorer reads them from there.
+
+A case's data file is written only inside the working directory: a name that is absolute or
+leads out (through ``..``) refuses the case before anything is written or recorded.
 """
 
 from __future__ import annotations
@@ -26,14 +31,26 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from agentdocket.errors import AgentdocketError
 from agentdocket.events import Case
+from agentdocket.importers.common import ENV_NAME, inside
 from agentdocket.scorers.judges.points import EVAL_TOOL  # the tool its checks are recorded as
 from agentdocket.tracer.api import Run, Tracer
+
+# What an eval_code process gets of the caller's environment, unless the case (``eval_env``) or
+# the caller (``agentdocket examine --pass-env``) adds names: what Python, langchain-core and the
+# programs a check may start need, never a credential (API keys, AGENTDOCKET_DATABASE_URL, cloud
+# settings) nor a proxy (a check has no network). PATH, to find the programs a check starts;
+# LANG, LC_ALL, LC_CTYPE, the locale: the encoding of files and pipes; TZ, local time; TMPDIR,
+# where temporary files go; SYSTEMROOT, without which Python does not start on Windows. Not
+# HOME: Python and langchain-core start without it (``~`` then comes from the password
+# database), and a case that needs it can add it.
+EVAL_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SYSTEMROOT")
 
 _RUNNER = r"""
 import json, sys
@@ -44,6 +61,16 @@ chat_history = [kinds[role](content=content) for role, content in data["history"
 code = compile(data["code"], "<eval_code>", "exec")
 exec(code, {"chat_history": chat_history, "AIMessage": AIMessage, "HumanMessage": HumanMessage})
 """
+
+
+class CaseRefused(AgentdocketError, ValueError):
+    """A case the harness will not examine: a data file named outside the working directory,
+    or an ``eval_env`` that is not a list of variable names. The message names the case and
+    the entry."""
+
+
+class IsolationUnavailable(AgentdocketError, RuntimeError):
+    """Network isolation was required and this system cannot give it; the message says why."""
 
 
 class ConversationalAgent(Protocol):
@@ -77,20 +104,46 @@ class EvalResult:
     network_isolated: bool
 
 
-def _isolation() -> list[str]:
+def network_isolation() -> tuple[list[str], str | None]:
+    """The command prefix that runs a program without network (``unshare -rn``: a new user and
+    network namespace), or an empty prefix and why there is none here."""
     unshare = shutil.which("unshare")
     if unshare is None:
-        return []
-    probe = subprocess.run([unshare, "-rn", "true"], capture_output=True, check=False)
-    return [unshare, "-rn"] if probe.returncode == 0 else []
+        return [], "`unshare` is not on the PATH"
+    probe = subprocess.run([unshare, "-rn", "true"], capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        said = probe.stderr.strip().splitlines()
+        return [], f"`unshare -rn` fails here ({said[-1] if said else f'exit {probe.returncode}'})"
+    return [unshare, "-rn"], None
+
+
+def require_network_isolation() -> None:
+    """:class:`IsolationUnavailable`, saying why, unless eval_code can run without network."""
+    prefix, why = network_isolation()
+    if not prefix:
+        raise IsolationUnavailable(
+            f"network isolation for eval_code is required, and unavailable: {why}; "
+            "nothing was examined"
+        )
+
+
+def eval_environment(names: Iterable[str] = ()) -> dict[str, str]:
+    """The environment of an eval_code process: the caller's values of :data:`EVAL_ENV` and of
+    ``names``, those it has."""
+    return {k: os.environ[k] for k in (*EVAL_ENV, *names) if k in os.environ}
 
 
 def run_eval_code(
-    code: str, history: list[tuple[str, str]], workdir: Path, timeout_s: float = 30.0
+    code: str,
+    history: list[tuple[str, str]],
+    workdir: Path,
+    timeout_s: float = 30.0,
+    env_names: Iterable[str] = (),
 ) -> EvalResult:
-    """Run one ``eval_code`` on the chat history in ``workdir``: passed when it exits 0."""
-    prefix = _isolation()
-    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    """Run one ``eval_code`` on the chat history in ``workdir``, with the environment
+    :func:`eval_environment` gives for ``env_names``: passed when it exits 0."""
+    prefix, _ = network_isolation()
+    env = eval_environment(env_names)
     try:
         done = subprocess.run(
             [*prefix, sys.executable, "-c", _RUNNER],
@@ -118,6 +171,7 @@ class Examination:
     stopped_by: str  # keyword, max_rounds, agent_error
     eval_passed: int
     eval_total: int
+    network_isolated: bool | None  # every check ran without network (None: no check ran)
 
 
 def examine(
@@ -133,10 +187,18 @@ def examine(
     max_rounds: int | None = None,
     temperature: float = 0.0,
     eval_timeout_s: float = 30.0,
+    pass_env: Sequence[str] = (),
+    require_isolation: bool = False,
 ) -> Examination:
-    """Converse, record, check the eval_code points. Returns what happened."""
-
+    """Converse, record, check the eval_code points (seeing the environment variables
+    :data:`EVAL_ENV`, the case's ``eval_env`` and ``pass_env``). Returns what happened. A case
+    whose data files or ``eval_env`` are refused (:class:`CaseRefused`), or a required network
+    isolation that is unavailable (:class:`IsolationUnavailable`), stops before anything is
+    written or recorded."""
+    if require_isolation:
+        require_network_isolation()
     attributes = case.attributes
+    env_names = [*case_env(case), *pass_env]
     stop = str(attributes["stop_keyword"])
     kick_off = str(attributes["kick_off_message"])
     rounds_allowed = max_rounds or int(attributes.get("max_rounds") or 5)
@@ -148,8 +210,13 @@ def examine(
     )
     with tempfile.TemporaryDirectory(prefix="agentdocket-examine-") as tmp:
         workdir = Path(tmp)
-        for name, data in (attributes.get("data_files") or {}).items():
-            (workdir / name).write_bytes(base64.b64decode(data))
+        files = [
+            (inside(workdir, name, f"case {case.case_id}: data_files", CaseRefused), data)
+            for name, data in (attributes.get("data_files") or {}).items()
+        ]  # every name checked before anything is written
+        for target, data in files:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(base64.b64decode(data))
         agent = factory(case.question or "", workdir)
         with tracer.run(
             agent_name,
@@ -170,9 +237,25 @@ def examine(
             last = next((c for r, c in reversed(history) if r == "agent"), None)
             if last is not None:
                 run.respond(last)
-            passed, total = _check_points(run, case, history, workdir, eval_timeout_s)
+            passed, total, isolated = _check_points(
+                run, case, history, workdir, eval_timeout_s, env_names
+            )
             trace_id = run.trace_id
-    return Examination(case.case_id, trace_id, rounds, stopped, passed, total)
+    return Examination(case.case_id, trace_id, rounds, stopped, passed, total, isolated)
+
+
+def case_env(case: Case) -> list[str]:
+    """The environment variable names a case's ``eval_env`` adds for its checks, or
+    :class:`CaseRefused` naming the case and the entry."""
+    names = case.attributes.get("eval_env") or []
+    if not isinstance(names, list):
+        raise CaseRefused(f"case {case.case_id}: eval_env must be a list of variable names")
+    for i, name in enumerate(names):
+        if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
+            raise CaseRefused(
+                f"case {case.case_id}: eval_env[{i}]: {name!r} is not a variable name"
+            )
+    return names
 
 
 @dataclass(frozen=True)
@@ -227,16 +310,19 @@ def _check_points(
     history: list[tuple[str, str]],
     workdir: Path,
     timeout_s: float,
-) -> tuple[int, int]:
+    env_names: Sequence[str],
+) -> tuple[int, int, bool | None]:
     """Run each eval_code point's check in the agent's working directory, recorded as a call of
-    ``examiner.eval_code``: how many passed, of how many."""
+    ``examiner.eval_code``: how many passed, of how many, and whether all ran without network
+    (None: none ran)."""
     passed = total = 0
+    isolated: bool | None = None
     for i, point in enumerate(case.scoring_points):
         if point.eval_code is None:
             continue
         total += 1
         with run.tool_call(EVAL_TOOL, {"point": i, "code": point.eval_code}) as call:
-            result = run_eval_code(point.eval_code, history, workdir, timeout_s)
+            result = run_eval_code(point.eval_code, history, workdir, timeout_s, env_names)
             call.result(
                 {
                     "point": i,
@@ -246,4 +332,5 @@ def _check_points(
                 }
             )
         passed += result.passed
-    return passed, total
+        isolated = result.network_isolated and (isolated is None or isolated)
+    return passed, total, isolated

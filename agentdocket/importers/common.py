@@ -1,8 +1,11 @@
 """What the importers share: building a run's events from a raw record, reading source files,
-and the error a source that is not in its format raises."""
+the rule for file names a source gives, and the error a source that is not in its format
+raises."""
 
 from __future__ import annotations
 
+import os
+import re
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,36 @@ from agentdocket.events import Event, ToolCalled, ToolReturned
 class SourceFormatError(AgentdocketError, ValueError):
     """A source file is not in its format; the message names the file and the place. Each
     importer raises its own subclass."""
+
+
+# The name of an environment variable a case or the user may add to an eval_code process.
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def inside(
+    folder: Path, name: str, where: str, error: type[AgentdocketError] = SourceFormatError
+) -> Path:
+    """Where the file ``name`` (a relative name, as a source gives it) is in ``folder``,
+    resolved; or ``error`` naming ``where``, the name and why when it reaches outside
+    ``folder``: it is absolute, its ``..`` lead out, it is or passes through a symlink leading
+    out, or it names ``folder`` itself. Every file a source names is read (or written) through
+    this one rule."""
+    if not name or "\0" in name:
+        raise error(f"{where}: {name!r} is not a file name")
+    if Path(name).is_absolute():
+        raise error(f"{where}: {name!r} is absolute; names are relative to {folder}")
+    try:
+        base = folder.resolve()
+        target = (base / name).resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        raise error(f"{where}: {name!r} cannot be resolved in {folder} ({exc})") from None
+    if target == base:
+        raise error(f"{where}: {name!r} names the folder {folder} itself, not a file in it")
+    if base in target.parents:
+        return target
+    lexical = Path(os.path.normpath(base / name))
+    how = "through '..'" if base not in lexical.parents else f"through a symlink, to {target}"
+    raise error(f"{where}: {name!r} leads out of {folder} ({how})")
 
 
 class RunBuilder:

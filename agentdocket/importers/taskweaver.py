@@ -6,7 +6,11 @@ Each case YAML has ``task_description``, ``scoring_points`` (``score_point``, ``
 ``eval_code``), and environment fields (``version``, ``config_var``, ``app_dir``,
 ``dependencies``, ``data_files``, ``max_rounds``). A case becomes self-contained: its data files
 (a few KiB each) travel base64-encoded in its attributes, with the examiner's and the judge's
-instructions, so that examining and scoring need nothing but the store.
+instructions, so that examining and scoring need nothing but the store. A data file is named
+relative to its case file's folder and must stay inside it (:func:`~.common.inside`): a name
+that is absolute, or leads out through ``..`` or a symlink, fails the whole import. A case may
+also list ``eval_env``: names of environment variables its ``eval_code`` checks may see, beyond
+the examiner harness's own few.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agentdocket.events import Case, Dataset, ScoringPoint
-from agentdocket.importers.common import SourceFormatError, read_yaml_mapping
+from agentdocket.importers.common import ENV_NAME, SourceFormatError, inside, read_yaml_mapping
 
 DEFAULT_MAX_ROUNDS = 5  # the harness's default (evaluator_config_template.json may say more)
 
@@ -73,28 +77,47 @@ def _case(path: Path, root: Path, shared: dict[str, str], problems: list[str]) -
         points.append(ScoringPoint(point=p["score_point"], weight=float(weight), eval_code=code))
     files: dict[str, str] = {}
     missing: list[str] = []
-    for name in data.get("data_files") or []:
-        source = path.parent / str(name)
+    names = data.get("data_files") or []
+    if not isinstance(names, list):
+        raise TaskWeaverFormatError(f"{path}: data_files must be a list of file names")
+    for i, name in enumerate(names):
+        where = f"{path}: data_files[{i}]"
+        if isinstance(name, bool) or not isinstance(name, str | int | float):
+            raise TaskWeaverFormatError(f"{where}: {name!r} is not a file name")
+        source = inside(path.parent, str(name), where, TaskWeaverFormatError)
         try:
             files[str(name)] = base64.b64encode(source.read_bytes()).decode()
         except OSError as exc:  # the published cases lack some; the case still imports
             missing.append(str(name))
             problems.append(f"{path}: data file {name}: {exc.strerror}; imported without it")
     rounds = data.get("max_rounds", DEFAULT_MAX_ROUNDS)
+    attributes = {
+        **shared,
+        "data_files": files,
+        "missing_data_files": missing,
+        "max_rounds": int(rounds),
+        "config_var": data.get("config_var") or {},
+        "dependencies": data.get("dependencies") or [],
+        "version": str(data.get("version", "")),
+    }
+    if "eval_env" in data:  # only then: the cases of the published folder stay as they were
+        attributes["eval_env"] = _env_names(data["eval_env"], f"{path}: eval_env")
     return Case(
         case_id=str(path.relative_to(root).with_suffix("")),
         question=task,
         scoring_points=points,
-        attributes={
-            **shared,
-            "data_files": files,
-            "missing_data_files": missing,
-            "max_rounds": int(rounds),
-            "config_var": data.get("config_var") or {},
-            "dependencies": data.get("dependencies") or [],
-            "version": str(data.get("version", "")),
-        },
+        attributes=attributes,
     )
+
+
+def _env_names(value: Any, where: str) -> list[str]:
+    """A case's ``eval_env``: a list of environment variable names."""
+    if not isinstance(value, list):
+        raise TaskWeaverFormatError(f"{where} must be a list of environment variable names")
+    for i, name in enumerate(value):
+        if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
+            raise TaskWeaverFormatError(f"{where}[{i}]: {name!r} is not a variable name")
+    return list(value)
 
 
 def load(folder: Path, dataset: str) -> tuple[Dataset, list[str]]:

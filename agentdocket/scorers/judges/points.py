@@ -4,7 +4,8 @@ harness ran in the agent's working directory (recorded in the run as a call of
 ``examiner.eval_code``); any other point by the judge model, which reads the chat history
 (without the examiner's final stop message) and the statement, and answers in the case's JSON
 format ``{"reason": ..., "is_hit": "yes" | "no"}``. Normalized score = weight of the points hit /
-total weight; a total weight of 0 is an error, not a score."""
+total weight; a total weight of 0 is an error, not a score. The details say whether every check
+ran without network (``network_isolated``: false when one ran with it)."""
 
 from __future__ import annotations
 
@@ -136,6 +137,8 @@ def _rows(
                 hit=bool(check and check.get("passed")),
                 reason=(check or {}).get("error") or ("passed" if check else "not checked"),
             )
+            if check is not None:
+                row["network_isolated"] = check.get("network_isolated")
         else:
             row["by"] = "llm"
             prompt = f"{asked}The statement is: {point.point}"
@@ -149,6 +152,7 @@ def _outcome(rows: list[dict[str, Any]], judge_trace: str | None) -> Outcome:
     got = sum(r["weight"] for r in rows if r.get("hit"))
     failed = [r["failure"] for r in rows if "failure" in r]
     score = got / total
+    isolated = [r["network_isolated"] for r in rows if "network_isolated" in r]
     return Outcome(
         passed=None,
         score=score,
@@ -158,6 +162,10 @@ def _outcome(rows: list[dict[str, Any]], judge_trace: str | None) -> Outcome:
             "hit_weight": got,
             "total_weight": total,
             "normalized_score": score,
+            # False when one check ran with network; None when none ran (or none recorded it)
+            "network_isolated": (
+                False if False in isolated else True if isolated and all(isolated) else None
+            ),
         },
         judge_trace_id=judge_trace,
     )
@@ -185,6 +193,8 @@ register(
             "hit_weight": "float: weight of the points hit",
             "total_weight": "float: weight of all points",
             "normalized_score": "float: hit_weight / total_weight",
+            "network_isolated": "bool | None: every eval_code check ran without network "
+            "(false: one ran with it; null: no check ran)",
         },
     )
 )
