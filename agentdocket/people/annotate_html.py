@@ -2,7 +2,9 @@
 itself: :mod:`agentdocket.people.annotate_run`).
 
 Every text that comes from a run, a rubric, a queue or a person goes through
-:func:`html.escape`; the only markup is written here.
+:func:`html.escape`; the only markup is written here. Each form that changes something (a
+label, a skip, signing out, signing in) carries the form token the page checks
+(:mod:`agentdocket.people.annotate_guard`) in a hidden field.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from urllib.parse import quote
 from agentdocket.events import Case, Event
 from agentdocket.events.rubrics import Rubric
 from agentdocket.people.annotate_assets import SCRIPT, STYLE
+from agentdocket.people.annotate_guard import FIELD
 from agentdocket.people.annotate_run import esc as _e
 from agentdocket.people.annotate_run import run_html, verdicts_html
 from agentdocket.store.rows import Run
@@ -49,6 +52,15 @@ class Paths:
 
 
 @dataclass(frozen=True)
+class SignedIn:
+    """The annotator signed in, and the form token their forms carry
+    (:func:`agentdocket.people.annotate_guard.form_token`)."""
+
+    name: str
+    form_token: str
+
+
+@dataclass(frozen=True)
 class QueueRow:
     """A queue on the annotator's list, with their progress in it."""
 
@@ -71,6 +83,7 @@ class ItemView:
     case: Case | None
     rubrics: Sequence[Rubric]
     nonce: str
+    form_token: str  # the annotator's (:class:`SignedIn`)
     answers: Mapping[int, str] = field(default_factory=dict)  # rubric index -> form value
     comment: str = ""
     reason: str = ""
@@ -89,33 +102,39 @@ def form_value(answer: object) -> str:
     return "" if answer is None else str(answer)
 
 
-def page(title: str, body: str, *, who: str | None = None, paths: Paths | None = None) -> str:
+def token_field(token: str) -> str:
+    """The hidden field carrying a form's token."""
+    return f'<input type="hidden" name="{FIELD}" value="{_e(token)}">'
+
+
+def page(title: str, body: str, *, who: SignedIn | None = None, paths: Paths | None = None) -> str:
     """A whole document: the head (viewport, style, script) and a header naming who is
     signed in, with a sign-out button."""
     signed = ""
     if who is not None and paths is not None:
         signed = (
-            f'<span class="muted">signed in as <strong>{_e(who)}</strong></span> '
-            f'<form method="post" action="{_e(paths.logout)}">'
+            f'<span class="muted">signed in as <strong>{_e(who.name)}</strong></span> '
+            f'<form method="post" action="{_e(paths.logout)}">{token_field(who.form_token)}'
             '<button class="quiet" type="submit">sign out</button></form>'
         )
     home = _e(paths.home) if paths is not None else "./"
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<meta name="referrer" content="no-referrer"><title>{_e(title)} · agentdocket</title>'
+        f'<meta name="referrer" content="same-origin"><title>{_e(title)} · agentdocket</title>'
         f"<style>{STYLE}</style></head><body>"
         f'<header><a href="{home}"><strong>agentdocket</strong> annotation</a><div>{signed}</div>'
         f"</header><main>{body}</main><script>{SCRIPT}</script></body></html>\n"
     )
 
 
-def signin_page(paths: Paths, message: str | None = None) -> str:
+def signin_page(paths: Paths, token: str, message: str | None = None) -> str:
+    """The sign-in form, carrying ``token`` (the browser's sign-in cookie's value)."""
     problem = f'<p class="errors" role="alert">{_e(message)}</p>' if message else ""
     body = (
         '<div class="signin"><h1>Sign in to annotate</h1>'
         f"{problem}"
-        f'<form method="post" action="{_e(paths.login)}">'
+        f'<form method="post" action="{_e(paths.login)}">{token_field(token)}'
         '<label for="token">Your annotator token</label>'
         '<input id="token" name="token" type="password" autocomplete="off" autofocus '
         'required spellcheck="false">'
@@ -126,7 +145,7 @@ def signin_page(paths: Paths, message: str | None = None) -> str:
     return page("Sign in", body, paths=paths)
 
 
-def queues_page(paths: Paths, who: str, rows: Sequence[QueueRow]) -> str:
+def queues_page(paths: Paths, who: SignedIn, rows: Sequence[QueueRow]) -> str:
     if not rows:
         listing = "<p>You are in no annotation queue yet.</p>"
     else:
@@ -157,7 +176,7 @@ def queues_page(paths: Paths, who: str, rows: Sequence[QueueRow]) -> str:
     return page("Your queues", f"<h1>Your queues</h1>{listing}", who=who, paths=paths)
 
 
-def done_page(paths: Paths, who: str, queue: str, labelled: int, skipped: int) -> str:
+def done_page(paths: Paths, who: SignedIn, queue: str, labelled: int, skipped: int) -> str:
     body = (
         f"<h1>Queue {_e(queue)}: done</h1>"
         f"<p>Nothing is left for you in this queue: you labelled {labelled} item"
@@ -168,7 +187,7 @@ def done_page(paths: Paths, who: str, queue: str, labelled: int, skipped: int) -
     return page(f"{queue}: done", body, who=who, paths=paths)
 
 
-def message_page(paths: Paths, title: str, text: str, who: str | None = None) -> str:
+def message_page(paths: Paths, title: str, text: str, who: SignedIn | None = None) -> str:
     body = f'<h1>{_e(title)}</h1><p>{_e(text)}</p><p><a href="{_e(paths.home)}">Your queues</a></p>'
     return page(title, body, who=who, paths=paths)
 
@@ -204,7 +223,8 @@ def _rubric_field(i: int, rubric: Rubric, given: str) -> str:
 
 def form_html(view: ItemView, paths: Paths) -> str:
     action = _e(paths.item(view.queue, view.trace_id))
-    nonce = f'<input type="hidden" name="nonce" value="{_e(view.nonce)}">'
+    hidden = f'<input type="hidden" name="nonce" value="{_e(view.nonce)}">'
+    hidden += token_field(view.form_token)
     errors = ""
     if view.errors:
         items = "".join(f"<li>{_e(x)}</li>" for x in view.errors)
@@ -219,14 +239,14 @@ def form_html(view: ItemView, paths: Paths) -> str:
     )
     return (
         f"{errors}"
-        f'<form id="labels" method="post" action="{action}">{nonce}'
+        f'<form id="labels" method="post" action="{action}">{hidden}'
         '<input type="hidden" name="action" value="label">'
         f"{fields}"
         '<label for="comment">Comment <small>(optional) <kbd>c</kbd></small></label>'
         f'<input id="comment" name="comment" type="text" value="{_e(view.comment)}">'
         '<div class="row"><button id="save" type="submit">Save and next <kbd>Enter</kbd>'
         f"</button> {back}</div></form>"
-        f'<form id="skip" class="skip" method="post" action="{action}">{nonce}'
+        f'<form id="skip" class="skip" method="post" action="{action}">{hidden}'
         '<input type="hidden" name="action" value="skip">'
         '<label for="skip-reason">Skip this item: why? <kbd>s</kbd></label>'
         f'<input id="skip-reason" name="reason" type="text" value="{_e(view.reason)}">'
@@ -250,4 +270,5 @@ def item_page(view: ItemView, paths: Paths) -> str:
         f"{verdicts_html(view.verdicts, view.verdicts_later)}</section>"
         f'<section class="judge" aria-label="your labels">{form_html(view, paths)}</section></div>'
     )
-    return page(f"{view.queue}: {view.trace_id[:12]}", body, who=view.annotator, paths=paths)
+    who = SignedIn(view.annotator, view.form_token)
+    return page(f"{view.queue}: {view.trace_id[:12]}", body, who=who, paths=paths)

@@ -38,11 +38,13 @@ def item_view(
     rubrics: Sequence[Rubric],
     *,
     nonce: str,
+    form_token: str,
     form: Mapping[str, str] | None = None,
     errors: Sequence[str] = (),
 ) -> ItemView:
     """The item page of ``trace_id`` for ``who``: the run, their current labels (or what they
-    just sent, ``form``), and the item they labelled before it."""
+    just sent, ``form``), and the item they labelled before it; its forms carry ``nonce`` and
+    ``form_token``."""
     mine = store.labels.given(queue=queue.name, author=who)  # oldest first
     order = list(dict.fromkeys(x.trace_id for x in mine))  # items in the order first labelled
     if trace_id in order:
@@ -75,6 +77,7 @@ def item_view(
         case=trace.case if trace is not None else None,
         rubrics=rubrics,
         nonce=nonce,
+        form_token=form_token,
         answers=answers,
         comment=comment,
         reason=reason,

@@ -1,19 +1,26 @@
 """The annotators' page (``/annotate/`` on ``agentdocket serve``): two annotators label a whole
 queue in headless Chromium, driven by Selenium through the keyboard alone (a skip, a step back
-and a relabel among it), against the real serve process; and its HTTP contract in process
-(sign-in, access, validation, a double submit, hostile text)."""
+and a relabel among it), against the real serve process; forged forms from pages on other
+origins, auto-submitted in that browser, refused and changing nothing; and its HTTP contract in
+process (sign-in, access, validation, a double submit, hostile text, each way a forged
+request is refused). On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 import dataclasses
+import http.server
 import json
 import os
 import random
 import re
+import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -34,7 +41,8 @@ from agentdocket.cli import main
 from agentdocket.events import Case, Dataset, Event
 from agentdocket.events.rubrics import Rubric
 from agentdocket.people.agreement import fleiss_kappa, krippendorff_alpha
-from agentdocket.people.annotate import COOKIE, Annotation
+from agentdocket.people.annotate import COOKIE, SIGNIN_COOKIE, Annotation
+from agentdocket.people.annotate_guard import FIELD, form_token
 from agentdocket.store import open_store
 from agentdocket.store.labels import StoredLabel, latest
 from tests.helpers.agreement_reference import alpha_by_pairs, fleiss_by_formula
@@ -113,40 +121,70 @@ def _seed(url: str, n: int = 20) -> Seeded:
 
 
 @pytest.fixture
-def page(sqlite_url: str) -> Iterator[tuple[TestClient, Seeded]]:
-    seeded = _seed(sqlite_url, 3)
-    annotation = Annotation(sqlite_url)
+def page(url: str) -> Iterator[tuple[TestClient, Seeded]]:
+    seeded = _seed(url, 3)
+    annotation = Annotation(url)
     yield TestClient(Starlette(routes=annotation.routes)), seeded
     annotation.close()
 
 
-def _nonce(html: str) -> str:
-    found = re.search(r'name="nonce" value="([0-9a-f]{32})"', html)
-    assert found is not None
+def _field(html: str, name: str) -> str:
+    found = re.search(rf'name="{name}" value="([^"]*)"', html)
+    assert found is not None, name
     return found.group(1)
+
+
+def _nonce(html: str) -> str:
+    nonce = _field(html, "nonce")
+    assert re.fullmatch(r"[0-9a-f]{32}", nonce)
+    return nonce
+
+
+def _signed_in(client: TestClient, token: str) -> None:
+    """The client signed in with ``token``: the cookie, as signing in sets it."""
+    client.cookies.clear()
+    client.cookies.set(COOKIE, token)
 
 
 def test_signing_in_sets_a_strict_cookie_and_a_wrong_token_is_401(
     page: tuple[TestClient, Seeded],
 ) -> None:
     client, seeded = page
-    assert client.get("/annotate/").status_code == 200
-    wrong = client.post("/annotate/login", data={"token": "not-a-token"})
+    shown = client.get("/annotate/")
+    assert shown.status_code == 200 and shown.headers["referrer-policy"] == "same-origin"
+    presession = shown.headers["set-cookie"]
+    assert presession.startswith(f"{SIGNIN_COOKIE}=")
+    for flag in ("HttpOnly", "SameSite=strict", "Path=/annotate"):
+        assert flag in presession
+    assert "expires" not in presession.lower() and "max-age" not in presession.lower()
+    signin = _field(shown.text, FIELD)
+    assert client.cookies[SIGNIN_COOKIE] == signin and re.fullmatch(r"[0-9a-f]{64}", signin)
+    again = client.get("/annotate/")  # a second tab: the same token, so both forms work
+    assert _field(again.text, FIELD) == signin
+    wrong = client.post("/annotate/login", data={FIELD: signin, "token": "not-a-token"})
     assert wrong.status_code == 401 and "No annotator has that token" in wrong.text
+    assert _field(wrong.text, FIELD) == signin
     item = f"/annotate/q/main/item/{seeded.ids[0]}"
     assert client.get(item, follow_redirects=False).headers["location"] == "/annotate/"
-    right = client.post("/annotate/login", data={"token": seeded.tokens["ann"]})
-    cookie = right.history[0].headers["set-cookie"]
+    right = client.post("/annotate/login", data={FIELD: signin, "token": seeded.tokens["ann"]})
+    cookies = right.history[0].headers.get_list("set-cookie")
+    (cookie,) = [c for c in cookies if c.startswith(f"{COOKIE}=")]
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/annotate" in cookie
+    (dropped,) = [c for c in cookies if c.startswith(f"{SIGNIN_COOKIE}=")]
+    assert "Max-Age=0" in dropped  # the pre-session cookie has done its work
+    assert SIGNIN_COOKIE not in client.cookies
     assert "main" in right.text and "Start" in right.text
     assert "script-src 'sha256-" in right.headers["content-security-policy"]
+    assert _field(right.text, FIELD) == form_token(seeded.tokens["ann"])  # the sign-out form
+    out = client.post("/annotate/logout", data={FIELD: form_token(seeded.tokens["ann"])})
+    assert "Sign in to annotate" in out.text and COOKIE not in client.cookies
 
 
 def test_an_annotator_sees_only_their_queues_and_their_items(
     page: tuple[TestClient, Seeded],
 ) -> None:
     client, seeded = page
-    client.cookies.set(COOKIE, seeded.tokens["ann"])
+    _signed_in(client, seeded.tokens["ann"])
     assert client.get(f"/annotate/q/main/item/{seeded.ids[0]}").status_code == 200
     # a run that exists, in a queue she is not in; a queue she is not in; no such run
     assert client.get(f"/annotate/q/other/item/{seeded.ids[0]}").status_code == 404
@@ -157,39 +195,195 @@ def test_an_annotator_sees_only_their_queues_and_their_items(
 
 
 def test_a_wrong_answer_is_422_naming_the_rubric_and_a_double_submit_is_one_label(
-    page: tuple[TestClient, Seeded], sqlite_url: str
+    page: tuple[TestClient, Seeded], url: str
 ) -> None:
     client, seeded = page
-    client.cookies.set(COOKIE, seeded.tokens["bob"])
+    _signed_in(client, seeded.tokens["bob"])
     item = f"/annotate/q/main/item/{seeded.ids[2]}"
-    nonce = _nonce(client.get(item).text)
-    bad = client.post(item, data={"nonce": nonce, "action": "label", "answer-0": "true"})
+    shown = client.get(item).text
+    nonce, token = _nonce(shown), _field(shown, FIELD)
+    assert token == form_token(seeded.tokens["bob"])
+    bad = client.post(
+        item, data={FIELD: token, "nonce": nonce, "action": "label", "answer-0": "true"}
+    )
     assert bad.status_code == 422 and "rubric &#x27;clarity&#x27;: choose an answer" in bad.text
     assert 'value="true" checked' in bad.text  # what was sent stays chosen
+    assert _field(bad.text, FIELD) == token  # and the form can be sent again
     bad = client.post(
-        item, data={"nonce": nonce, "action": "label", "answer-0": "true", "answer-1": "7"}
+        item,
+        data={FIELD: token, "nonce": nonce, "action": "label", "answer-0": "true", "answer-1": "7"},
     )
     assert bad.status_code == 422 and "from 1 to 5" in bad.text
-    form = {"nonce": nonce, "action": "label", "answer-0": "false", "answer-1": "2"}
+    form = {FIELD: token, "nonce": nonce, "action": "label", "answer-0": "false", "answer-1": "2"}
     for _ in range(2):
         sent = client.post(item, data=form, follow_redirects=False)
         assert sent.status_code == 303 and sent.headers["location"] == "/annotate/q/main/next"
-    with open_store(sqlite_url) as store:
+    with open_store(url) as store:
         given = store.labels.given(queue="main")
     assert sorted((g.rubric, g.value) for g in given) == [("clarity", 2), ("correct", False)]
     again = client.get(item).text
     assert 'value="false" checked' in again and 'value="2" checked' in again
     assert "planner.suffix_match" in again  # the judges' verdicts, now that bob labelled it
-    no_reason = client.post(item, data={"nonce": _nonce(again), "action": "skip", "reason": ""})
+    no_reason = client.post(
+        item, data={FIELD: token, "nonce": _nonce(again), "action": "skip", "reason": ""}
+    )
     assert no_reason.status_code == 422 and "why you skip" in no_reason.text
     assert 'value="false" checked' in no_reason.text  # his labels stay shown
 
 
 def test_a_run_s_hostile_text_shows_as_text(page: tuple[TestClient, Seeded]) -> None:
     client, seeded = page
-    client.cookies.set(COOKIE, seeded.tokens["ann"])
+    _signed_in(client, seeded.tokens["ann"])
     text = client.get(f"/annotate/q/main/item/{seeded.ids[-1]}").text
     assert HOSTILE not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+
+
+# --- in process: forged requests -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sent:
+    """A state-changing request as the page's own form sends it: where to, the form, and the
+    cookies the browser holds."""
+
+    path: str
+    form: dict[str, str]
+    cookies: dict[str, str]
+
+
+def _own_forms(client: TestClient, seeded: Seeded) -> dict[str, Sent]:
+    """Ann's label, skip and sign-out as her page's forms send them, and a sign-in as eve from
+    a browser shown the sign-in form."""
+    ann = seeded.tokens["ann"]
+    sent = {}
+    for action, tid, more in (
+        ("label", seeded.ids[0], {"answer-0": "false", "answer-1": "1"}),
+        ("skip", seeded.ids[1], {"reason": "unreadable"}),
+    ):
+        _signed_in(client, ann)
+        shown = client.get(f"/annotate/q/main/item/{tid}").text
+        form = {FIELD: _field(shown, FIELD), "nonce": _nonce(shown), "action": action, **more}
+        sent[action] = Sent(f"/annotate/q/main/item/{tid}", form, {COOKIE: ann})
+    sent["logout"] = Sent("/annotate/logout", {FIELD: form_token(ann)}, {COOKIE: ann})
+    client.cookies.clear()
+    signin = _field(client.get("/annotate/").text, FIELD)
+    token = seeded.tokens["eve"]
+    sent["login"] = Sent(
+        "/annotate/login", {FIELD: signin, "token": token}, {SIGNIN_COOKIE: signin}
+    )
+    client.cookies.clear()
+    return sent
+
+
+def _send(client: TestClient, sent: Sent, headers: dict[str, str]) -> Any:  # httpx2's Response
+    """Post ``sent`` as a browser does (an empty form too is a form), with ``headers``."""
+    client.cookies.clear()
+    for name, value in sent.cookies.items():
+        client.cookies.set(name, value)
+    return client.post(
+        sent.path,
+        content=urlencode(sent.form),
+        headers={"content-type": "application/x-www-form-urlencoded", **headers},
+        follow_redirects=False,
+    )
+
+
+def _labels(url: str) -> list[tuple[str, str, str, object, str | None]]:
+    with open_store(url) as store:
+        given = store.labels.given(queue="main")
+    return sorted((g.author, g.trace_id, g.rubric, g.value, g.skipped) for g in given)
+
+
+def _without(form: dict[str, str], name: str) -> dict[str, str]:
+    return {k: v for k, v in form.items() if k != name}
+
+
+def _wrong_token(form: dict[str, str], seeded: Seeded) -> dict[str, str]:
+    """The form with another's token: bob's session's, or another browser's sign-in."""
+    other = form_token(seeded.tokens["bob"]) if "token" not in form else "0" * 64
+    return {**form, FIELD: other}
+
+
+# each way a request is refused: what it does to the page's own form and headers, what 403 says
+Change = Callable[[dict[str, str], Seeded], dict[str, str]]
+FORGED: dict[str, tuple[Change, dict[str, str], str]] = {
+    "missing token": (lambda f, s: _without(f, FIELD), {}, "no form token"),
+    "wrong token": (_wrong_token, {}, "reload the page"),
+    "cross-site": (lambda f, s: f, {"sec-fetch-site": "cross-site"}, "another site"),
+    "same-site": (lambda f, s: f, {"sec-fetch-site": "same-site"}, "another site"),
+    "foreign origin": (lambda f, s: f, {"origin": "http://localhost:4318"}, "another origin"),
+    "null origin": (lambda f, s: f, {"origin": "null"}, "another origin"),
+}
+
+
+@pytest.mark.parametrize("how", list(FORGED))
+def test_a_forged_request_is_403_and_changes_nothing(
+    page: tuple[TestClient, Seeded], url: str, how: str
+) -> None:
+    """Each state-changing form (label, skip, sign-out, sign-in), refused one way: 403 saying
+    why, no label, no cookie set or dropped."""
+    client, seeded = page
+    change, headers, why = FORGED[how]
+    before = _labels(url)
+    for action, own in _own_forms(client, seeded).items():
+        forged = dataclasses.replace(own, form=change(own.form, seeded))
+        refused = _send(client, forged, headers)
+        assert refused.status_code == 403, (action, refused.text)
+        assert "<title>Refused" in refused.text and why in refused.text, action
+        assert "Nothing was changed." in refused.text
+        assert "set-cookie" not in refused.headers, action  # no sign-in, no sign-out
+        assert dict(client.cookies) == forged.cookies
+        assert _labels(url) == before, action
+        home = client.get("/annotate/").text
+        assert ("signed in as <strong>ann</strong>" in home) == (action != "login")
+
+
+def test_the_page_s_own_forms_pass_with_the_headers_a_browser_sends(
+    page: tuple[TestClient, Seeded], url: str
+) -> None:
+    client, seeded = page
+    own = _own_forms(client, seeded)
+    headers = {"sec-fetch-site": "same-origin", "origin": "http://testserver"}
+    for action in ("label", "skip"):
+        sent = _send(client, own[action], headers)
+        assert (sent.status_code, sent.headers["location"]) == (303, "/annotate/q/main/next")
+    assert [(a, t, r, s) for a, t, r, _, s in _labels(url)] == sorted(
+        [
+            ("ann", seeded.ids[0], "correct", None),
+            ("ann", seeded.ids[0], "clarity", None),
+            ("ann", seeded.ids[1], "correct", "unreadable"),
+            ("ann", seeded.ids[1], "clarity", "unreadable"),
+        ]
+    )
+    out = _send(client, own["logout"], {**headers, "sec-fetch-site": "none"})
+    assert out.status_code == 303
+    dropped = out.headers["set-cookie"]
+    assert dropped.startswith(f'{COOKIE}="";') and "Max-Age=0" in dropped
+    signed = _send(client, own["login"], {})  # no browser: the tokens decide
+    assert signed.status_code == 303
+    assert signed.headers["set-cookie"].startswith(f"{COOKIE}={seeded.tokens['eve']};")
+    _signed_in(client, seeded.tokens["eve"])
+    assert "signed in as <strong>eve</strong>" in client.get("/annotate/").text
+
+
+def test_a_sign_in_needs_the_browser_s_own_sign_in_cookie(
+    page: tuple[TestClient, Seeded],
+) -> None:
+    """A form elsewhere can copy the field's shape but not make the browser send the cookie."""
+    client, seeded = page
+    signin = _field(client.get("/annotate/").text, FIELD)
+    form = {FIELD: signin, "token": seeded.tokens["ann"]}
+    for cookie in (None, "not-one-the-page-draws", "1" * 64):
+        client.cookies.clear()
+        if cookie is not None:
+            client.cookies.set(SIGNIN_COOKIE, cookie)
+        refused = client.post("/annotate/login", data=form)
+        assert refused.status_code == 403 and "set-cookie" not in refused.headers
+        assert COOKIE not in client.cookies
+    # a sign-out with no session: nothing to end, nothing changed
+    client.cookies.clear()
+    gone = client.post("/annotate/logout", data={FIELD: ""}, follow_redirects=False)
+    assert gone.status_code == 303 and "set-cookie" not in gone.headers
 
 
 # --- in a browser: the whole queue through the keyboard -----------------------------------------
@@ -318,9 +512,9 @@ def _work_through(driver: WebDriver, who: str, shots: Shots | None) -> dict[str,
 @pytest.mark.skipif(
     not CHROMIUM.exists(), reason="no /usr/bin/chromium (scripts/browser-up installs it)"
 )
-def test_two_annotators_label_a_queue_with_the_keyboard(sqlite_url: str, tmp_path: Path) -> None:
-    seeded = _seed(sqlite_url)
-    server = Server(sqlite_url, tmp_path / "spool").start()
+def test_two_annotators_label_a_queue_with_the_keyboard(url: str, tmp_path: Path) -> None:
+    seeded = _seed(url)
+    server = Server(url, tmp_path / "spool").start()
     base = f"http://127.0.0.1:{server.port}"
     driver = _browser(tmp_path)
     try:
@@ -344,13 +538,17 @@ def test_two_annotators_label_a_queue_with_the_keyboard(sqlite_url: str, tmp_pat
         ann = {COOKIE: seeded.tokens["ann"]}
         other = httpx.get(f"{base}/annotate/q/other/item/{seeded.ids[0]}", cookies=ann)
         assert other.status_code == 404
-        login = httpx.post(f"{base}/annotate/login", data={"token": "wrong"})
-        assert login.status_code == 401
+        with httpx.Client(base_url=base) as client:
+            bare = client.post("/annotate/login", data={"token": "wrong"})
+            assert bare.status_code == 403 and "no form token" in bare.text
+            signin = _field(client.get("/annotate/").text, FIELD)
+            login = client.post("/annotate/login", data={FIELD: signin, "token": "wrong"})
+            assert login.status_code == 401
     finally:
         driver.quit()
         server.stop()
 
-    with open_store(sqlite_url) as store:
+    with open_store(url) as store:
         given = store.labels.given(queue="main")
         queue = store.queues.get("main")
         assert queue is not None
@@ -377,7 +575,7 @@ def test_two_annotators_label_a_queue_with_the_keyboard(sqlite_url: str, tmp_pat
         assert g.value == want, (g.author, g.trace_id, g.rubric)
     assert keys["bob"][relabelled] == ("2", "2")
     assert (progress.complete, progress.labels) == (20, 40)
-    _agreement_is_the_reference_computation(sqlite_url, current)
+    _agreement_is_the_reference_computation(url, current)
 
 
 def _agreement_is_the_reference_computation(url: str, current: list[StoredLabel]) -> None:
@@ -412,3 +610,168 @@ def _agreement_is_the_reference_computation(url: str, current: list[StoredLabel]
         assert (pair["first"], pair["second"]) == ("ann", "bob")
     ordinal = found["clarity"]["alpha_ordinal"]
     assert ordinal is not None and ordinal["low"] is not None
+
+
+# --- in a browser: forms forged on other origins ------------------------------------------------
+
+
+class Elsewhere:
+    """A web server of another origin than the page's: its pages hold a form that posts
+    itself to the annotation page as soon as it loads. Reached as ``http://localhost:PORT`` it
+    is another site; as ``http://127.0.0.1:PORT`` another origin of the page's own site (the
+    annotator's SameSite=Strict cookie goes with its forms)."""
+
+    def __init__(self) -> None:
+        pages: dict[str, bytes] = {}
+        self.pages = pages
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = pages.get(self.path)
+                self.send_response(200 if body is not None else 404)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body or b"")))
+                self.end_headers()
+                self.wfile.write(body or b"")
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = int(self.server.server_address[1])
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def forge(self, name: str, action: str, fields: dict[str, str]) -> str:
+        """A page at ``/name`` posting ``fields`` to ``action`` on load; its path."""
+        inputs = "".join(
+            f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">'
+            for k, v in fields.items()
+        )
+        self.pages[f"/{name}"] = (
+            "<!doctype html><html><head><title>Free concert tickets</title></head><body>"
+            f'<form id="f" method="post" action="{escape(action)}">{inputs}</form>'
+            '<script>document.getElementById("f").submit()</script></body></html>'
+        ).encode()
+        return f"/{name}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(10)
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[Elsewhere]:
+    server = Elsewhere()
+    yield server
+    server.close()
+
+
+def _lands(driver: WebDriver, address: str, base: str) -> str:
+    """Open a page elsewhere whose form posts itself to the page at ``base``; the text of the
+    page the browser lands on there."""
+    driver.get(address)
+    WebDriverWait(driver, 30, ignored_exceptions=(WebDriverException,)).until(
+        lambda d: (
+            d.current_url.startswith(base)
+            and d.execute_script("return document.readyState === 'complete'")
+            and d.title.endswith("agentdocket")
+        )
+    )
+    return str(driver.find_element(By.TAG_NAME, "main").text)
+
+
+def _signed_in_as(driver: WebDriver, base: str) -> str | None:
+    """Who the browser is signed in as on the page (None: the sign-in form)."""
+    driver.get(f"{base}/annotate/")
+    if driver.title.startswith("Sign in"):
+        return None
+    found = re.search(r"signed in as (\S+)", driver.find_element(By.TAG_NAME, "header").text)
+    assert found is not None, driver.page_source
+    return found.group(1)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="no /usr/bin/chromium (scripts/browser-up installs it)"
+)
+def test_forms_forged_on_other_origins_are_refused_and_change_nothing(
+    url: str, tmp_path: Path, elsewhere: Elsewhere
+) -> None:
+    """Pages on another site and on another port of the page's own host post a label, a
+    sign-in as eve and a sign-out in the browser of an annotator: each is refused with 403 and
+    changes nothing, while she signs in, labels, skips and signs out with the page's own
+    forms."""
+    seeded = _seed(url, 4)
+    server = Server(url, tmp_path / "spool").start()
+    base = f"http://127.0.0.1:{server.port}"
+    other_site = f"http://localhost:{elsewhere.port}"
+    next_door = f"http://127.0.0.1:{elsewhere.port}"  # same site: SameSite lets cookies go
+    guess = {FIELD: "0" * 64}
+    label = elsewhere.forge(
+        "label",
+        f"{base}/annotate/q/main/item/{seeded.ids[0]}",
+        {**guess, "nonce": "f" * 32, "action": "label", "answer-0": "false", "answer-1": "1"},
+    )
+    login = elsewhere.forge(
+        "login", f"{base}/annotate/login", {**guess, "token": seeded.tokens["eve"]}
+    )
+    logout = elsewhere.forge("logout", f"{base}/annotate/logout", guess)
+    driver = _browser(tmp_path)
+    try:
+        # signed out, the sign-in form shown: pages elsewhere would sign her in as eve
+        assert _signed_in_as(driver, base) is None
+        for origin, said in ((other_site, "cross-site"), (next_door, "same-site")):
+            text = _lands(driver, f"{origin}{login}", base)
+            assert driver.title.startswith("Refused"), driver.page_source
+            assert f"Sec-Fetch-Site: {said}" in text and "Nothing was changed." in text
+            assert _signed_in_as(driver, base) is None
+        assert COOKIE not in {c["name"] for c in driver.get_cookies()}
+
+        # ann signs in, labels her first item and skips her second, with the keys
+        _press_and_load(driver, seeded.tokens["ann"], Keys.ENTER)
+        assert driver.title.startswith("Your queues")
+        _press_and_load(driver, "1")
+        first = _item(driver)
+        _press(driver, "1")
+        _press_and_load(driver, "3", Keys.ENTER)
+        second = _item(driver)
+        assert first is not None and second is not None and second != first
+        _press(driver, "s")
+        _press_and_load(driver, REASON, Keys.ENTER)
+        assert _item(driver) not in (None, first, second)
+        done = _labels(url)
+        assert done == sorted(
+            [
+                ("ann", first, "clarity", 3, None),
+                ("ann", first, "correct", True, None),
+                ("ann", second, "clarity", None, REASON),
+                ("ann", second, "correct", None, REASON),
+            ]
+        )
+
+        # signed in, with her cookie going to the page next door: a label, eve, a sign-out
+        for origin, said in ((other_site, "cross-site"), (next_door, "same-site")):
+            for forged in (label, login, logout):
+                text = _lands(driver, f"{origin}{forged}", base)
+                assert driver.title.startswith("Refused"), (origin, forged, driver.page_source)
+                assert f"Sec-Fetch-Site: {said}" in text and "Nothing was changed." in text
+                assert _signed_in_as(driver, base) == "ann", (origin, forged)
+                assert _labels(url) == done, (origin, forged)
+
+        # she signs out with the page's own button
+        driver.execute_script("window.leaving = true")
+        driver.find_element(By.CSS_SELECTOR, "header form button").click()
+        WebDriverWait(driver, 30, ignored_exceptions=(WebDriverException,)).until(
+            lambda d: d.execute_script(
+                "return !window.leaving && document.readyState === 'complete'"
+            )
+        )
+        assert driver.title.startswith("Sign in")
+        assert COOKIE not in {c["name"] for c in driver.get_cookies()}
+        assert _signed_in_as(driver, base) is None
+    finally:
+        driver.quit()
+        server.stop()
+    assert _labels(url) == done

@@ -1,5 +1,6 @@
 """The annotation page's pure parts: reading its forms into labels, and rendering runs, rubrics
-and people's text as text (a hostile answer shows, it does not run)."""
+and people's text as text (a hostile answer shows, it does not run), each state-changing form
+with its token."""
 
 from __future__ import annotations
 
@@ -16,12 +17,24 @@ from agentdocket.events.labels import MAX_ID, label_event
 from agentdocket.events.rubrics import Rubric
 from agentdocket.people.annotate_assets import CSP
 from agentdocket.people.annotate_form import label_id, labels_from, parse_form, read_answers
-from agentdocket.people.annotate_html import ItemView, Paths, QueueRow, item_page, queues_page
+from agentdocket.people.annotate_guard import FIELD
+from agentdocket.people.annotate_html import (
+    ItemView,
+    Paths,
+    QueueRow,
+    SignedIn,
+    done_page,
+    item_page,
+    message_page,
+    queues_page,
+    signin_page,
+)
 from agentdocket.people.annotate_run import latest_verdicts, run_html, shown
 from tests.helpers.factory import run_events, verdict_event
 
 HOSTILE = "<script>alert(1)</script>"
 NONCE = "0123456789abcdef0123456789abcdef"
+FORM_TOKEN = "f" * 64
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 OK = Rubric(name="ok", question="Is it right?", kind="pass_fail")
 CLEAR = Rubric(name="clear", question="How clear?", kind="scale", low=1, high=5)
@@ -167,6 +180,7 @@ def test_the_item_page_escapes_what_people_and_rubrics_say() -> None:
         case=None,
         rubrics=[rubric, NOTE],
         nonce=NONCE,
+        form_token=f'"><{HOSTILE}',
         answers={0: HOSTILE, 1: f"</textarea>{HOSTILE}"},
         comment=f'"><{HOSTILE}',
         reason=HOSTILE,
@@ -191,6 +205,7 @@ def test_the_form_shows_the_keys_and_each_rubric_s_answers_in_order() -> None:
         case=None,
         rubrics=[OK, CLEAR],
         nonce=NONCE,
+        form_token=FORM_TOKEN,
         answers={0: "false"},
     )
     html = item_page(view, Paths("/annotate"))
@@ -207,7 +222,9 @@ def test_verdicts_show_only_where_the_page_says_and_the_latest_of_each() -> None
     older = verdict_event(events, passed=False)
     newer = verdict_event(events, passed=True, when=older.ts.replace(year=2027))
     assert latest_verdicts([*events, older, newer]) == [newer]
-    base = ItemView("q", TRACE, "ann", None, events, None, [OK], NONCE, verdicts_later=True)
+    base = ItemView(
+        "q", TRACE, "ann", None, events, None, [OK], NONCE, FORM_TOKEN, verdicts_later=True
+    )
     assert "Shown once you have labelled" in item_page(base, Paths())
     shown_page = item_page(replace(base, verdicts=[newer]), Paths())
     assert "planner.suffix_match" in shown_page and "Shown once" not in shown_page
@@ -215,7 +232,7 @@ def test_verdicts_show_only_where_the_page_says_and_the_latest_of_each() -> None
 
 def test_the_queues_page_numbers_only_the_queues_with_work_left() -> None:
     rows = [QueueRow("done-q", 3, 3, 0, 0), QueueRow("open-q", 4, 1, 0, 3)]
-    html = queues_page(Paths("/annotate"), "ann", rows)
+    html = queues_page(Paths("/annotate"), SignedIn("ann", FORM_TOKEN), rows)
     assert re.findall(r'class="start" href="([^"]+)"', html) == ["/annotate/q/open-q/next"]
     assert "Continue <kbd>1</kbd>" in html
 
@@ -228,8 +245,47 @@ def test_long_values_are_cut_with_a_note() -> None:
 
 
 def test_the_policy_allows_exactly_the_page_s_own_style_and_script() -> None:
-    html = item_page(ItemView("q", TRACE, "a", None, [], None, [OK], NONCE), Paths())
+    html = item_page(ItemView("q", TRACE, "a", None, [], None, [OK], NONCE, FORM_TOKEN), Paths())
     for tag in ("style", "script"):
         (body,) = re.findall(rf"<{tag}>(.*?)</{tag}>", html, re.S)
         digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
         assert f"{tag}-src 'sha256-{digest}'" in CSP
+
+
+def _forms(html: str) -> dict[str, str]:
+    """Each form's action (and its id, where it has one) to the form token it carries."""
+    found = {}
+    for attributes, body in re.findall(r"<form([^>]*)>(.*?)</form>", html, re.S):
+        action = re.search(r'action="([^"]*)"', attributes)
+        assert action is not None and 'method="post"' in attributes
+        key = action.group(1)
+        if ident := re.search(r'id="([^"]*)"', attributes):
+            key += f"#{ident.group(1)}"
+        tokens = re.findall(rf'<input type="hidden" name="{FIELD}" value="([^"]*)">', body)
+        assert len(tokens) == 1, (key, body)
+        found[key] = tokens[0]
+    return found
+
+
+def test_every_form_that_changes_something_carries_its_token() -> None:
+    paths = Paths("/annotate")
+    who = SignedIn("ann", FORM_TOKEN)
+    item = f"/annotate/q/q/item/{TRACE}"
+    view = ItemView("q", TRACE, "ann", None, [], None, [OK], NONCE, FORM_TOKEN)
+    assert _forms(item_page(view, paths)) == {
+        f"{item}#labels": FORM_TOKEN,
+        f"{item}#skip": FORM_TOKEN,
+        "/annotate/logout": FORM_TOKEN,
+    }
+    for html in (
+        queues_page(paths, who, []),
+        done_page(paths, who, "q", 3, 1),
+        message_page(paths, "Not found", "nothing", who),
+    ):
+        assert _forms(html) == {"/annotate/logout": FORM_TOKEN}
+    signin = signin_page(paths, "a" * 64, HOSTILE)
+    assert _forms(signin) == {"/annotate/login": "a" * 64}
+    assert HOSTILE not in signin
+    assert _forms(message_page(paths, "Refused", "from elsewhere")) == {}  # nobody signed in
+    # the page's own forms send their Origin (under no-referrer a browser sends null)
+    assert '<meta name="referrer" content="same-origin">' in signin
