@@ -16,7 +16,8 @@ Where everything about the dashboards lives:
   :mod:`~agentdocket.dashboards.measures` (what the measures rollup holds and how each
   measure is computed); :mod:`~agentdocket.dashboards.panels` (one module per dashboard, with
   :mod:`~agentdocket.dashboards.spec` for a panel and :mod:`~agentdocket.dashboards.macros`
-  for Grafana's macros as the tests expand them); :mod:`~agentdocket.dashboards.alerts`.
+  for how a panel's SQL takes a variable, and Grafana's macros and variables as the tests
+  expand them); :mod:`~agentdocket.dashboards.alerts`.
 - The builder, here: :mod:`~agentdocket.dashboards.build` turns the panels and alert rules
   into Grafana's JSON (grafana-foundation-sdk, the ``dashboards`` extra; only the build script
   and the tests import it).

@@ -287,7 +287,7 @@ CALL_COSTS = """
 # The hourly roll-up of the costs, kept by the transactions that write call_costs.
 COST_HOURS = """
             SELECT hour AS time, agent, agent_version, dataset, model, role, judge, calls,
-                unpriced, cost
+                unpriced, cost, reported, reported_calls
             FROM rollup_costs
         """
 

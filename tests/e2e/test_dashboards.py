@@ -22,7 +22,7 @@ from psycopg.errors import InsufficientPrivilege
 
 from agentdocket import dashboards
 from agentdocket.dashboards import alerts, build, panels
-from agentdocket.dashboards.macros import expand
+from agentdocket.dashboards.macros import expand, variable
 from agentdocket.dashboards.measures import MEASURES
 from agentdocket.dashboards.panels.common import quantiles
 from agentdocket.dashboards.panels.versions import OUTCOME
@@ -325,8 +325,8 @@ def _side_row_level(name: str, extra: str = "") -> str:
         "ELSE avg(coalesce(pass, score)) END AS rate, sum(missing) AS missing, "
         "count(*) AS runs, count(*) FILTER (WHERE pass = 1) AS passes, "
         f"count(pass) + sum(missing) AS judged{extra} "
-        "FROM dashboard_experiment_verdicts WHERE dataset = '$experiment_dataset' "
-        f"AND selection = '${name}' AND $__timeFilter(time) GROUP BY 1, 2, 3"
+        f"FROM dashboard_experiment_verdicts WHERE dataset = {variable('experiment_dataset')} "
+        f"AND selection = {variable(name)} AND $__timeFilter(time) GROUP BY 1, 2, 3"
     )
 
 
@@ -417,6 +417,72 @@ def test_the_experiments_panels_give_the_rows_the_row_level_view_gave(seeded: st
     )
     assert both() == fresh
     conn.close()
+
+
+# --- values that would break out of quotes ------------------------------------------------------
+
+# A quote that ends the literal, a quote after a backslash (not an escape to PostgreSQL) and a
+# statement after a semicolon: each would change what a query reads, or the tables, if pasted
+# into SQL unescaped.
+HOSTILE = ("x' OR '1'='1", "\\'; DROP TABLE runs; --")
+ABSENT = "no such value"
+MULTI = ("agent", "dataset", "version")  # multi-value variables, "All" in variables()
+
+
+def _tables(conn: psycopg.Connection[Any]) -> list[tuple[str, int]]:
+    """Every table of the schema runs is in, with its rows."""
+    names = [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT CAST(oid AS regclass) FROM pg_class WHERE relkind IN ('r', 'p') "
+            "AND relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = 'runs'::regclass) "
+            "ORDER BY 1"
+        ).fetchall()
+    ]
+    assert "runs" in names and len(names) > 10, names
+    counts = [conn.execute(f"SELECT count(*) FROM {name}").fetchone() for name in names]
+    return [(name, int(c[0])) for name, c in zip(names, counts, strict=True) if c is not None]
+
+
+def _read(conn: psycopg.Connection[Any], sql: str) -> list[str]:
+    """A query's rows, floats rounded, in an order that does not depend on the plan."""
+    _, rows = rows_of(conn, sql)
+    return sorted(repr(rounded(r)) for r in rows)
+
+
+@pytest.mark.postgres
+def test_a_value_that_breaks_quotes_reads_what_an_absent_value_reads(seeded: str) -> None:
+    """Each variable of every panel and template variable query, set to a value that would
+    end the literal it stands in: the query runs, returns what a value no run has returns (a
+    multi-value variable's other values: what they return alone), and changes nothing. As
+    the database's owner, who could change anything, in one transaction rolled back after."""
+    conn = psycopg.connect(psycopg_conninfo(parse_url(seeded)))
+    try:
+        values = variables(conn)
+        before = _tables(conn)
+        queries = {f"{s.dashboard} / {s.title}": s.sql for s in panels.PANELS}
+        queries |= {f"variable {name}": sql for name, sql in panels.VARIABLE_SQL.items()}
+        checked = set()
+        for where, sql in queries.items():
+            alone = _read(conn, expand(sql, values))
+            for name in sorted(set(re.findall(r"\$\{(\w+):sqlstring\}", sql))):
+                nothing = expand(sql, {**values, name: [ABSENT]})
+                absent = _read(conn, nothing)
+                for value in HOSTILE:
+                    hostile = expand(sql, {**values, name: [value]})
+                    assert hostile != nothing
+                    assert _read(conn, hostile) == absent, (where, name, value)
+                if name in MULTI:
+                    with_it = {**values, name: [*values[name], HOSTILE[0]]}
+                    assert _read(conn, expand(sql, with_it)) == alone, (where, name)
+                checked.add(name)
+        assert checked == set(values)  # every variable, in some query
+        assert _tables(conn) == before
+        [(written,)] = conn.execute("SELECT txid_current_if_assigned()").fetchall()
+        assert written is None  # the transaction wrote nothing
+    finally:
+        conn.rollback()
+        conn.close()
 
 
 # --- the read-only role -------------------------------------------------------------------------

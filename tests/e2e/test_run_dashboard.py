@@ -117,6 +117,40 @@ def test_the_run_panels_show_the_run_its_verdicts_and_its_case(seeded: str) -> N
     assert failing and {r[6] for r in failing} == {failure}
 
 
+@pytest.mark.postgres
+def test_the_failing_runs_list_filters_on_the_boxes_filled_and_no_other(seeded: str) -> None:
+    """An empty text box ('' in Grafana's sqlstring format) filters nothing; a filled one
+    lists the failing runs it names, and a value no run has lists none."""
+    spec = _spec("Failing runs")
+    tools = "trace_id IN (SELECT trace_id FROM dashboard_run_tools WHERE tool = %s)"
+    with _connect(seeded) as conn:
+        values = variables(conn)  # every filter box empty
+        _, listed = rows_of(conn, expand(spec.sql, values))
+        [(failing,)] = conn.execute("SELECT count(*) FROM dashboard_failing_runs").fetchall()
+        assert failing > 0 and len(listed) == min(failing, 100)
+        scorer, case_id, failure = next((r[4], r[3], r[6]) for r in listed if r[6] is not None)
+        [(tool,)] = conn.execute(
+            "SELECT min(t.tool) FROM dashboard_run_tools t JOIN dashboard_failing_runs f "
+            "USING (trace_id)"
+        ).fetchall()
+        for name, value, where in (
+            ("failing_scorer", scorer, "scorer = %s"),
+            ("case_id", case_id, "case_id = %s"),
+            ("failure_type", failure, "failure_type = %s"),
+            ("tool", tool, tools),
+        ):
+            _, rows = rows_of(conn, expand(spec.sql, dict(values, **{name: [value]})))
+            expected = conn.execute(
+                "SELECT trace_id, scorer, scorer_version FROM dashboard_failing_runs "
+                f"WHERE {where}",
+                [value],
+            ).fetchall()
+            assert rows and len(rows) == min(len(expected), 100), name
+            assert {(r[1], r[4], r[5]) for r in rows} <= set(expected), name
+            _, none = rows_of(conn, expand(spec.sql, dict(values, **{name: ["no such value"]})))
+            assert none == [], name
+
+
 def _links(d: dict[str, Any]) -> list[tuple[str, str]]:
     out = []
     for p in d["panels"]:

@@ -8,6 +8,7 @@ measure names against the measures rollup.
 from __future__ import annotations
 
 from agentdocket.dashboards.declared import family, names
+from agentdocket.dashboards.macros import variable
 from agentdocket.dashboards.measures import MEASURES
 from agentdocket.dashboards.panels import run
 from agentdocket.dashboards.spec import PanelSpec, panel
@@ -16,8 +17,12 @@ from agentdocket.dashboards.views import TOOL_SCORERS as TOOLS
 # The filters every panel applies, on a view with time, agent and dataset columns. The
 # dashboard_*_stats views are hourly: an hour counts when it overlaps the time range.
 HOURS = "time > CAST($__timeFrom() AS timestamptz) - interval '1 hour' AND time <= $__timeTo()"
-RUNS = HOURS + " AND agent IN ($agent) AND dataset IN ($dataset)"
-VERDICTS = RUNS + " AND scorer_version IN ($version)"
+# The variables agent, dataset and version: written as variable() writes a variable, always
+# (see agentdocket.dashboards.macros).
+AGENT_AND_DATASET = f"agent IN ({variable('agent')}) AND dataset IN ({variable('dataset')})"
+VERSION_IN = f"scorer_version IN ({variable('version')})"
+RUNS = f"{HOURS} AND {AGENT_AND_DATASET}"
+VERDICTS = f"{RUNS} AND {VERSION_IN}"
 TOOL_SCORERS = f"scorer IN {names(*TOOLS)}"
 PEER = f"scorer LIKE {family('review.peer')}"
 SUBTASK = "substr(scorer, length('review.peer.') + 1)"
@@ -86,8 +91,8 @@ def failing_runs(dashboard: str, which: str, condition: str) -> PanelSpec:
         f"Recent failing runs ({which})",
         "table",
         "SELECT time, trace_id, agent, case_id, question, scorer, failure_type, rationale "
-        f"FROM dashboard_failing_runs WHERE $__timeFilter(time) AND agent IN ($agent) "
-        f"AND dataset IN ($dataset) AND {condition} "
+        f"FROM dashboard_failing_runs WHERE $__timeFilter(time) AND {AGENT_AND_DATASET} "
+        f"AND {condition} "
         "ORDER BY time DESC, trace_id, scorer, scorer_version LIMIT 50",
         "time trace_id agent case_id question scorer failure_type rationale",
         width=24,
@@ -99,17 +104,22 @@ def failing_runs(dashboard: str, which: str, condition: str) -> PanelSpec:
     )
 
 
+SCORER_VERSIONS = (
+    f"SELECT scorer_version FROM dashboard_scorer_versions WHERE scorer = {variable('scorer')}"
+)
+SELECTIONS = (
+    "SELECT DISTINCT selection FROM dashboard_experiment_stats "
+    f"WHERE dataset = {variable('experiment_dataset')} AND {HOURS}"
+)
 # The template variables' queries, by variable name.
 VARIABLE_SQL = {
     "agent": f"SELECT DISTINCT agent FROM dashboard_run_stats WHERE {HOURS}",
     "dataset": f"SELECT DISTINCT dataset FROM dashboard_run_stats WHERE {HOURS}",
     "version": "SELECT DISTINCT scorer_version FROM dashboard_scorer_versions",
     "scorer": "SELECT DISTINCT scorer FROM dashboard_scorer_versions",
-    "version_a": "SELECT scorer_version FROM dashboard_scorer_versions WHERE scorer = '$scorer'",
-    "version_b": "SELECT scorer_version FROM dashboard_scorer_versions WHERE scorer = '$scorer'",
+    "version_a": SCORER_VERSIONS,
+    "version_b": SCORER_VERSIONS,
     "experiment_dataset": f"SELECT DISTINCT dataset FROM dashboard_experiment_stats WHERE {HOURS}",
-    "baseline": "SELECT DISTINCT selection FROM dashboard_experiment_stats "
-    f"WHERE dataset = '$experiment_dataset' AND {HOURS}",
-    "candidate": "SELECT DISTINCT selection FROM dashboard_experiment_stats "
-    f"WHERE dataset = '$experiment_dataset' AND {HOURS}",
+    "baseline": SELECTIONS,
+    "candidate": SELECTIONS,
 }

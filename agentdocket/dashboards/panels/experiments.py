@@ -3,12 +3,15 @@ as ``agentdocket compare`` selects them), scorer by scorer and case by case."""
 
 from __future__ import annotations
 
+from agentdocket.dashboards.macros import variable
 from agentdocket.dashboards.panels import run
 from agentdocket.dashboards.panels.common import HOURS
 from agentdocket.dashboards.spec import PanelSpec, panel
 
 UID = "agentdocket-experiments"
 TITLE = ("agentdocket: experiments", "Two sets of runs of a dataset, case by case")
+DATASET = variable("experiment_dataset")
+BASELINE, CANDIDATE = variable("baseline"), variable("candidate")
 # A case's rate over its runs (repeats averaged): a pass/fail scorer's passes over every judged
 # run, a run missing its outcome failing (as `agentdocket compare` counts it); a score
 # scorer's mean score over the runs that have one.
@@ -25,10 +28,10 @@ COUNTS = (
 )
 # Both sides' rollup rows in one read of the view (its stale hours, computed live, once).
 BOTH = (
-    "FROM dashboard_experiment_stats WHERE dataset = '$experiment_dataset' "
-    f"AND selection IN ('$baseline', '$candidate') AND {HOURS}"
+    f"FROM dashboard_experiment_stats WHERE dataset = {DATASET} "
+    f"AND selection IN ({BASELINE}, {CANDIDATE}) AND {HOURS}"
 )
-SIDES = "(VALUES ('baseline', '$baseline'), ('candidate', '$candidate')) s(side, selection)"
+SIDES = f"(VALUES ('baseline', {BASELINE}), ('candidate', {CANDIDATE})) s(side, selection)"
 
 
 def _cases() -> str:
@@ -98,7 +101,7 @@ PANELS: tuple[PanelSpec, ...] = (
         "b.trace_id AS baseline_run, c.trace_id AS candidate_run "
         "FROM cases b JOIN cases c "
         "ON c.scorer = b.scorer AND c.scorer_version = b.scorer_version AND c.case_id = b.case_id "
-        f"WHERE b.selection = '$baseline' AND c.selection = '$candidate' "
+        f"WHERE b.selection = {BASELINE} AND c.selection = {CANDIDATE} "
         f"AND (c.rate <> b.rate OR {LOST}) "
         "ORDER BY 3 DESC, 1, 2 LIMIT 500",
         "scorer case_id change baseline candidate baseline_failures candidate_failures "

@@ -4,7 +4,7 @@ the blame split of incorrect runs."""
 from __future__ import annotations
 
 from agentdocket.dashboards.declared import scorer
-from agentdocket.dashboards.panels.common import failing_runs, mean, measures, total
+from agentdocket.dashboards.panels.common import VERSION_IN, failing_runs, mean, measures, total
 from agentdocket.dashboards.spec import PanelSpec, panel
 
 UID = "agentdocket-grammar"
@@ -44,5 +44,5 @@ PANELS: tuple[PanelSpec, ...] = (
         "blame runs",
         width=8,
     ),
-    failing_runs(UID, "GRAMMAR", f"{GRAMMAR} AND scorer_version IN ($version)"),
+    failing_runs(UID, "GRAMMAR", f"{GRAMMAR} AND {VERSION_IN}"),
 )

@@ -6,6 +6,7 @@ from agentdocket.dashboards.panels.common import (
     PEER,
     SUBTASK,
     VERDICTS,
+    VERSION_IN,
     failing_runs,
     mean,
     measures,
@@ -64,5 +65,5 @@ PANELS: tuple[PanelSpec, ...] = (
         unit="percentunit",
         width=24,
     ),
-    failing_runs(UID, "peer review", f"{PEER} AND scorer_version IN ($version)"),
+    failing_runs(UID, "peer review", f"{PEER} AND {VERSION_IN}"),
 )

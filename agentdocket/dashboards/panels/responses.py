@@ -4,7 +4,14 @@ judge's verdicts."""
 from __future__ import annotations
 
 from agentdocket.dashboards.declared import names, scorer
-from agentdocket.dashboards.panels.common import failing_runs, mean, measures, ratio, total
+from agentdocket.dashboards.panels.common import (
+    VERSION_IN,
+    failing_runs,
+    mean,
+    measures,
+    ratio,
+    total,
+)
 from agentdocket.dashboards.spec import PanelSpec, panel
 
 UID = "agentdocket-responses"
@@ -63,7 +70,6 @@ PANELS: tuple[PanelSpec, ...] = (
     failing_runs(
         UID,
         "responses",
-        f"scorer IN {names('response.similarity', 'answer.reference')} "
-        "AND scorer_version IN ($version)",
+        f"scorer IN {names('response.similarity', 'answer.reference')} AND {VERSION_IN}",
     ),
 )

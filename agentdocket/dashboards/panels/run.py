@@ -4,6 +4,7 @@ dashboard links to. Its views are in :mod:`agentdocket.dashboards.run`."""
 
 from __future__ import annotations
 
+from agentdocket.dashboards import macros
 from agentdocket.dashboards.spec import PanelSpec, panel
 
 UID = "agentdocket-run"
@@ -16,10 +17,32 @@ VARIABLES = {
     "tool": "Tool",
 }
 TITLE = ("agentdocket: run", "One run: its steps as a trace, its verdicts, and its case")
-# The run a panel shows: the trace id given, else the latest run of the case given.
+# The run a panel shows: the trace id given, else the latest run of the case given (a text box
+# left empty gives '').
+TRACE_ID, CASE_ID = macros.variable("trace_id"), macros.variable("case_id")
 THE_RUN = (
-    "trace_id = coalesce(nullif('$trace_id', ''), (SELECT d.trace_id FROM dashboard_runs d "
-    "WHERE d.case_id = '$case_id' ORDER BY d.time DESC, d.trace_id DESC LIMIT 1))"
+    f"trace_id = coalesce(nullif({TRACE_ID}, ''), (SELECT d.trace_id FROM dashboard_runs d "
+    f"WHERE d.case_id = {CASE_ID} ORDER BY d.time DESC, d.trace_id DESC LIMIT 1))"
+)
+
+
+def _given(name: str, condition: str) -> str:
+    """``condition`` on the value of text box ``name`` (``{}`` in it), true while the box is
+    empty."""
+    value = macros.variable(name)
+    return f"({value} = '' OR {condition.format(value)})"
+
+
+# The failing runs listed: of the scorer, failure type, case and tool given, each if given.
+FILTERS = " AND ".join(
+    (
+        _given("failing_scorer", "scorer = {}"),
+        _given("failure_type", "failure_type = {}"),
+        _given("case_id", "case_id = {}"),
+        _given(
+            "tool", "trace_id IN (SELECT t.trace_id FROM dashboard_run_tools t WHERE t.tool = {})"
+        ),
+    )
 )
 
 # --- links ------------------------------------------------------------------------------------
@@ -113,12 +136,8 @@ PANELS: tuple[PanelSpec, ...] = (
         "Failing runs",
         "table",
         "SELECT time, trace_id, agent, case_id, scorer, scorer_version, failure_type, rationale "
-        "FROM dashboard_failing_runs WHERE $__timeFilter(time) "
-        "AND ('$failing_scorer' = '' OR scorer = '$failing_scorer') "
-        "AND ('$failure_type' = '' OR failure_type = '$failure_type') "
-        "AND ('$case_id' = '' OR case_id = '$case_id') "
-        "AND ('$tool' = '' OR trace_id IN (SELECT t.trace_id FROM dashboard_run_tools t "
-        "WHERE t.tool = '$tool')) ORDER BY time DESC, trace_id, scorer, scorer_version LIMIT 100",
+        f"FROM dashboard_failing_runs WHERE $__timeFilter(time) AND {FILTERS} "
+        "ORDER BY time DESC, trace_id, scorer, scorer_version LIMIT 100",
         "time trace_id agent case_id scorer scorer_version failure_type rationale",
         width=24,
         height=10,

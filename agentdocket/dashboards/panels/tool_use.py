@@ -8,6 +8,7 @@ from agentdocket.dashboards.panels import run
 from agentdocket.dashboards.panels.common import (
     TOOL_SCORERS,
     VERDICTS,
+    VERSION_IN,
     failing_runs,
     measures,
     ratio,
@@ -75,5 +76,5 @@ PANELS: tuple[PanelSpec, ...] = (
         f"GROUP BY label ORDER BY min(total / n)",
         "extra_steps runs",
     ),
-    failing_runs(UID, "tool use", f"{TOOL_SCORERS} AND scorer_version IN ($version)"),
+    failing_runs(UID, "tool use", f"{TOOL_SCORERS} AND {VERSION_IN}"),
 )

@@ -3,6 +3,7 @@ to ``version_b``, and the runs whose verdict changed."""
 
 from __future__ import annotations
 
+from agentdocket.dashboards.macros import variable
 from agentdocket.dashboards.panels import run
 from agentdocket.dashboards.panels.common import RUNS, failing_runs, ratio, total
 from agentdocket.dashboards.spec import PanelSpec, panel
@@ -13,6 +14,7 @@ OUTCOME = (
     "coalesce({t}.label, CASE WHEN {t}.passed THEN 'pass' WHEN NOT {t}.passed THEN 'fail' "
     "ELSE 'scored' END)"
 )
+SCORER, VERSION_A, VERSION_B = variable("scorer"), variable("version_a"), variable("version_b")
 
 PANELS: tuple[PanelSpec, ...] = (
     panel(
@@ -21,7 +23,7 @@ PANELS: tuple[PanelSpec, ...] = (
         "table",
         f"SELECT scorer_version, {total('verdicts')} AS runs, {ratio('passed', 'decided')} AS "
         f"pass_rate, {ratio('score_sum', 'scored')} AS mean_score FROM dashboard_verdict_stats "
-        f"WHERE scorer = '$scorer' AND {RUNS} GROUP BY 1 ORDER BY 1",
+        f"WHERE scorer = {SCORER} AND {RUNS} GROUP BY 1 ORDER BY 1",
         "scorer_version runs pass_rate mean_score",
         width=24,
     ),
@@ -30,8 +32,8 @@ PANELS: tuple[PanelSpec, ...] = (
         "How verdicts moved from version A to version B",
         "table",
         f"SELECT outcome_a AS version_a, outcome_b AS version_b, {total('runs')} AS runs "
-        f"FROM dashboard_verdict_transitions WHERE scorer = '$scorer' "
-        f"AND version_a = '$version_a' AND version_b = '$version_b' AND {RUNS} "
+        f"FROM dashboard_verdict_transitions WHERE scorer = {SCORER} "
+        f"AND version_a = {VERSION_A} AND version_b = {VERSION_B} AND {RUNS} "
         f"GROUP BY 1, 2 ORDER BY runs DESC, 1, 2",
         "version_a version_b runs",
     ),
@@ -44,9 +46,9 @@ PANELS: tuple[PanelSpec, ...] = (
         f"b.failure_type AS failure_b "
         "FROM dashboard_verdicts a JOIN dashboard_verdicts b "
         "ON b.trace_id = a.trace_id AND b.scorer = a.scorer "
-        "WHERE a.scorer = '$scorer' AND a.scorer_version = '$version_a' "
-        "AND b.scorer_version = '$version_b' AND $__timeFilter(a.time) "
-        "AND a.agent IN ($agent) AND a.dataset IN ($dataset) "
+        f"WHERE a.scorer = {SCORER} AND a.scorer_version = {VERSION_A} "
+        f"AND b.scorer_version = {VERSION_B} AND $__timeFilter(a.time) "
+        f"AND a.agent IN ({variable('agent')}) AND a.dataset IN ({variable('dataset')}) "
         f"AND (a.passed IS DISTINCT FROM b.passed OR a.label IS DISTINCT FROM b.label "
         f"OR a.score IS DISTINCT FROM b.score) ORDER BY a.time DESC, a.trace_id LIMIT 200",
         "trace_id case_id version_a version_b failure_a failure_b",
@@ -55,6 +57,6 @@ PANELS: tuple[PanelSpec, ...] = (
     failing_runs(
         UID,
         "the scorer's two versions",
-        "scorer = '$scorer' AND scorer_version IN ('$version_a', '$version_b')",
+        f"scorer = {SCORER} AND scorer_version IN ({VERSION_A}, {VERSION_B})",
     ),
 )
