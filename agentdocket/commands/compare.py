@@ -176,13 +176,36 @@ def _cost(
 
     book = price_book(prices)
     costs: dict[str, float | None] = {}
+    told: dict[str, float] = {}
     for trace in store.scoring.traces(ids, {"llm.called"}):
         # a run costs the sum of its calls, only when every one of them is priced
         priced = run_costs(calls_of(trace.events), book)
         costs[trace.trace_id] = None if priced["unpriced_calls"] else priced["total_usd"]
+        if priced["reported_usd"] is not None:
+            told[trace.trace_id] = priced["reported_usd"]
     out = cost_difference(baseline, candidate, costs, resamples=resamples)
     out["priced_by"] = book.version
+    out["reported"] = _reported(baseline, candidate, told)
+    if out["reported"] is not None:
+        r = out["reported"]
+        out["summary"] += (
+            f"; the spans reported ${r['baseline_usd']:.6f} (baseline) and "
+            f"${r['candidate_usd']:.6f} (candidate) in all"
+        )
     return out
+
+
+def _reported(baseline: Side, candidate: Side, told: dict[str, float]) -> dict[str, Any] | None:
+    """What the spans reported the two sides' runs cost, beside what was computed (None when
+    no run's spans reported any)."""
+    if not told:
+        return None
+    sides = {}
+    for name, side in (("baseline", baseline), ("candidate", candidate)):
+        traces = [t for runs in side.runs.values() for t in runs]
+        sides[f"{name}_usd"] = sum(told.get(t, 0.0) for t in traces)
+        sides[f"{name}_runs"] = sum(1 for t in traces if t in told)
+    return sides
 
 
 class GateFailed(AgentdocketError, click.ClickException):

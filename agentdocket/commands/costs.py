@@ -83,6 +83,9 @@ def show_command(ctx: click.Context, dimension: str, judges: bool, fmt: str) -> 
     with open_from(ctx) as store:
         rows = store.costs.by(dimension, judges=judges)
         versions = store.costs.priced_by()
+    for row in rows:  # the spans' own figure beside ours: how far apart
+        told, ours = row["reported_usd"], row["cost_usd"]
+        row["difference_usd"] = None if told is None or ours is None else ours - told
     if fmt == "json":
         echo_json({"priced_by": versions, "by": dimension, "rows": rows})
         return

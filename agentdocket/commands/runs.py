@@ -249,13 +249,22 @@ def _costs_table(costs: dict[str, Any]) -> Table:
     title = "cost: " + ("-" if total is None else f"${total:.6f}")
     if unpriced:
         title += f" ({unpriced} calls unpriced)"
+    told = costs.get("reported_usd")
+    if told is not None:  # the provider's own figure, beside ours
+        title += f"; reported by the spans: ${told:.6f}"
+        if total is not None:
+            title += f" (ours {total - told:+.6f})"
     table = Table(title=title, title_justify="left", show_header=True, header_style="bold")
-    for col in ("model", "role", "tokens in / out", "cost"):
+    for col in ("model", "role", "tokens in / out", "cost", "reported"):
         table.add_column(col, overflow="fold")
     for c in costs["calls"]:
         cost = "unpriced" if c["cost_usd"] is None else f"${c['cost_usd']:.6f}"
+        if c["unpriced"] and c["cost_usd"] is None:
+            cost = f"unpriced: {c['unpriced']}"
         tokens = f"{c['input_tokens'] or '-'} / {c['output_tokens'] or '-'}"
-        table.add_row(c["model"], c["role"] or "-", tokens, cost)
+        amount = c.get("reported_cost")
+        shown = "-" if amount is None else f"{amount:.6f} {c.get('reported_currency') or 'USD'}"
+        table.add_row(c["model"], c["role"] or "-", tokens, cost, shown)
     return table
 
 

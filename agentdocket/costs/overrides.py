@@ -13,8 +13,18 @@ One ``[[price]]`` table per rate, in US dollars per million tokens::
     valid_from = 2026-01-01       # optional: from the beginning when absent
 
 A call takes the rate of the latest ``valid_from`` on or before its own time among the tables
-that name its model (and provider); at equal dates, the first in the file. The file is checked
-whole when it is read: an error names the file, the line of the table and the field.
+that name its model (and provider); at equal dates, the first in the file.
+
+A ``[[provider]]`` table says how to read a provider's calls::
+
+    [[provider]]
+    name = "my-vllm"              # the provider as the spans name it
+    priced_as = "openai"          # optional: price its calls from genai-prices as this one's
+    cached_in_input = true        # optional: whether its input tokens count the cached ones
+
+A provider genai-prices does not know is unpriced unless a ``[[price]]`` names it or a
+``[[provider]]`` maps it. The file is checked whole when it is read: an error names the file,
+the line of the table and the field.
 """
 
 from __future__ import annotations
@@ -41,7 +51,9 @@ FIELDS = frozenset(
         "valid_from",
     }
 )
+PROVIDER_FIELDS = frozenset({"name", "priced_as", "cached_in_input"})
 TABLE = re.compile(r"^\s*\[\[\s*price\s*\]\]")
+PROVIDER_TABLE = re.compile(r"^\s*\[\[\s*provider\s*\]\]")
 MILLION = Decimal(1_000_000)
 
 
@@ -67,10 +79,24 @@ class Rate:
 
 
 @dataclass(frozen=True)
+class ProviderSetting:
+    """How a provider's calls are read: priced as another provider, cached tokens in input."""
+
+    name: str
+    priced_as: str | None = None
+    cached_in_input: bool | None = None
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Overrides:
     rates: tuple[Rate, ...]
     source: str  # the file's name
     digest: str  # of its content: part of the price table's version
+    providers: tuple[ProviderSetting, ...] = ()
+
+    def provider(self, name: str | None) -> ProviderSetting | None:
+        return next((p for p in self.providers if name is not None and p.name == name), None)
 
     def rate(self, model: str, provider: str | None, at: datetime) -> Rate | None:
         best: Rate | None = None
@@ -114,9 +140,12 @@ def parse_prices(text: str, source: str = "prices") -> Overrides:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PriceFileError(f"{source}: {exc}") from None
-    extra = sorted(set(doc) - {"price"})
+    extra = sorted(set(doc) - {"price", "provider"})
     if extra:
-        raise PriceFileError(f"{source}: unknown table {extra[0]!r} (rates are [[price]] tables)")
+        raise PriceFileError(
+            f"{source}: unknown table {extra[0]!r} (rates are [[price]] tables, providers "
+            "[[provider]] tables)"
+        )
     tables = doc.get("price", [])
     if not isinstance(tables, list):
         raise PriceFileError(f"{source}: price must be [[price]] tables")
@@ -148,7 +177,33 @@ def parse_prices(text: str, source: str = "prices") -> Overrides:
             )
         )
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-    return Overrides(tuple(rates), source, digest)
+    return Overrides(tuple(rates), source, digest, _providers(doc, text, source))
+
+
+def _providers(doc: dict[str, object], text: str, source: str) -> tuple[ProviderSetting, ...]:
+    tables = doc.get("provider", [])
+    if not isinstance(tables, list):
+        raise PriceFileError(f"{source}: provider must be [[provider]] tables")
+    lines = [i + 1 for i, line in enumerate(text.splitlines()) if PROVIDER_TABLE.match(line)]
+    out: list[ProviderSetting] = []
+    for i, table in enumerate(tables):
+        line = lines[i] if i < len(lines) else 0
+        where = f"{source}:{line}: [[provider]] #{i + 1}"
+        unknown = sorted(set(table) - PROVIDER_FIELDS)
+        if unknown:
+            raise PriceFileError(f"{where}: unknown field {unknown[0]!r}")
+        name, priced_as = table.get("name"), table.get("priced_as")
+        inside = table.get("cached_in_input")
+        if not isinstance(name, str) or not name.strip():
+            raise PriceFileError(f"{where}: name is missing (the provider as spans name it)")
+        if priced_as is not None and (not isinstance(priced_as, str) or not priced_as.strip()):
+            raise PriceFileError(f"{where}: priced_as must be a provider's name")
+        if inside is not None and not isinstance(inside, bool):
+            raise PriceFileError(f"{where}: cached_in_input must be true or false")
+        if any(p.name == name for p in out):
+            raise PriceFileError(f"{where}: provider {name!r} is described twice")
+        out.append(ProviderSetting(name, priced_as, inside, line))
+    return tuple(out)
 
 
 def read_prices(path: Path) -> Overrides:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentdocket.costs.prices import PriceBook, Usage
+from agentdocket.costs.prices import PriceBook, Usage, reported
 from agentdocket.events import Event
 from agentdocket.store import Store
 from agentdocket.store.arrivals import Position
@@ -32,6 +32,7 @@ def cost_row(call: StoredCall, book: PriceBook) -> CostRow:
     p = call.payload
     usage = Usage.of_call(p, call.ts)
     priced = book.price(usage)
+    amount, currency, source = reported(p)
     return CostRow(
         event_id=call.event_id,
         trace_id=call.trace_id,
@@ -52,6 +53,9 @@ def cost_row(call: StoredCall, book: PriceBook) -> CostRow:
         agent_version=call.run[1],
         dataset=call.run[2],
         case_id=call.run[3],
+        reported_cost=amount,
+        reported_currency=currency,
+        reported_source=source,
     )
 
 
@@ -108,10 +112,13 @@ def run_costs(calls: list[StoredCall], book: PriceBook) -> dict[str, Any]:
     priced ones, and how many no price covers."""
     rows = [cost_row(call, book) for call in calls]
     priced = [r.cost for r in rows if r.cost is not None]
+    told = [r.reported_usd for r in rows if r.reported_usd is not None]
     return {
         "priced_by": book.version,
         "total_usd": sum(priced) if priced else None,
         "unpriced_calls": len(rows) - len(priced),
+        "reported_usd": sum(told) if told else None,
+        "reported_calls": len(told),
         "calls": [
             {
                 "event_id": r.event_id,
@@ -125,6 +132,9 @@ def run_costs(calls: list[StoredCall], book: PriceBook) -> dict[str, Any]:
                 "cost_usd": r.cost,
                 "rate": r.rate,
                 "unpriced": r.unpriced,
+                "reported_cost": r.reported_cost,
+                "reported_currency": r.reported_currency,
+                "reported_source": r.reported_source,
             }
             for r in rows
         ],

@@ -85,6 +85,12 @@ GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
 GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
 GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
 GEN_AI_PROVIDER: Final = "gen_ai.provider.name"
+# the cost a span reports for its call: the GenAI conventions', Langfuse's, OpenInference's
+GEN_AI_COST_AMOUNT: Final = "gen_ai.usage.cost.amount"
+GEN_AI_COST_CURRENCY: Final = "gen_ai.usage.cost.currency"
+GEN_AI_COST_SOURCE: Final = "gen_ai.usage.cost.source"
+LANGFUSE_COST: Final = "gen_ai.usage.cost"
+LLM_COST_TOTAL: Final = "llm.cost.total"
 # the service tier a call was served at (priced apart by some providers), current and older
 SERVICE_TIERS: Final = (
     "openai.response.service_tier",

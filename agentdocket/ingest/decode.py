@@ -126,9 +126,37 @@ def documents(indexed: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 _PROVIDERS = (A.LLM_PROVIDER, A.GEN_AI_PROVIDER, A.GEN_AI_SYSTEM_OLD)
 
 
+def reported_cost(attrs: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The cost a span reports for its model call (the provider's own figure, or its
+    instrumentation's), by precedence: the GenAI conventions' ``gen_ai.usage.cost.amount``
+    with ``.currency`` (default USD) and ``.source``; then, as the named exceptions, Langfuse's
+    ``gen_ai.usage.cost`` and OpenInference's ``llm.cost.total``, both in US dollars. None
+    when the span reports none (or not a finite number)."""
+    for key, currency_key, source_key, source in (
+        (A.GEN_AI_COST_AMOUNT, A.GEN_AI_COST_CURRENCY, A.GEN_AI_COST_SOURCE, None),
+        (A.LANGFUSE_COST, None, None, "langfuse"),
+        (A.LLM_COST_TOTAL, None, None, "openinference"),
+    ):
+        amount = attrs.get(key)
+        if isinstance(amount, bool) or not isinstance(amount, int | float):
+            continue
+        if amount != amount or amount in (float("inf"), float("-inf")):
+            continue
+        currency = attrs.get(currency_key) if currency_key else None
+        found = attrs.get(source_key) if source_key else source
+        return {
+            "amount": float(amount),
+            "currency": str(currency) if currency else "USD",
+            "source": str(found) if found else None,
+        }
+    return None
+
+
 def llm_settings(attrs: Mapping[str, Any], *, foreign: bool) -> tuple[float | None, dict[str, Any]]:
     """A model call's temperature and free attributes: the provider, the service tier it was
-    served at, and for a foreign span the tools offered to the model
+    served at, the model that answered when it is not the model asked
+    (``gen_ai.response.model``: a dated snapshot prices differently), the cost the span
+    reports (:func:`reported_cost`), and for a foreign span the tools offered to the model
     (:func:`tool_definitions`)."""
     params = A.loads(attrs.get(A.LLM_INVOCATION_PARAMETERS))
     temperature = attrs.get(A.GEN_AI_REQUEST_TEMPERATURE)
@@ -146,6 +174,13 @@ def llm_settings(attrs: Mapping[str, Any], *, foreign: bool) -> tuple[float | No
         if tier and tier != "auto":
             extra.setdefault("service_tier", str(tier))
             break
+    answered = attrs.get(A.GEN_AI_RESPONSE_MODEL)
+    asked = attrs.get(A.GEN_AI_REQUEST_MODEL) or attrs.get(A.LLM_MODEL)
+    if answered and asked and str(answered) != str(asked):
+        extra.setdefault("response_model", str(answered))
+    cost = reported_cost(attrs)
+    if cost is not None:
+        extra.setdefault("reported_cost", cost)
     tools = tool_definitions(attrs) if foreign else []
     if tools:
         extra.setdefault("tool_definitions", tools)

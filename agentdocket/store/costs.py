@@ -57,11 +57,19 @@ class CostRow:
     agent_version: str | None = None
     dataset: str | None = None
     case_id: str | None = None
+    # what the call's span reported it cost (the provider's figure), beside the computed cost
+    reported_cost: float | None = None
+    reported_currency: str | None = None
+    reported_source: str | None = None
+
+    @property
+    def reported_usd(self) -> float | None:
+        return self.reported_cost if self.reported_currency == "USD" else None
 
 
 COLUMNS = tuple(f.name for f in fields(CostRow))
 HOUR_KEY = ("hour", "agent", "agent_version", "dataset", "model", "role", "judge")
-HOUR_COLUMNS = (*HOUR_KEY, "calls", "unpriced", "cost")
+HOUR_COLUMNS = (*HOUR_KEY, "calls", "unpriced", "cost", "reported", "reported_calls")
 NONE = "(none)"
 # what the costs add up to: the rows' key columns, and the join that brings them
 DIMENSIONS: dict[str, str] = {
@@ -173,7 +181,7 @@ class Costs:
     def _add_hours(self, conn: Any, rows: Sequence[CostRow]) -> None:
         """Add ``rows`` to the hourly roll-up (calls, unpriced calls, dollars per hour and
         agent, version, dataset, model, role, judge)."""
-        hours: dict[tuple[Any, ...], list[float]] = defaultdict(lambda: [0, 0, 0.0])
+        hours: dict[tuple[Any, ...], list[float]] = defaultdict(lambda: [0, 0, 0.0, 0.0, 0])
         for r in rows:
             key = (
                 r.ts.replace(minute=0, second=0, microsecond=0),
@@ -186,14 +194,19 @@ class Costs:
                 found[1] += 1
             else:
                 found[2] += r.cost
-        for key, (calls, unpriced, cost) in hours.items():
+            if r.reported_usd is not None:
+                found[3] += r.reported_usd
+                found[4] += 1
+        for key, (calls, unpriced, cost, reported, reported_calls) in hours.items():
             self.db.execute(
                 conn,
                 f"INSERT INTO rollup_costs ({', '.join(HOUR_COLUMNS)}) VALUES "
                 f"({', '.join('?' * len(HOUR_COLUMNS))}) ON CONFLICT ({', '.join(HOUR_KEY)}) "
                 "DO UPDATE SET calls = rollup_costs.calls + excluded.calls, "
                 "unpriced = rollup_costs.unpriced + excluded.unpriced, "
-                "cost = rollup_costs.cost + excluded.cost",
+                "cost = rollup_costs.cost + excluded.cost, "
+                "reported = rollup_costs.reported + excluded.reported, "
+                "reported_calls = rollup_costs.reported_calls + excluded.reported_calls",
                 [
                     self.db.to_db("ts", key[0]),
                     *key[1:6],
@@ -201,6 +214,8 @@ class Costs:
                     int(calls),
                     int(unpriced),
                     cost,
+                    reported,
+                    int(reported_calls),
                 ],
             )
 
@@ -246,19 +261,23 @@ class Costs:
         names = KEYS[dimension]
         sql = (
             f"SELECT {key}, sum(c.cost), count(*), sum(CASE WHEN c.cost IS NULL THEN 1 ELSE 0 "
-            f"END), sum(c.input_tokens), sum(c.output_tokens) FROM {source} "
+            f"END), sum(c.input_tokens), sum(c.output_tokens), "
+            "sum(CASE WHEN c.reported_currency = 'USD' THEN c.reported_cost END), "
+            f"sum(CASE WHEN c.reported_currency = 'USD' THEN 1 ELSE 0 END) FROM {source} "
             f"{where}GROUP BY {key} ORDER BY {key}"
         )
         out = []
         for row in self.db.read(sql):
             found = dict(zip(names, row[: len(names)], strict=True))
-            cost, calls, unpriced, tokens_in, tokens_out = row[len(names) :]
+            cost, calls, unpriced, tokens_in, tokens_out, reported, reporting = row[len(names) :]
             found |= {
                 "cost_usd": None if cost is None else float(cost),
                 "calls": int(calls),
                 "unpriced_calls": int(unpriced or 0),
                 "input_tokens": None if tokens_in is None else int(tokens_in),
                 "output_tokens": None if tokens_out is None else int(tokens_out),
+                "reported_usd": None if reported is None else float(reported),
+                "reported_calls": int(reporting or 0),
             }
             out.append(found)
         return out

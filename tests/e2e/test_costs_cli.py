@@ -36,7 +36,7 @@ def test_the_demo_costs_per_run_and_per_role(demo_url: str, tmp_path: Path) -> N
     prices = tmp_path / "prices.toml"
     prices.write_text(PRICES)
     priced = _cli(demo_url, "costs", "refresh", "--prices", str(prices))
-    assert priced.endswith(": 0 unpriced\n") and "+ " in priced
+    assert " ".join(priced.split()).endswith(": 0 unpriced") and "+ " in priced
     roles = json.loads(_cli(demo_url, "costs", "show", "--by", "role", "--format", "json"))
     by_role = {r["role"]: r for r in roles["rows"]}
     assert set(by_role) == {"planner", "slot_filler", "response_former"}

@@ -18,7 +18,9 @@ from agentdocket.events import Event, validate_payload
 from tests.helpers import mapping_digests
 
 # Recorded from commit db8bcfc; the OpenAI captures' again when model calls began to keep the
-# service tier they were served at (openai.response.service_tier), which prices some calls.
+# service tier they were served at (openai.response.service_tier), which prices some calls;
+# CrewAI's again when model calls began to keep the cost their spans report (OpenInference's
+# llm.cost.total), beside the one agentdocket computes.
 RECORDED = {
     "adk-1/000-traces.json json": "51f03d3c5c5f9e8cee80ddce9093f00e",
     "adk-1/000-traces.json protobuf": "51f03d3c5c5f9e8cee80ddce9093f00e",
@@ -34,8 +36,8 @@ RECORDED = {
     "adk-2-schema1/000-traces.json protobuf": "ff27ec8a54e64224542673954c5d12a7",
     "adk-2-schema1/001-logs.json json": "aaf34f446f070c27af77d4eb34f24054",
     "adk-2-schema1/001-logs.json protobuf": "aaf34f446f070c27af77d4eb34f24054",
-    "crewai/000-traces.json json": "3bf3bfd37f431bd142046ef3f15be6a3",
-    "crewai/000-traces.json protobuf": "3bf3bfd37f431bd142046ef3f15be6a3",
+    "crewai/000-traces.json json": "f8c9c35ab40821625fa3a0ae68d7d299",
+    "crewai/000-traces.json protobuf": "f8c9c35ab40821625fa3a0ae68d7d299",
     "langgraph-openllmetry/000-traces.json json": "5815e264811ca99be639422f29079f5c",
     "langgraph-openllmetry/000-traces.json protobuf": "5815e264811ca99be639422f29079f5c",
     "mcp/000-traces.json json": "ea1ecfb74395ddb5ccee2f710492cee0",
