@@ -27,9 +27,12 @@ main{padding:1rem;max-width:82rem;margin:0 auto}
 h1{font-size:1.3rem;margin:.2rem 0 .8rem}h2{font-size:1.05rem;margin:1.2rem 0 .4rem}
 a{color:var(--accent)}
 .muted,small{color:var(--muted)}
-.item{display:grid;grid-template-columns:minmax(0,3fr) minmax(18rem,2fr);gap:1.5rem;
-align-items:start}
-.judge{position:sticky;top:.5rem}
+.item{display:grid;grid-template-columns:minmax(0,3fr) minmax(18rem,2fr);
+grid-template-rows:auto auto 1fr;grid-template-areas:"judged judge" "verdicts judge" "trace judge";
+gap:0 1.5rem;align-items:start}
+.judged{grid-area:judged}.verdicts{grid-area:verdicts}.trace{grid-area:trace}
+.verdicts>:last-child{margin-bottom:0}
+.judge{grid-area:judge;position:sticky;top:.5rem}
 .question,.answer,.reference{background:var(--panel);border-left:4px solid var(--accent);
 padding:.5rem .8rem;border-radius:4px;white-space:pre-wrap;overflow-wrap:anywhere}
 .reference{border-left-color:var(--good)}
@@ -63,7 +66,7 @@ table{border-collapse:collapse;width:100%;font-size:.9rem}
 td,th{border-bottom:1px solid var(--line);padding:.25rem .4rem;text-align:left;
 vertical-align:top}
 .signin{max-width:26rem;margin:3rem auto}
-@media (max-width:600px){.item{grid-template-columns:minmax(0,1fr)}.judge{position:static}
+@media (max-width:600px){.item{display:block}.judge{position:static;margin-top:1.2rem}
 main{padding:.6rem}h1{font-size:1.15rem}}
 """
 

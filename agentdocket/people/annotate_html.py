@@ -1,5 +1,9 @@
-"""The annotation page's HTML: pure functions from what a page shows to its text (the run
-itself: :mod:`agentdocket.people.annotate_run`).
+"""The annotation page's HTML: pure functions from what a page shows to its text (the run's
+parts: :mod:`agentdocket.people.annotate_run`).
+
+An item's page puts first what the annotator judges and what they act on: the question, the
+answer, the case's reference answer and, beside them (after them on a narrow screen), the form;
+the judges' verdicts when shown, then the trace (what the run did, step by step) below.
 
 Every text that comes from a run, a rubric, a queue or a person goes through
 :func:`html.escape`; the only markup is written here. Each form that changes something (a
@@ -17,8 +21,8 @@ from agentdocket.events import Case, Event
 from agentdocket.events.rubrics import Rubric
 from agentdocket.people.annotate_assets import SCRIPT, STYLE
 from agentdocket.people.annotate_guard import FIELD
+from agentdocket.people.annotate_run import answer_of, question_of, steps_html, verdicts_html
 from agentdocket.people.annotate_run import esc as _e
-from agentdocket.people.annotate_run import run_html, verdicts_html
 from agentdocket.store.rows import Run
 
 
@@ -259,16 +263,59 @@ def form_html(view: ItemView, paths: Paths) -> str:
     )
 
 
+# --- the item ---------------------------------------------------------------------------------
+
+
+def judged_html(run: Run | None, events: Sequence[Event], case: Case | None) -> str:
+    """What the annotator judges: the question, who ran it, the answer, and the case's reference
+    answer when it names one."""
+    parts = [f'<h2>Question</h2><div class="question">{_e(question_of(run, events) or "-")}</div>']
+    if run is not None:
+        who = " ".join(x for x in (run["agent"], run["agent_version"]) if x) or "an agent"
+        case_name = (
+            f" · case {_e(run['dataset'] or '-')}/{_e(run['case_id'])}" if run["case_id"] else ""
+        )
+        parts.append(
+            f'<p class="muted">{_e(who)} · {_e(run["status"] or "running")}{case_name}</p>'
+        )
+    answer = answer_of(run, events)
+    parts.append(
+        f'<h2>Answer</h2><div class="answer">{_e(answer) if answer else "(no answer recorded)"}'
+        "</div>"
+    )
+    if case is not None and (case.reference_answer or case.stub_response):
+        parts.append(
+            f"<h2>Reference answer <small>case {_e(case.case_id)}</small></h2>"
+            f'<div class="reference">{_e(case.reference_answer or case.stub_response)}</div>'
+        )
+    return "".join(parts)
+
+
+def trace_html(events: Sequence[Event]) -> str:
+    """What the run did: its steps, in trace order."""
+    steps = steps_html(events) or "<li>no step</li>"
+    return f'<h2>What it did</h2><ol class="steps">{steps}</ol>'
+
+
 def item_page(view: ItemView, paths: Paths) -> str:
+    """The item: what is judged (question, answer, reference) and the form first, side by side
+    (one after the other on a narrow screen), then the judges' verdicts, then the trace."""
     head = (
         f"<h1>Queue {_e(view.queue)} <small>run {_e(view.trace_id[:12])} · "
         f"{view.labelled} labelled, {view.remaining} to go</small></h1>"
     )
+    verdicts = verdicts_html(view.verdicts, view.verdicts_later)
+    if verdicts:
+        verdicts = (
+            f'<section class="verdicts" aria-label="the judges\' verdicts">{verdicts}</section>'
+        )
     body = (
-        f'{head}<div class="item"><section class="run" aria-label="the run">'
-        f"{run_html(view.run, view.events, view.case)}"
-        f"{verdicts_html(view.verdicts, view.verdicts_later)}</section>"
-        f'<section class="judge" aria-label="your labels">{form_html(view, paths)}</section></div>'
+        f'{head}<div class="item">'
+        '<section class="judged" aria-label="the question and the answers">'
+        f"{judged_html(view.run, view.events, view.case)}</section>"
+        f'<section class="judge" aria-label="your labels">{form_html(view, paths)}</section>'
+        f'{verdicts}<section class="trace" aria-label="what the run did">'
+        f"{trace_html(view.events)}</section></div>"
     )
     who = SignedIn(view.annotator, view.form_token)
     return page(f"{view.queue}: {view.trace_id[:12]}", body, who=who, paths=paths)

@@ -17,6 +17,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,17 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from agentdocket.cli import main
-from agentdocket.events import Case, Dataset, Event
+from agentdocket.events import (
+    Case,
+    ChatMessage,
+    Dataset,
+    Document,
+    Event,
+    LlmCalled,
+    Retrieval,
+    ToolCalled,
+    ToolReturned,
+)
 from agentdocket.events.rubrics import Rubric
 from agentdocket.people.agreement import fleiss_kappa, krippendorff_alpha
 from agentdocket.people.annotate import COOKIE, SIGNIN_COOKIE, Annotation
@@ -46,7 +57,7 @@ from agentdocket.people.annotate_guard import FIELD, form_token
 from agentdocket.store import open_store
 from agentdocket.store.labels import StoredLabel, latest
 from tests.helpers.agreement_reference import alpha_by_pairs, fleiss_by_formula
-from tests.helpers.factory import T0, run_events, verdict_event
+from tests.helpers.factory import T0, run_events, span, verdict_event
 from tests.helpers.otlp_server import Server
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -610,6 +621,141 @@ def _agreement_is_the_reference_computation(url: str, current: list[StoredLabel]
         assert (pair["first"], pair["second"]) == ("ann", "bob")
     ordinal = found["clarity"]["alpha_ordinal"]
     assert ordinal is not None and ordinal["low"] is not None
+
+
+# --- in a browser: what is judged first, the trace below -----------------------------------------
+
+
+def _long_run(rng: random.Random) -> list[Event]:
+    """A worded run of the factory whose trace is long: before its answer, twelve retrievals of
+    five documents each, and six tool calls and six model calls among them."""
+    events = _worded(run_events(rng, start=T0.replace(hour=13)), 7)
+    at = next(i for i, e in enumerate(events) if e.kind == "response")
+    head, tail = events[:at], events[at:]
+    tid, root = head[0].trace_id, head[0].span_id
+    payloads: list[Any] = []
+    for k in range(12):
+        text = f"The Blue Hall's programme for the season, part {k}: concerts, dates, prices. "
+        documents = [
+            Document(id=f"hall-{k}-{d}", score=0.9 - d / 10, text=text * 3) for d in range(5)
+        ]
+        payloads.append(Retrieval(query=f"Blue Hall concerts, part {k}", documents=documents))
+        if k % 2 == 0:
+            payloads += [
+                ToolCalled(call_id=f"more-{k}", tool="search", arguments={"q": f"concerts {k}"}),
+                ToolReturned(call_id=f"more-{k}", result={"hits": [k, k + 1]}),
+                LlmCalled(
+                    model="m-plan",
+                    role="planner",
+                    output_messages=[ChatMessage(role="assistant", content="Look further.")],
+                ),
+            ]
+    seq, ts = len(head), head[-1].ts
+    steps = []
+    for payload in payloads:
+        ts += timedelta(milliseconds=10)
+        steps.append(
+            Event.create(
+                trace_id=tid,
+                span_id=span(rng),
+                parent_span_id=root,
+                seq=seq,
+                ts=ts,
+                payload=payload,
+            )
+        )
+        seq += 1
+    ends = [
+        dataclasses.replace(e, seq=seq + j, ts=ts + timedelta(milliseconds=10 * (j + 1)))
+        for j, e in enumerate(tail)
+    ]
+    return [*head, *steps, *ends]
+
+
+def _boxes(driver: WebDriver, *selectors: str) -> dict[str, dict[str, float]]:
+    """Where the first element of each selector is on the page as shown (its bounding box in
+    the viewport), with the viewport's height and width as ``fold`` and ``width``."""
+    found = driver.execute_script(
+        """
+        var out = {};
+        arguments[0].forEach(function (css) {
+          var el = document.querySelector(css);
+          if (!el) return;
+          var r = el.getBoundingClientRect();
+          out[css] = {top: r.top, bottom: r.bottom, left: r.left, right: r.right};
+        });
+        out.page = {fold: window.innerHeight, width: document.documentElement.clientWidth,
+                    scrollWidth: document.documentElement.scrollWidth,
+                    height: document.documentElement.scrollHeight, scrolled: window.scrollY};
+        return out;
+        """,
+        list(selectors),
+    )
+    assert set(found) == {*selectors, "page"}, (selectors, found)
+    return {k: {n: float(v) for n, v in box.items()} for k, box in found.items()}
+
+
+JUDGED = (".question", ".answer", ".reference", "fieldset.rubric input", "#save")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="no /usr/bin/chromium (scripts/browser-up installs it)"
+)
+def test_the_answer_and_the_form_come_first_however_long_the_trace(
+    url: str, tmp_path: Path
+) -> None:
+    """On a run with a long trace (retrievals, tool and model calls), at 1280x800 the question,
+    the answer, the reference answer and the form (its first rubric's first answer, its save
+    button) are all in the first screenful, the trace below them, and the form stays in view
+    beside the trace as the annotator scrolls; 400 pixels wide, the page is one column in that
+    order (the answers, the form, the trace) with nothing wider than the screen."""
+    seeded = _seed(url, 1)
+    long = _long_run(random.Random(3))
+    with open_store(url) as store:
+        store.append(long)
+        store.queues.create(
+            "long",
+            rubrics=[("correct", "1"), ("clarity", "1")],
+            per_item=1,
+            items=[long[0].trace_id],
+            members=["ann"],
+            selection={},
+        )
+    server = Server(url, tmp_path / "spool").start()
+    base = f"http://127.0.0.1:{server.port}"
+    driver = _browser(tmp_path)
+    try:
+        driver.get(f"{base}/annotate/")
+        _press_and_load(driver, seeded.tokens["ann"], Keys.ENTER)
+        driver.set_window_size(1280, 800)
+        driver.get(f"{base}/annotate/q/long/item/{long[0].trace_id}")
+        assert driver.find_element(By.CSS_SELECTOR, ".answer").text.startswith("The Blue Hall")
+        assert len(driver.find_elements(By.CSS_SELECTOR, "ol.steps > li.step")) >= 25
+        boxes = _boxes(driver, *JUDGED, "ol.steps")
+        page = boxes["page"]
+        assert page["scrolled"] == 0 and page["height"] > 4 * page["fold"], page  # a long run
+        for css in JUDGED:
+            assert 0 <= boxes[css]["top"] < boxes[css]["bottom"] <= page["fold"], (css, boxes)
+        assert boxes["ol.steps"]["top"] >= boxes[".reference"]["bottom"], boxes
+        assert boxes["fieldset.rubric input"]["left"] > boxes[".answer"]["right"], boxes
+        # scrolled to the end of the trace, the form is still there beside it
+        driver.execute_script("window.scrollTo(0, document.documentElement.scrollHeight)")
+        boxes = _boxes(driver, "fieldset.rubric input", "#save")
+        for css in ("fieldset.rubric input", "#save"):
+            assert 0 <= boxes[css]["top"] < boxes[css]["bottom"] <= boxes["page"]["fold"], boxes
+
+        driver.set_window_size(400, 800)
+        driver.execute_script("window.scrollTo(0, 0)")
+        boxes = _boxes(driver, *JUDGED, "ol.steps")
+        tops = [boxes[css]["top"] for css in (*JUDGED, "ol.steps")]
+        assert tops == sorted(tops), boxes  # one column: the answers, the form, the trace
+        for css in (".question", ".answer", ".reference"):
+            assert boxes[css]["bottom"] <= boxes["page"]["fold"], (css, boxes)
+        assert boxes["page"]["scrollWidth"] <= boxes["page"]["width"], boxes["page"]
+    finally:
+        driver.quit()
+        server.stop()
 
 
 # --- in a browser: forms forged on other origins ------------------------------------------------

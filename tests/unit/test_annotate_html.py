@@ -195,6 +195,31 @@ def test_the_item_page_escapes_what_people_and_rubrics_say() -> None:
     assert '<meta name="viewport"' in html and "@media (max-width:600px)" in html
 
 
+def test_the_item_page_puts_the_answers_and_the_form_before_the_trace() -> None:
+    """What the annotator judges and acts on first (the question, the answer, the reference
+    answer, the form), then the judges' verdicts, then the trace; all of it escaped."""
+    events = _hostile_run()
+    case = Case(case_id="c1", reference_answer=HOSTILE)
+    view = ItemView("q", TRACE, "ann", None, events, case, [OK], NONCE, FORM_TOKEN, verdicts=[])
+    html = item_page(view, Paths("/annotate"))
+    marks = [
+        '<div class="question">',
+        '<div class="answer">&lt;script&gt;alert(1)&lt;/script&gt;</div>',
+        '<div class="reference">&lt;script&gt;alert(1)&lt;/script&gt;</div>',
+        '<form id="labels"',
+        "<h2>Judges' verdicts</h2>",
+        '<ol class="steps">',
+        "SQL query",
+    ]
+    at = [html.find(mark) for mark in marks]
+    assert -1 not in at and at == sorted(at), list(zip(marks, at, strict=True))
+    assert html.count("<script") == 1  # the page's own
+    assert "Retrieval" in html and "Tool call" in html and 'class="error"' in html
+    # no verdicts to show (yet): nothing between the form and the trace
+    later = item_page(replace(view, verdicts=None), Paths("/annotate"))
+    assert 'class="verdicts"' not in later and "Judges'" not in later
+
+
 def test_the_form_shows_the_keys_and_each_rubric_s_answers_in_order() -> None:
     view = ItemView(
         queue="q",
