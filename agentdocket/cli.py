@@ -24,11 +24,9 @@ from agentdocket.commands import refresh_dashboards as dashboard_commands
 from agentdocket.commands import retention as retention_commands
 from agentdocket.commands import runs as runs_commands
 from agentdocket.commands import score as scoring
-from agentdocket.commands.common import console, err, open_from
+from agentdocket.commands.common import confirm, console, err, open_from, real
 from agentdocket.commands.serve import serve
 from agentdocket.errors import AgentdocketError
-from agentdocket.events import PAYLOAD_TYPES, json_schema
-from agentdocket.store import database_url, display_url
 
 
 class _Group(click.Group):
@@ -79,8 +77,9 @@ def main(ctx: click.Context, url: str | None, plugins: tuple[str, ...]) -> None:
 @main.command()
 @click.argument("revision", default="head")
 @click.option("--down", is_flag=True, help="Downgrade to REVISION (e.g. base) instead.")
+@click.option("--yes", is_flag=True, help="Downgrade a database that holds data without asking.")
 @click.pass_context
-def migrate(ctx: click.Context, revision: str, down: bool) -> None:
+def migrate(ctx: click.Context, revision: str, down: bool, yes: bool) -> None:
     """Bring the database schema to REVISION (default: the newest).
 
     At the newest revision it also re-creates the dashboards' views and functions from this
@@ -91,18 +90,43 @@ def migrate(ctx: click.Context, revision: str, down: bool) -> None:
     Examples:
       agentdocket migrate
       agentdocket --database postgresql+psycopg://u:pw@db/agents migrate
-      agentdocket migrate 0010 --down
+      agentdocket migrate 0010 --down --yes
     """
     from agentdocket import dashboards
+    from agentdocket.store import database_url, display_url
     from agentdocket.store import migrate as migrations
 
     url = database_url(ctx.obj.get("url"))
     if down:
+        held = _events_held(url)
+        if held:
+            confirm(
+                ctx,
+                yes,
+                f"{display_url(url)} holds {held:,} events; migrating down to {revision} drops "
+                "what the revisions above it hold (to base: everything)",
+            )
         migrations.downgrade(url, revision)
     else:
         migrations.upgrade(url, revision, derived=dashboards.objects())
     current = migrations.current_revision(url)
     console.print(f"{display_url(url)}: schema at revision {current or 'base'}")
+
+
+def _events_held(url: str) -> int:
+    """How many events the database at ``url`` holds (0 with no schema, or no file)."""
+    from agentdocket.store import migrate as migrations
+    from agentdocket.store import open_store
+    from agentdocket.store.backends import backend_of
+    from agentdocket.store.config import parse_url
+
+    parsed = parse_url(url)
+    if backend_of(parsed).embedded and not Path(str(parsed.database)).is_file():
+        return 0
+    if migrations.current_revision(url) is None:
+        return 0
+    with open_store(url, migrate=False) as store:
+        return int(store.reader.counts()["events"])
 
 
 @main.command()
@@ -137,7 +161,7 @@ def schemas(kind: str | None) -> None:
       agentdocket schemas
       agentdocket schemas tool.called
     """
-    from agentdocket.events import Case
+    from agentdocket.events import PAYLOAD_TYPES, Case, json_schema
 
     if kind == "case":
         click.echo(json.dumps(json_schema(Case), indent=2))
@@ -176,11 +200,12 @@ def demo(ctx: click.Context, concerts_db: Path | None) -> None:
     from rich.progress import Progress
 
     from agentdocket.demo import DATASET, QUESTIONS, STRATEGIES, run_demo
+    from agentdocket.store import database_url, display_url
 
     url = database_url(ctx.obj.get("url"))
     console.print(f"store: {display_url(url)}")
     total = len(QUESTIONS) * len(STRATEGIES)
-    with Progress(console=err, transient=True) as progress:
+    with Progress(console=real(err), transient=True) as progress:
         task = progress.add_task("recording runs", total=total)
 
         def advance(case_id: str, strategy: str, answer: str) -> None:
@@ -201,14 +226,19 @@ def demo(ctx: click.Context, concerts_db: Path | None) -> None:
     if concerts_db is not None:
         console.print(f"concerts database kept at {concerts_db}")
     ctx.invoke(runs_commands.runs_list, dataset=DATASET, agent=None, limit=len(result.trace_ids))
-    console.print("see one with: agentdocket runs show TRACE_ID")
     _score_demo(ctx, result.trace_ids)
+    _next_steps(result.trace_ids[0][:8] if result.trace_ids else "TRACE_ID")
 
 
 def _score_demo(ctx: click.Context, trace_ids: list[str]) -> None:
-    """Score the demo's runs with the newest version of every scorer, then print the report."""
+    """Score the demo's runs with the newest version of every scorer, price their model calls
+    with the demo's price file, then print the report."""
+    from rich.markup import escape
+
     from agentdocket import scorers
-    from agentdocket.demo import DATASET
+    from agentdocket.costs.prices import price_book
+    from agentdocket.costs.refresh import refresh
+    from agentdocket.demo import DATASET, PRICES
     from agentdocket.scorers.embeddings import EmbeddingsUnavailable
     from agentdocket.scorers.runner import score_runs
 
@@ -218,12 +248,31 @@ def _score_demo(ctx: click.Context, trace_ids: list[str]) -> None:
             try:
                 score_runs(store, chosen, trace_ids=trace_ids)
             except EmbeddingsUnavailable as exc:
-                err.print(f"[yellow]response.similarity skipped: {exc}[/]")
+                # escaped: rich would take "[embeddings]" in the message for markup
+                err.print(f"[yellow]response.similarity skipped: {escape(str(exc))}[/]")
                 chosen = [s for s in chosen if s.name != "response.similarity"]
                 score_runs(store, chosen, trace_ids=trace_ids)
+        refresh(store, price_book(PRICES))
         report = reports.make_report(store, DATASET, "strategy", ())
     reports.print_report(report)
-    console.print(f"verdicts are events too: agentdocket report --dataset {DATASET} --format json")
+
+
+def _next_steps(run: str) -> None:
+    """A line for each next step, each a command that works as printed."""
+    from agentdocket.demo import DATASET
+
+    for what, command in (
+        ("one run, step by step", f"agentdocket runs show {run}"),
+        ("the report as JSON", f"agentdocket report --dataset {DATASET} --format json"),
+        (
+            "two strategies compared",
+            f"agentdocket compare --dataset {DATASET} --baseline experiment:sequential "
+            "--candidate experiment:no-interaction",
+        ),
+        ("what the runs cost, by role", "agentdocket costs show --by role"),
+        ("the verdicts for analysis", "agentdocket export verdicts -o verdicts.parquet"),
+    ):
+        console.print(f"next: {what}: {command}", markup=False, highlight=False)
 
 
 main.add_command(runs_commands.runs)
@@ -260,8 +309,11 @@ for command in (
     help="Its password (or $AGENTDOCKET_GRAFANA_PASSWORD; asked when absent).",
 )
 @click.option("--drop", is_flag=True, help="Take the role's rights away and drop it instead.")
+@click.option("--yes", is_flag=True, help="Drop without asking.")
 @click.pass_context
-def grafana_role(ctx: click.Context, name: str, password: str | None, drop: bool) -> None:
+def grafana_role(
+    ctx: click.Context, name: str, password: str | None, drop: bool, yes: bool
+) -> None:
     """Create a read-only PostgreSQL role for Grafana: SELECT on the dashboard_* views only
     (on Citus, also on the tables under them, which Citus reads as the reader of a view).
 
@@ -271,12 +323,14 @@ def grafana_role(ctx: click.Context, name: str, password: str | None, drop: bool
     Examples:
       agentdocket grafana-role --password s3cret
       agentdocket grafana-role --name grafana_ro --password s3cret
-      agentdocket grafana-role --name grafana_ro --drop
+      agentdocket grafana-role --name grafana_ro --drop --yes
     """
+    from agentdocket.store import database_url
     from agentdocket.store.dashboard_role import drop_dashboard_role, grant_dashboard_role
 
     url = database_url(ctx.obj.get("url"))
     if drop:
+        confirm(ctx, yes, f"dropping role {name} ends what logs in with it (Grafana)")
         dropped = drop_dashboard_role(url, name)
         console.print(f"role {name}: {'dropped' if dropped else 'no such role'}")
         return

@@ -7,9 +7,8 @@ import dataclasses
 from pathlib import Path
 
 import click
-from rich.table import Table
 
-from agentdocket.commands.common import FORMAT, console, echo_json, open_from
+from agentdocket.commands.common import FORMAT, console, echo_json, new_table, open_from
 
 
 @click.group()
@@ -130,7 +129,7 @@ def queue_list(ctx: click.Context, fmt: str) -> None:
             ]
         )
         return
-    table = Table("queue", "rubrics", "runs", "per run", "complete", "members")
+    table = new_table("queue", "rubrics", "runs", "per run", "complete", "members")
     for q, p in rows:
         table.add_row(
             q.name,
@@ -177,7 +176,7 @@ def queue_progress(ctx: click.Context, name: str, fmt: str) -> None:
         f"{p.items * p.per_item} wanted, {p.skipped} skipped)",
         markup=False,
     )
-    table = Table("annotator", "labelled", "skipped", "remaining")
+    table = new_table("annotator", "labelled", "skipped", "remaining")
     for who, counts in sorted(p.by_annotator.items()):
         table.add_row(who, *(str(counts[k]) for k in ("labelled", "skipped", "remaining")))
     console.print(table)
@@ -237,7 +236,7 @@ def agreement_command(
             f"{a.n_annotators} annotators, {r.labels} labels",
             markup=False,
         )
-        table = Table("measure", "value", "95% interval", "runs")
+        table = new_table("measure", "value", "95% interval", "runs")
         rows = [
             ("percent agreement", a.percent),
             ("Fleiss' kappa", a.fleiss),

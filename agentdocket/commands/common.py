@@ -1,4 +1,9 @@
-"""What the command modules share: the consoles, progress bars and opening the store."""
+"""What the command modules share: the consoles, tables, progress bars and opening the store.
+
+Importing a command module costs little: the command line imports every one to list them
+(``agentdocket --help``), so what is heavy (the store and SQLAlchemy, rich's console, the
+scorers) is imported where a command runs, and the consoles are made when first written to.
+"""
 
 from __future__ import annotations
 
@@ -8,22 +13,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-from agentdocket.events import format_ts
-from agentdocket.store import (
-    ConfigError,
-    Store,
-    StoreError,
-    database_url,
-    display_url,
-    open_store,
-)
-from agentdocket.store.backends import backend_of
-from agentdocket.store.config import parse_url
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from agentdocket.store import Store
 
 # The option of every command that prints a table.
 FORMAT = click.option(
@@ -43,37 +41,128 @@ def echo_json(value: object) -> None:
 
 def _jsonable(value: object) -> object:
     if isinstance(value, datetime):
+        from agentdocket.events import format_ts
+
         return format_ts(value)
     return str(value)
 
 
+class _Later:
+    """A rich console made when first used (rich's import is a fifth of a second)."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return getattr(self._console, name)
+
+
+def real(later: Console) -> Console:
+    """The rich console behind :data:`console` or :data:`err` (for what takes a console)."""
+    made = getattr(later, "_console", None)
+    if made is None and isinstance(later, _Later):
+        later.size  # noqa: B018 (any attribute makes it)
+        made = later._console
+    return made if made is not None else later
+
+
 # Piped output (CI logs, files) is not squeezed to 80 columns.
-console = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, soft_wrap=True)
+console = cast("Console", _Later(width=None if sys.stdout.isatty() else 160))
+err = cast("Console", _Later(stderr=True, soft_wrap=True))
 
 
-def existing_database(url: str) -> str:
-    """``url`` if it names a database that exists: an SQLite file that is not there is refused,
-    naming it (a mistyped path would otherwise be a new, empty database that reads as "all my
-    data is gone"); only ``migrate`` and ``demo`` create one."""
+def new_table(*args: Any, **kwargs: Any) -> Table:
+    """A rich table (rich imported now)."""
+    from rich.table import Table
+
+    return Table(*args, **kwargs)
+
+
+def existing_database(url: str, *, create: bool = False) -> str:
+    """``url`` if it names a database that exists. An SQLite file that is not there is refused
+    when reading, naming it (a mistyped path would otherwise be a new, empty database that reads
+    as "all my data is gone"); a command that writes (``create``) makes it, migrated, and says
+    so."""
+    from agentdocket.store.backends import backend_of
+    from agentdocket.store.config import parse_url
+
     parsed = parse_url(url)
     path = parsed.database
     if backend_of(parsed).embedded and path and not Path(str(path)).is_file():
-        raise click.ClickException(
-            f"{path}: no such agentdocket database (`agentdocket migrate` creates one; "
-            "--database or $AGENTDOCKET_DATABASE_URL names another)"
-        )
+        if not create:
+            raise click.ClickException(
+                f"{path}: no such agentdocket database (`agentdocket migrate` creates one, as "
+                "does any command that writes; --database or $AGENTDOCKET_DATABASE_URL names "
+                "another)"
+            )
+        from agentdocket import dashboards
+        from agentdocket.store.migrate import upgrade
+
+        Path(str(path)).parent.mkdir(parents=True, exist_ok=True)
+        upgrade(url, derived=dashboards.objects())
+        err.print(f"created the agentdocket database {path}", highlight=False)
     return url
 
 
+def resolve_trace(store: Store, given: str, *, stored: bool = True) -> str:
+    """The full trace id ``given`` abbreviates (its first characters, as `runs list` shows
+    them): one stored run must start so. A full 32-hex id is taken as it is when ``stored``
+    is False (a label may come before its run)."""
+    wanted = given.strip().lower()
+    if not stored and len(wanted) == 32 and all(c in "0123456789abcdef" for c in wanted):
+        return wanted
+    matches = store.reader.trace_ids_with_prefix(wanted)
+    if not matches:
+        raise click.ClickException(f"no run with a trace id starting {given!r}")
+    if len(matches) > 1:
+        raise click.ClickException(
+            f"{given!r} matches several runs: {', '.join(matches)}; give more characters"
+        )
+    return matches[0]
+
+
+def schemaless(url: str) -> None:
+    """Refuse a database with no agentdocket schema (one migrated down to ``base``): a command
+    that only reads does not make it again, silently showing nothing."""
+    from agentdocket.store import display_url
+    from agentdocket.store import migrate as migrations
+
+    if migrations.current_revision(url) is None:
+        raise click.ClickException(
+            f"{display_url(url)} has no agentdocket schema (migrated down to base?): "
+            "`agentdocket migrate` makes it"
+        )
+
+
+def confirm(ctx: click.Context, yes: bool, what: str) -> None:
+    """Go on with something that cannot be undone only when ``yes`` (``--yes``) or a person at
+    a terminal says so; else exit 1 saying why, having changed nothing."""
+    if yes:
+        return
+    if sys.stdin.isatty():
+        if click.confirm(f"{what}. Go on?", default=False, err=True):
+            return
+        raise click.ClickException("nothing was changed")
+    raise click.ClickException(f"{what}: give --yes to go on (nothing was changed)")
+
+
 @contextmanager
-def open_from(ctx: click.Context) -> Iterator[Store]:
-    """The store named by --database / AGENTDOCKET_DATABASE_URL, which must exist; errors as
-    click errors."""
+def open_from(ctx: click.Context, *, create: bool = False) -> Iterator[Store]:
+    """The store named by --database / AGENTDOCKET_DATABASE_URL; errors as click errors. It
+    must exist, unless the command writes (``create``): then an SQLite database that is not
+    there is made (:func:`existing_database`)."""
     from agentdocket import dashboards
+    from agentdocket.store import ConfigError, StoreError, database_url, display_url, open_store
 
     try:
-        url = existing_database(database_url(ctx.obj.get("url")))
+        url = existing_database(database_url(ctx.obj.get("url")), create=create)
+        if not create:
+            schemaless(url)
         store = open_store(url, derived=dashboards.objects())
     except (ConfigError, StoreError) as exc:
         raise click.ClickException(str(exc)) from None
@@ -91,12 +180,14 @@ def open_from(ctx: click.Context) -> Iterator[Store]:
 @contextmanager
 def progress_bar(description: str) -> Iterator[Callable[[int, int], None]]:
     """A progress bar on stderr, gone when done; yields ``advance(done, total)``."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
     with Progress(
         "[progress.description]{task.description}",
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
-        console=err,
+        console=real(err),
         transient=True,
     ) as bar:
         task = bar.add_task(description, total=None)

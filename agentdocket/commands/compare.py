@@ -7,16 +7,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.table import Table
 
-from agentdocket.commands.common import console, echo_json, open_from
+from agentdocket.commands.common import console, echo_json, new_table, open_from
 from agentdocket.commands.costs import PRICES
 from agentdocket.errors import AgentdocketError
 from agentdocket.experiments.comparison_text import HEADERS, changed_cases, markdown, rows, unseen
-from agentdocket.store import Store
 
 if TYPE_CHECKING:
     from agentdocket.experiments.compare import Judged, Side
+    from agentdocket.store import Store
     from agentdocket.store.rows import CaseRun
 
 SELECTION = "AGENT[@VERSION] or experiment:NAME"
@@ -351,7 +350,7 @@ def compare(
 
 
 def _print(result: dict[str, Any], dataset: str) -> None:
-    table = Table(
+    table = new_table(
         title=f"{result['candidate']} against {result['baseline']} on {dataset}",
         title_justify="left",
     )

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.table import Table
 
-from agentdocket.commands.common import FORMAT, console, echo_json, open_from
+from agentdocket.commands.common import FORMAT, console, echo_json, new_table, open_from
 from agentdocket.costs import PRICES_ENV
 
 PRICES = click.option(
@@ -92,7 +91,7 @@ def show_command(ctx: click.Context, dimension: str, judges: bool, fmt: str) -> 
     if not versions:
         console.print("nothing priced yet: run `agentdocket costs refresh`")
         return
-    table = Table(*rows[0].keys()) if rows else Table("cost_usd")
+    table = new_table(*rows[0].keys()) if rows else new_table("cost_usd")
     for row in rows:
         table.add_row(
             *(

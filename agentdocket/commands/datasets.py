@@ -7,10 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.table import Table
 
-from agentdocket.commands.common import FORMAT, console, echo_json, open_from
-from agentdocket.store import StoreError
+from agentdocket.commands.common import FORMAT, console, echo_json, new_table, open_from
 
 
 def _split(selection: str) -> tuple[str, str | None]:
@@ -70,18 +68,20 @@ def add(
     """
     from agentdocket.events import Dataset
     from agentdocket.importers.cases import CaseFileError, load
+    from agentdocket.store import StoreError
 
     if from_runs == (file is not None):
         raise click.UsageError("give a case FILE, or --from-runs (not both)")
-    with open_from(ctx) as store:
-        if file is not None:
-            if not file.exists():
-                raise click.BadParameter(f"{file} does not exist", param_hint="FILE")
-            try:
-                dataset = load(file, name, version)
-            except CaseFileError as exc:
-                raise click.ClickException(f"{exc}; nothing was stored") from None
-        else:
+    dataset = None
+    if file is not None:  # read and checked whole before the store is opened (or made)
+        if not file.exists():
+            raise click.BadParameter(f"{file} does not exist", param_hint="FILE")
+        try:
+            dataset = load(file, name, version)
+        except CaseFileError as exc:
+            raise click.ClickException(f"{exc}; nothing was stored") from None
+    with open_from(ctx, create=file is not None) as store:
+        if dataset is None:
             cases = _cases_from_runs(store, agent, source, failure_type, since, limit)
             if not cases:
                 raise click.ClickException("no stored run matches; nothing was stored")
@@ -148,7 +148,7 @@ def list_(ctx: click.Context, fmt: str = "table") -> None:
     if fmt == "json":
         echo_json(rows)
         return
-    table = Table(title="datasets", title_justify="left")
+    table = new_table(title="datasets", title_justify="left")
     for col in ("name", "version", "cases", "created", "description"):
         table.add_column(col)
     for r in rows:
@@ -187,7 +187,7 @@ def show(ctx: click.Context, selection: str, fmt: str = "table") -> None:
             }
         )
         return
-    table = Table(title=f"{dataset.name}@{dataset.version}", title_justify="left")
+    table = new_table(title=f"{dataset.name}@{dataset.version}", title_justify="left")
     for col in ("case", "question", "expected plan", "reference answer"):
         table.add_column(col)
     for c in dataset.cases:

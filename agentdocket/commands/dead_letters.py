@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 
 import click
-from rich.table import Table
 
-from agentdocket.commands.common import FORMAT, console, echo_json, err, open_from
+from agentdocket.commands.common import FORMAT, console, echo_json, err, new_table, open_from
 from agentdocket.events import format_ts
 
 
@@ -50,7 +49,7 @@ def list_(ctx: click.Context, everything: bool, limit: int, fmt: str) -> None:
         echo_json({"counts": counts, "dead_letters": rows})
         return
     title = f"dead letters ({counts['unresolved']} unresolved of {counts['total']})"
-    table = Table(title=title, title_justify="left")
+    table = new_table(title=title, title_justify="left")
     for col in ("id", "received", "source", "trace", "error", "resolved"):
         table.add_column(col, no_wrap=col in ("id", "received"), overflow="fold")
     for r in rows:

@@ -8,10 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.table import Table
 
-from agentdocket.commands.common import FORMAT, console, echo_json, err, open_from
-from agentdocket.store import database_url
+from agentdocket.commands.common import FORMAT, console, echo_json, err, new_table, open_from
 
 if TYPE_CHECKING:
     from agentdocket.examiner.harness import Examination
@@ -116,7 +114,9 @@ def examine(
     unknown = sorted(set(case_ids) - {c.case_id for c in data.cases})
     if unknown:
         raise click.BadParameter(f"no case {', '.join(unknown)} in {folder}", param_hint="--case")
-    with open_from(ctx) as store:
+    from agentdocket.store import database_url
+
+    with open_from(ctx, create=True) as store:
         store.datasets.register(data)
     configured = configure(database_url(ctx.obj.get("url")), set_global=False)
     done = []
@@ -185,7 +185,7 @@ def _show(done: list[Examination], scores: dict[str, float | None], fmt: str) ->
             ]
         )
         return
-    table = Table(title=f"examined {len(done)} cases", title_justify="left")
+    table = new_table(title=f"examined {len(done)} cases", title_justify="left")
     for col in ("case", "rounds", "ended by", "eval_code", "score", "trace"):
         table.add_column(col)
     for e in done:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from agentdocket.commands.common import console, echo_json, open_from, progress_bar
+from agentdocket.commands.common import console, echo_json, new_table, open_from, progress_bar
 
 if TYPE_CHECKING:
     from agentdocket.experiments.runner import Experiment, Outcome
@@ -135,6 +134,8 @@ def _call_agent(
         ) from None
     try:
         with progress_bar(f"experiment {plan.name}") as advance:
+            import asyncio
+
             outcome = asyncio.run(
                 run_experiment(
                     plan, agent, configured.tracer, done, progress=advance, flush=configured.flush
@@ -283,13 +284,12 @@ def _plan_inputs(
 
 
 def _print_plan(result: dict[str, Any]) -> None:
-    from rich.table import Table
 
     detect = result["detect"]
     for name, found in result["scorers"].items():
         pass_fail = found["kind"] == "pass_fail"
         size = f"{100 * detect:.3g} points" if pass_fail else f"{detect:g}"
-        table = Table(
+        table = new_table(
             title=f"{name}: to catch a drop of {size} 80% of the time (alpha {result['alpha']})",
             title_justify="left",
         )

@@ -55,7 +55,7 @@ def follow_until_stopped(
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in STOP_SIGNALS}
     metrics = (metrics_host, metrics_port) if metrics_port else None
     try:
-        with open_from(ctx) as store:
+        with open_from(ctx, create=True) as store:
             follower = follow(store, config, stop, err.print, metrics=metrics)
     finally:
         for sig, handler in previous.items():

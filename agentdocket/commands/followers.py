@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import click
-from rich.table import Table
 
-from agentdocket.commands.common import FORMAT, console, echo_json, open_from
+from agentdocket.commands.common import FORMAT, console, echo_json, new_table, open_from
 from agentdocket.events import JUDGEMENT_KINDS, format_ts
 
 
@@ -42,7 +41,7 @@ def followers(ctx: click.Context, fmt: str) -> None:
     if not rows:
         console.print("no follower has saved a cursor yet (agentdocket score --follow)")
         return
-    table = Table(title="followers", title_justify="left")
+    table = new_table(title="followers", title_justify="left")
     for col in ("follower", "position", "moved at", "events behind", "finished runs behind"):
         table.add_column(col, justify="right" if "behind" in col else "left")
     for r in rows:

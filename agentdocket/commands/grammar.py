@@ -8,8 +8,7 @@ from typing import Any
 
 import click
 
-from agentdocket.commands.common import console, open_from
-from agentdocket.store import StoreError
+from agentdocket.commands.common import console, new_table, open_from
 
 
 @click.group()
@@ -54,6 +53,7 @@ def generate(
           text.yaml --dataset shop-grammar
     """
     from agentdocket.generators import grammar_gen
+    from agentdocket.store import StoreError
 
     try:
         sql = grammar_gen.read_sql_templates(sql_templates)
@@ -61,7 +61,7 @@ def generate(
         made = grammar_gen.generate(db_url, sql, texts, dataset, version, max_per_template)
     except grammar_gen.GrammarGenError as exc:
         raise click.ClickException(f"{exc}; nothing was stored") from None
-    with open_from(ctx) as store:
+    with open_from(ctx, create=True) as store:
         try:
             store.datasets.register(made.dataset)
         except StoreError as exc:
@@ -173,8 +173,6 @@ def report_table(
     """
     import json
 
-    from rich.table import Table
-
     from agentdocket.scorers.report import ReportError
 
     forms = {"short": short, "long": long_, "short_balanced": short_balanced}
@@ -193,7 +191,7 @@ def report_table(
     if fmt == "json":
         click.echo(json.dumps({"datasets": forms, "version": version, "rows": rows}, indent=2))
         return
-    table = Table(title="GRAMMAR, Table 3 layout", title_justify="left")
+    table = new_table(title="GRAMMAR, Table 3 layout", title_justify="left")
     for col in (
         "isolating errors from the retrieval database",
         "robust (short)",

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from agentdocket.commands.common import console, err, open_from
-from agentdocket.store import RecordRefused, Store, StoreError
+
+if TYPE_CHECKING:
+    from agentdocket.store import Store
 
 
 @click.group(name="import")
@@ -20,6 +22,7 @@ def import_() -> None:
 
 def _import_traces(store: Store, path: Path) -> tuple[int, int, int]:
     from agentdocket.importers.interchange import InterchangeError, read_file
+    from agentdocket.store import RecordRefused, StoreError
 
     try:
         parsed = read_file(path)
@@ -52,7 +55,7 @@ def import_traces(ctx: click.Context, path: Path) -> None:
       agentdocket import traces runs.jsonl
       agentdocket import traces export.parquet
     """
-    with open_from(ctx) as store:
+    with open_from(ctx, create=True) as store:
         runs, inserted, dupes = _import_traces(store, path)
     console.print(f"{path}: {runs} runs, {inserted} events added, {dupes} already stored")
 
@@ -76,9 +79,11 @@ def _store_import(
     problems: Sequence[object] = (),
 ) -> None:
     """Warn of what the importer noticed, store everything in one transaction, tell the counts."""
+    from agentdocket.store import RecordRefused, StoreError
+
     for problem in problems:
         err.print(f"[yellow]warning:[/] {problem}")
-    with open_from(ctx) as store:
+    with open_from(ctx, create=True) as store:
         try:
             result = store.import_all(datasets, events)
         except RecordRefused as exc:

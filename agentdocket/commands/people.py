@@ -7,9 +7,15 @@ from datetime import datetime
 from pathlib import Path
 
 import click
-from rich.table import Table
 
-from agentdocket.commands.common import FORMAT, console, echo_json, open_from
+from agentdocket.commands.common import (
+    FORMAT,
+    console,
+    echo_json,
+    new_table,
+    open_from,
+    resolve_trace,
+)
 from agentdocket.events import Label, format_ts
 from agentdocket.events.labels import label_event, new_label_id
 from agentdocket.events.rubrics import RubricError, parse_rubrics
@@ -39,7 +45,7 @@ def rubric_add(ctx: click.Context, file: Path) -> None:
       agentdocket rubric add rubrics.toml
     """
     rubrics = parse_rubrics(file.read_text(encoding="utf-8"), str(file))
-    with open_from(ctx) as store:
+    with open_from(ctx, create=True) as store:
         for r in rubrics:
             new = store.labels.register_rubric(r)
             state = "registered" if new else "already registered"
@@ -61,7 +67,7 @@ def rubric_list(ctx: click.Context, fmt: str) -> None:
     if fmt == "json":
         echo_json([r.to_json() for r in rubrics])
         return
-    table = Table("name", "version", "kind", "answers", "question")
+    table = new_table("name", "version", "kind", "answers", "question")
     for r in rubrics:
         answers = ", ".join(caption for caption, _ in r.choices()) or "text"
         table.add_row(r.name, r.version, r.kind, answers, r.question)
@@ -91,7 +97,7 @@ def annotator_add(ctx: click.Context, name: str, rotate: bool) -> None:
       agentdocket annotator add ana
       agentdocket annotator add ana --rotate
     """
-    with open_from(ctx) as store:
+    with open_from(ctx, create=True) as store:
         token = store.queues.add_annotator(name, rotate=rotate)
     click.echo(token)
 
@@ -131,7 +137,8 @@ def feedback_add(
     label_id: str | None,
     queue_name: str | None,
 ) -> None:
-    """Label a run (it need not be stored yet: the label is kept and meets it).
+    """Label a run: TRACE_ID as `runs list` shows it (its first characters), or the whole id
+    of a run not stored yet (the label is kept and meets it).
 
     \b
     Examples:
@@ -140,6 +147,7 @@ def feedback_add(
     """
     name, _, version = rubric_name.partition("@")
     with open_from(ctx) as store:
+        trace_id = resolve_trace(store, trace_id, stored=False)
         found = store.labels.rubric(name, version or None)
         if found is None:
             raise click.BadParameter(f"no rubric {rubric_name!r}", param_hint="--rubric")
@@ -216,7 +224,7 @@ def feedback_list(
     if fmt == "json":
         echo_json(rows)
         return
-    table = Table("time", "run", "rubric", "author", "value", "comment")
+    table = new_table("time", "run", "rubric", "author", "value", "comment")
     for r in rows:
         ts = r["ts"]
         shown = f"skipped: {r['skipped']}" if r["skipped"] is not None else str(r["value"])

@@ -5,8 +5,6 @@ from __future__ import annotations
 import click
 
 from agentdocket.commands.common import console, open_from, progress_bar
-from agentdocket.store import database_url, display_url
-from agentdocket.store.backends import backend_of
 
 
 @click.command(name="refresh-dashboards")
@@ -28,6 +26,9 @@ def refresh_dashboards(ctx: click.Context, every: float | None) -> None:
       agentdocket refresh-dashboards
       agentdocket refresh-dashboards --every 60
     """
+    from agentdocket.store import database_url, display_url
+    from agentdocket.store.backends import backend_of
+
     url = database_url(ctx.obj.get("url"))
     if not backend_of(url).rollups:
         raise click.ClickException(

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.table import Table
 
-from agentdocket.commands.common import console, open_from
-from agentdocket.store import Store
+from agentdocket.commands.common import console, new_table, open_from
+
+if TYPE_CHECKING:
+    from agentdocket.store import Store
 
 
 def make_report(
@@ -78,7 +79,7 @@ def print_report(report: dict[str, Any]) -> None:
     from agentdocket.scorers.report import format_number, rows
 
     title = f"dataset {report['dataset']}: {report['runs']} runs, {report['errored']} errored"
-    table = Table(title=title, title_justify="left")
+    table = new_table(title=title, title_justify="left")
     grouped = "groups" in report
     columns = (["group"] if grouped else []) + [
         "scorer",
@@ -343,11 +344,11 @@ def _print_calibration(
         f"{title}: {result.n} runs ({result.level:.0%} intervals, {samples} resamples)",
         markup=False,
     )
-    matrix = Table("", "truth: pass", "truth: fail")
+    matrix = new_table("", "truth: pass", "truth: fail")
     matrix.add_row("judge: pass", f"TP {result.tp}", f"FP {result.fp}")
     matrix.add_row("judge: fail", f"FN {result.fn}", f"TN {result.tn}")
     console.print(matrix)
-    table = Table()
+    table = new_table()
     for col in ("metric", "value", "interval", "reads as"):
         table.add_column(col)
     meaning = {

@@ -6,15 +6,25 @@ import json
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.table import Table
 
-from agentdocket.commands.common import FORMAT, console, echo_json, open_from
+from agentdocket.commands.common import (
+    FORMAT,
+    console,
+    echo_json,
+    new_table,
+    open_from,
+    resolve_trace,
+)
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from agentdocket.store import Run
 from agentdocket.commands.costs import PRICES
 from agentdocket.events import JUDGEMENT_KINDS, Event, event_to_json, format_ts
-from agentdocket.store import Run
 
 
 @click.group()
@@ -62,11 +72,12 @@ def runs_list(
         rows = store.reader.list_runs(
             dataset=dataset, agent=agent, conversation=conversation, limit=limit or None
         )
-        total = store.reader.counts()["runs"]
+        total = store.reader.count_runs(dataset=dataset, agent=agent, conversation=conversation)
+        costs = _run_costs(store, [r["trace_id"] for r in rows])
     if fmt == "json":
-        echo_json({"total": total, "runs": rows})
+        echo_json({"total": total, "runs": [{**r, **costs.get(r["trace_id"], {})} for r in rows]})
         return
-    table = Table(title=f"runs ({len(rows)} of {total})", title_justify="left")
+    table = new_table(title=f"runs ({len(rows)} of {total})", title_justify="left")
     for col in (
         "trace",
         "started",
@@ -78,6 +89,7 @@ def runs_list(
         "steps",
         "errors",
         "time",
+        "cost",
     ):
         table.add_column(col, no_wrap=col in ("trace", "started"))
     for r in rows:
@@ -98,8 +110,36 @@ def runs_list(
             str(r["n_steps"]),
             str(r["n_errors"]),
             _duration(r),
+            _cost_cell(costs.get(r["trace_id"])),
         )
     console.print(table)
+    if costs and not any(c["priced_by"] for c in costs.values()):
+        console.print("cost: not priced yet (agentdocket costs refresh)", highlight=False)
+
+
+def _run_costs(store: Any, trace_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """The listed runs' costs as the last `costs refresh` priced them (the one price book every
+    command shows): per run, dollars, calls and unpriced calls; runs with no model call are
+    absent."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in store.costs.of_runs(trace_ids):
+        found = out.setdefault(
+            row["trace_id"],
+            {"cost_usd": None, "calls": 0, "unpriced_calls": 0, "priced_by": row["priced_by"]},
+        )
+        found["calls"] += 1
+        if row["cost"] is None:
+            found["unpriced_calls"] += 1
+        else:
+            found["cost_usd"] = (found["cost_usd"] or 0.0) + row["cost"]
+    return out
+
+
+def _cost_cell(cost: dict[str, Any] | None) -> str:
+    if cost is None:
+        return "-"
+    text = "-" if cost["cost_usd"] is None else f"${cost['cost_usd']:.6f}"
+    return text + (f" ({cost['unpriced_calls']} unpriced)" if cost["unpriced_calls"] else "")
 
 
 def _short(text: str | None, width: int) -> str:
@@ -168,8 +208,9 @@ def runs_show(
     """Show one run as a timeline of its steps (TRACE_ID may be abbreviated).
 
     A run of more steps than --steps shows its first and last steps, and what kinds the
-    others are; --steps 0 shows them all, --format json gives every event. Its model calls
-    are priced at their own times (genai-prices, and the price file of --prices).
+    others are; --steps 0 shows them all, --format json gives every event. Its model
+    calls' costs are the last `costs refresh`'s (what `report` and `costs show` add up), or
+    priced now with --prices (or $AGENTDOCKET_PRICES) when not refreshed yet.
 
     \b
     Examples:
@@ -178,19 +219,13 @@ def runs_show(
       agentdocket runs show 4bf92f3577b34da6a3ce929d0e0e4736 --format json
     """
     with open_from(ctx) as store:
-        matches = store.reader.trace_ids_with_prefix(trace_id)
-        if not matches:
-            raise click.ClickException(f"no run with a trace id starting {trace_id!r}")
-        if len(matches) > 1:
-            raise click.ClickException(
-                f"{trace_id!r} matches several runs: {', '.join(matches)}; give more characters"
-            )
-        tid = matches[0]
+        tid = resolve_trace(store, trace_id)
         run = store.reader.run(tid)
         trace = store.reader.read_trace(tid)
+        stored = store.costs.of_runs([tid]) if prices is None else []
     assert run is not None and trace is not None
     events = list(trace.events)
-    costs = _costs(events, prices)
+    costs = _costs(events, prices, stored)
     if fmt == "json":
         echo_json(
             {
@@ -236,12 +271,19 @@ def runs_show(
         )
 
 
-def _costs(events: list[Event], prices: Path | None) -> dict[str, Any]:
-    """The run's model calls priced at their own times (the price file, where given)."""
-    from agentdocket.costs.prices import price_book
-    from agentdocket.costs.refresh import calls_of, run_costs
+def _costs(
+    events: list[Event], prices: Path | None, stored: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The run's model calls priced at their own times, by the one price book every command
+    shows: as the last `costs refresh` priced them (``stored``, when it priced every call of
+    the run); else now, by the price file of --prices or $AGENTDOCKET_PRICES."""
+    from agentdocket.costs.prices import price_book, price_book_from_env
+    from agentdocket.costs.refresh import calls_of, run_costs, stored_costs
 
-    return run_costs(calls_of(events), price_book(prices))
+    calls = calls_of(events)
+    if stored and {r["event_id"] for r in stored} >= {c.event_id for c in calls}:
+        return stored_costs(stored)
+    return run_costs(calls, price_book(prices) if prices is not None else price_book_from_env())
 
 
 def _costs_table(costs: dict[str, Any]) -> Table:
@@ -254,7 +296,7 @@ def _costs_table(costs: dict[str, Any]) -> Table:
         title += f"; reported by the spans: ${told:.6f}"
         if total is not None:
             title += f" (ours {total - told:+.6f})"
-    table = Table(title=title, title_justify="left", show_header=True, header_style="bold")
+    table = new_table(title=title, title_justify="left", show_header=True, header_style="bold")
     for col in ("model", "role", "tokens in / out", "cost", "reported"):
         table.add_column(col, overflow="fold")
     for c in costs["calls"]:
@@ -271,7 +313,7 @@ def _costs_table(costs: dict[str, Any]) -> Table:
 def _steps_table(steps: list[Event], start: datetime, width: int, max_steps: int) -> Table:
     """The steps, indented by span depth; past ``max_steps`` (0: no limit) the first and the
     last tenth of that many, with a row saying how many are left out between them."""
-    table = Table(show_header=True, header_style="bold")
+    table = new_table(show_header=True, header_style="bold")
     for col in ("seq", "+ms", "kind", "what"):
         table.add_column(col, overflow="fold")
     depth = _depths(steps)
@@ -297,7 +339,7 @@ def _steps_table(steps: list[Event], start: datetime, width: int, max_steps: int
 
 def _verdicts_table(verdicts: list[Event]) -> Table:
     """Every verdict on the run, newest last: outcome, score, failure type and why."""
-    table = Table(title="verdicts", title_justify="left", show_header=True, header_style="bold")
+    table = new_table(title="verdicts", title_justify="left", show_header=True, header_style="bold")
     for col in ("scorer", "version", "outcome", "score", "failure", "why"):
         table.add_column(col, overflow="fold")
     for e in sorted(verdicts, key=lambda e: (e.ts, str(e.event_id))):

@@ -9,9 +9,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.table import Table
 
-from agentdocket.commands.common import FORMAT, console, echo_json, err, open_from, progress_bar
+from agentdocket.commands.common import (
+    FORMAT,
+    console,
+    echo_json,
+    err,
+    new_table,
+    open_from,
+    progress_bar,
+)
 
 if TYPE_CHECKING:
     from agentdocket.scorers.base import Scorer
@@ -195,7 +202,7 @@ def chosen_scorers(
 
 
 def _print_tallies(result: Result, rate: float) -> None:
-    table = Table(
+    table = new_table(
         title=f"scored {result.runs} runs in {result.seconds:.1f}s ({rate:,.0f} runs/s)",
         title_justify="left",
     )
@@ -253,7 +260,7 @@ def list_scorers(fmt: str) -> None:
         )
         return
 
-    table = Table(title="scorers", title_justify="left")
+    table = new_table(title="scorers", title_justify="left")
     for col in ("name", "version", "reads", "measures", "config"):
         table.add_column(col, overflow="fold")
     for s in scorers.scorers():

@@ -8,13 +8,13 @@ from pathlib import Path
 import click
 
 from agentdocket.commands.common import err, existing_database
-from agentdocket.store import Redactor, database_url
-from agentdocket.store.limits import Limits, parse_duration
 
 TOKEN_ENV = "AGENTDOCKET_SERVE_TOKEN"
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
+    from agentdocket.store.limits import parse_duration
+
     try:
         return parse_duration(value)
     except ValueError as exc:
@@ -150,8 +150,10 @@ def serve(
     """
     from agentdocket.runtime.processes import run_receivers
     from agentdocket.runtime.receiver import ReceiverSettings
+    from agentdocket.store import Redactor, database_url
+    from agentdocket.store.limits import Limits
 
-    url = existing_database(database_url(ctx.obj.get("url")))
+    url = existing_database(database_url(ctx.obj.get("url")), create=True)
     redactor = Redactor.from_env()  # errors in either: the command line says them
     scoring = None
     if score or config_file is not None:
@@ -174,4 +176,6 @@ def serve(
         scoring=scoring,
         processes=processes,
     )
-    run_receivers(settings, say=err.print)  # a StartError: the command line says it
+    # a StartError: the command line says it. The services' lines are plain text, printed as
+    # they are: rich would take "[embeddings]" in a missing extra's message for markup
+    run_receivers(settings, say=lambda line: err.print(line, markup=False, highlight=False))

@@ -4,7 +4,7 @@ transaction (so the projection always holds one set of prices, named by ``priced
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from agentdocket.costs.prices import PriceBook, Usage, reported
@@ -110,11 +110,22 @@ def calls_of(events: Iterable[Event]) -> list[StoredCall]:
 def run_costs(calls: list[StoredCall], book: PriceBook) -> dict[str, Any]:
     """A run's model calls priced now (what `runs show` prints): each call, the total of the
     priced ones, and how many no price covers."""
-    rows = [cost_row(call, book) for call in calls]
+    return _summed([cost_row(call, book) for call in calls], book.version)
+
+
+def stored_costs(stored: list[dict[str, Any]]) -> dict[str, Any]:
+    """A run's model calls as ``call_costs`` holds them (the last refresh's prices), in the
+    form of :func:`run_costs`."""
+    names = {f.name for f in fields(CostRow)}
+    rows = [CostRow(**{k: v for k, v in r.items() if k in names}) for r in stored]
+    return _summed(rows, rows[0].priced_by if rows else "")
+
+
+def _summed(rows: list[CostRow], version: str) -> dict[str, Any]:
     priced = [r.cost for r in rows if r.cost is not None]
     told = [r.reported_usd for r in rows if r.reported_usd is not None]
     return {
-        "priced_by": book.version,
+        "priced_by": version,
         "total_usd": sum(priced) if priced else None,
         "unpriced_calls": len(rows) - len(priced),
         "reported_usd": sum(told) if told else None,

@@ -1,13 +1,22 @@
 """``agentdocket demo``: a scripted database-QA agent answering questions over its own concerts
-database in three strategies, every step recorded through the tracer and exporter."""
+database in three strategies, every step recorded through the tracer and exporter.
+
+The demo is repeatable: its trace and span ids come from a seeded generator, so a second demo
+into the same store records the same runs again, which the store keeps once (event ids derive
+from them), and its report is the same. ``PRICES`` is its price file: the scripted model priced
+as a small hosted model, so that the report shows what the runs cost."""
 
 from __future__ import annotations
 
+import random
 import sqlite3
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 from agentdocket.demo.agent import STRATEGIES, ConcertsAgent
 from agentdocket.demo.database import build
@@ -15,7 +24,32 @@ from agentdocket.demo.questions import DATASET, DATASET_VERSION, QUESTIONS, data
 from agentdocket.store import open_store
 from agentdocket.tracer import DeliveryStats, configure, shutdown
 
-__all__ = ["DATASET", "DATASET_VERSION", "QUESTIONS", "STRATEGIES", "DemoResult", "run_demo"]
+__all__ = [
+    "DATASET",
+    "DATASET_VERSION",
+    "PRICES",
+    "QUESTIONS",
+    "STRATEGIES",
+    "DemoResult",
+    "run_demo",
+]
+
+PRICES = Path(__file__).with_name("prices.toml")
+SEED = 20261128
+
+
+class _SeededIds(IdGenerator):
+    """Trace and span ids from a seeded generator: the demo's runs get the same ids each time
+    (its spans are made in the same order)."""
+
+    def __init__(self, seed: int) -> None:
+        self.random = random.Random(seed)
+
+    def generate_span_id(self) -> int:
+        return self.random.getrandbits(64) or 1
+
+    def generate_trace_id(self) -> int:
+        return self.random.getrandbits(128) or 1
 
 
 @dataclass
@@ -44,7 +78,8 @@ def run_demo(
             cases = dataset(conn)
         with open_store(url) as store:
             store.datasets.register(cases)
-        configured = configure(url, spool_dir=spool_dir, set_global=False)
+        provider = TracerProvider(id_generator=_SeededIds(SEED))
+        configured = configure(url, spool_dir=spool_dir, set_global=False, provider=provider)
         result = DemoResult(database=concerts_db, spool_dir=configured.exporter.spool.directory)
         agent = ConcertsAgent(db, configured.tracer)
         try:

@@ -52,6 +52,8 @@ class ConcertsAgent:
             dataset_version=DATASET_VERSION,
             strategy=strategy,
             models={"planner": MODEL, "slot_filler": MODEL, "response_former": MODEL},
+            # each strategy a selection of its own: `compare --baseline experiment:sequential`
+            attributes={"experiment": strategy},
         ) as run:
             run.message("user", question.text)
             if strategy == "no-interaction":

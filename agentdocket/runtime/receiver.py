@@ -200,6 +200,9 @@ def run_receiver(
 
     s = settings
     check_token(s)
+    own = listening is None and bool(s.port)
+    if own:  # taken first: a port in use is said before anything
+        listening = _bound(s.host, s.port)
     sink = Sink(
         s.url,
         spool_dir=s.spool_dir,
@@ -243,11 +246,30 @@ def run_receiver(
         server.run(sockets=[listening] if listening is not None else None)
     finally:
         services.stop()
+        if own and listening is not None:
+            listening.close()
     if server.stopped_by is not None:
         say(
             f"agentdocket: stopped by {signal.Signals(server.stopped_by).name}; "
             f"{receiver.stats.spans} spans received"
         )
+
+
+def _bound(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` for this one process (uvicorn listens on it), or
+    :class:`StartError` naming the port when another process holds it."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise StartError(
+            f"cannot listen for OTLP/HTTP on {host}:{port}: {exc.strerror} (another process "
+            "may hold the port)"
+        ) from None
+    return sock
 
 
 def _join_siblings(services: Services, receiver: Receiver, member: Member) -> None:

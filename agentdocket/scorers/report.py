@@ -20,7 +20,8 @@ failed; ``missing_kinds`` says which), so ``pass_rate`` is over all of them and
 out). An errored run counts for a scorer that judged it or another run of its case; a run
 with no verdict otherwise is ``unjudged`` (not scored yet, or outside the scorer's reach).
 ``coverage`` is the share of judged runs with an answer, beside ``score_mean`` and the
-metrics, which average the answered runs. ``repeats`` (when a case ran more than once:
+metrics, which average the answered runs. ``repeats`` (when a case ran more than once by one
+agent configuration:
 pass@1 with a case-clustered interval, pass@k, pass^k, flaky cases, the variance split;
 :mod:`.repeats`). Only the latest verdict per run of the chosen version counts. Pure
 functions of the rows the store gives (:class:`~agentdocket.store.reading.ReportRun`,
@@ -190,12 +191,18 @@ def _scorer_summary(
 
 def _repeats(outcomes: Sequence[tuple[ReportRun, RunOutcome]], pass_fail: bool) -> dict[str, Any]:
     """pass@1, pass@k, pass^k, flaky cases and the variance split, when some case was run
-    more than once (:mod:`.repeats`); empty otherwise."""
+    more than once by one agent configuration (:mod:`.repeats`); empty otherwise, and empty
+    when a case's runs are of several configurations (agent, version, strategy, experiment):
+    those are not repeats of one agent, and ``--by`` or ``--experiment`` tells them apart."""
     by_case: dict[str, list[RunOutcome]] = defaultdict(list)
+    configurations: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
     for run, o in outcomes:
         if run.case_id is not None:
             by_case[run.case_id].append(o)
+            configurations[run.case_id].add(_configuration(run))
     if not by_case or max(len(v) for v in by_case.values()) < 2:
+        return {}
+    if any(len(c) > 1 for c in configurations.values()):
         return {}
     if pass_fail:
         tallies = {
@@ -209,6 +216,13 @@ def _repeats(outcomes: Sequence[tuple[ReportRun, RunOutcome]], pass_fail: bool) 
     return repeats.score_summary(
         {case: [o.score for o in found if o.score is not None] for case, found in by_case.items()}
     )
+
+
+def _configuration(run: ReportRun) -> tuple[Any, ...]:
+    """What makes two runs of a case repeats of one agent: the same agent, version, strategy
+    and experiment."""
+    experiment = (run.attributes or {}).get("experiment")
+    return (run.agent, run.agent_version, run.strategy, str(experiment))
 
 
 def _judge_models(verdicts: Sequence[ReportVerdict]) -> dict[str, dict[str, Any]]:

@@ -17,13 +17,14 @@ DEFAULT_FILE = "agentdocket.db"
 
 
 def database_url(explicit: str | None = None) -> str:
-    """The URL to use: the explicit one, else the environment, else ./agentdocket.db."""
-    if explicit:
-        return explicit
-    from_env = os.environ.get(ENV_VAR)
-    if from_env:
-        return from_env
-    return f"sqlite:///{Path.cwd() / DEFAULT_FILE}"
+    """The URL to use: the explicit one, else the environment, else ./agentdocket.db. A value
+    that is a file path rather than a URL (no ``scheme://``) names an SQLite database."""
+    given = explicit or os.environ.get(ENV_VAR)
+    if not given:
+        return f"sqlite:///{Path.cwd() / DEFAULT_FILE}"
+    if "://" not in given:
+        return f"sqlite:///{Path(given).expanduser().resolve()}"
+    return given
 
 
 def display_url(url: str) -> str:

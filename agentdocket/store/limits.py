@@ -119,8 +119,10 @@ UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1
 def parse_duration(text: str) -> timedelta:
     """``36h``, ``90d`` or ``12w`` as a duration (positive)."""
     match = DURATION.match(text)
-    if match is None or int(match.group(1)) == 0:
+    if match is None:
         raise ValueError(f"{text!r}: give a positive number and a unit, h, d or w (e.g. 90d)")
+    if int(match.group(1)) == 0:
+        raise ValueError(f"{text!r}: give more than nothing (0 would keep nothing)")
     return int(match.group(1)) * UNITS[match.group(2)]
 
 

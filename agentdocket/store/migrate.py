@@ -1,17 +1,21 @@
-"""Schema migrations through Alembic, for PostgreSQL and SQLite alike."""
+"""Schema migrations through Alembic, for PostgreSQL and SQLite alike.
+
+Which revision a database is at, and which is the newest, are read without Alembic (a tenth
+of a second to import, on every command): the revisions are numbered files in
+``migrations/versions``, each revising the one before (``tests/contract/test_migrations.py``
+holds them to Alembic's own reading), and a database's revision is its ``alembic_version``
+row."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 
 import agentdocket.migrations
 from agentdocket.store import citus
@@ -22,10 +26,16 @@ from agentdocket.store.derived import installed_digest as derived_digest
 from agentdocket.store.errors import StoreError
 from agentdocket.store.months import months_ahead
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
 SCRIPT_LOCATION = str(Path(agentdocket.migrations.__file__).parent)
+REVISION_FILE = re.compile(r"(\d{4})_\w+\.py")
 
 
 def _config() -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", SCRIPT_LOCATION)
     return cfg
@@ -43,9 +53,13 @@ def _engine(url: str) -> sa.Engine:
 
 
 def head_revision() -> str:
-    head = ScriptDirectory.from_config(_config()).get_current_head()
-    assert head is not None
-    return head
+    """The newest revision: the highest numbered file of ``migrations/versions``."""
+    found = [
+        m.group(1)
+        for p in (Path(SCRIPT_LOCATION) / "versions").iterdir()
+        if (m := REVISION_FILE.fullmatch(p.name))
+    ]
+    return max(found)
 
 
 @contextmanager
@@ -73,17 +87,27 @@ def _mapped(url: str) -> Iterator[None]:
 
 
 def current_revision(url: str) -> str | None:
+    """The database's revision (its ``alembic_version`` row), or None when it has none."""
     engine = _engine(url)
     try:
         with _mapped(url), engine.connect() as conn:
-            return MigrationContext.configure(conn).get_current_revision()
+            return _revision_on(conn)
     finally:
         engine.dispose()
+
+
+def _revision_on(conn: sa.Connection) -> str | None:
+    if not sa.inspect(conn).has_table("alembic_version"):
+        return None
+    rows = conn.exec_driver_sql("SELECT version_num FROM alembic_version").fetchall()
+    return str(rows[0][0]) if rows else None
 
 
 def _run(url: str, action: str, revision: str, derived: Sequence[Derived] = ()) -> None:
     """One transaction: drop the derived objects installed before, migrate, and install
     ``derived`` when the schema is at the head revision (they are written for it)."""
+    from alembic import command
+
     engine = _engine(url)
     cfg = _config()
     try:
@@ -98,7 +122,7 @@ def _run(url: str, action: str, revision: str, derived: Sequence[Derived] = ()) 
                 if distributed:  # every migration runs on plain tables, as it was written
                     citus.undistribute(conn)
                 command.downgrade(cfg, revision)
-            if MigrationContext.configure(conn).get_current_revision() == head_revision():
+            if _revision_on(conn) == head_revision():
                 install(conn, derived, readers)
                 if backend.partitions:  # this month's and the next
                     conn.exec_driver_sql(

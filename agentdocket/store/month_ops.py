@@ -5,7 +5,7 @@ and dropping one (:mod:`agentdocket.store.retention` decides which; the backends
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
@@ -18,13 +18,25 @@ class Month:
     month: date
     rows: dict[str, int]
     newer_runs: int = 0
+    datasets: dict[str, int] = field(default_factory=dict)  # its runs by dataset ("(none)")
+    kept_runs: int = 0  # its runs of datasets kept out of retention (a month with any stays)
 
     @property
     def label(self) -> str:
         return self.month.strftime("%Y-%m")
 
+    @property
+    def stays(self) -> bool:
+        return bool(self.newer_runs or self.kept_runs)
+
     def as_dict(self) -> dict[str, Any]:
-        return {"month": self.label, **self.rows, "newer_runs": self.newer_runs}
+        return {
+            "month": self.label,
+            **self.rows,
+            "newer_runs": self.newer_runs,
+            "datasets": self.datasets,
+            "kept_runs": self.kept_runs,
+        }
 
 
 class MonthOps:
@@ -54,6 +66,16 @@ class MonthOps:
     def prune(self, conn: Any) -> int:
         """Drop what the backend keeps for a while only, whatever the window; how many rows."""
         return 0
+
+    def datasets(self, conn: Any, month: date) -> dict[str, int]:
+        """The month's runs by dataset (``(none)`` for runs of none)."""
+        rows = self.db.read_on(
+            conn,
+            "SELECT coalesce(dataset, '(none)'), count(*) FROM runs WHERE run_month = ? "
+            "GROUP BY 1 ORDER BY 1",
+            [self.db.to_db("run_month", month)],
+        )
+        return {str(name): int(n) for name, n in rows}
 
     def _one(self, conn: Any, sql: str, *params: Any) -> int:
         [(n,)] = self.db.read_on(conn, sql, list(params))

@@ -195,14 +195,32 @@ class Reader:
         """Runs, newest first; ``conversation``: only the runs of that conversation (the
         ``conversation_id`` attribute the GenAI conventions' ``gen_ai.conversation.id`` or
         OpenInference's ``session.id`` gave)."""
-        where, params = self._run_filter(dataset=dataset, agent=agent, since=None)
-        if conversation is not None:
-            where += f" AND {self.db.json_text('attributes', 'conversation_id')} = ?"
-            params.append(conversation)
+        where, params = self._listed(dataset, agent, conversation)
         sql = f"SELECT * FROM runs {where} ORDER BY first_ts DESC, trace_id"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         return [typed(Run, r) for r in self.db.dicts(sql, params)]
+
+    def count_runs(
+        self,
+        *,
+        dataset: str | None = None,
+        agent: str | None = None,
+        conversation: str | None = None,
+    ) -> int:
+        """How many runs :meth:`list_runs` would list with no limit."""
+        where, params = self._listed(dataset, agent, conversation)
+        [(n,)] = self.db.read(f"SELECT count(*) FROM runs {where}", params)
+        return int(n)
+
+    def _listed(
+        self, dataset: str | None, agent: str | None, conversation: str | None
+    ) -> tuple[str, list[Any]]:
+        where, params = self._run_filter(dataset=dataset, agent=agent, since=None)
+        if conversation is not None:
+            where += f" AND {self.db.json_text('attributes', 'conversation_id')} = ?"
+            params.append(conversation)
+        return where, params
 
     def trace_ids_with_prefix(self, prefix: str) -> list[str]:
         """The first ten trace ids of runs starting with ``prefix`` (abbreviated ids on the

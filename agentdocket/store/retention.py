@@ -29,8 +29,8 @@ import getpass
 import os
 import socket
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -49,10 +49,8 @@ def parse_keep(text: str) -> timedelta:
     """``90d``, ``12w`` or ``36h`` as a duration; at least one day."""
     try:
         keep = parse_duration(text)
-    except ValueError:
-        raise ValueError(
-            f"--keep {text!r}: give a number and a unit, h, d or w (e.g. 90d)"
-        ) from None
+    except ValueError as exc:
+        raise ValueError(f"--keep {exc}") from None
     if keep < timedelta(days=1):
         raise ValueError(f"--keep {text!r}: keep at least one day")
     return keep
@@ -68,6 +66,7 @@ class Plan:
     drop: list[Month] = field(default_factory=list)
     refused: list[Month] = field(default_factory=list)
     samples: int = 0  # process samples older than the window
+    kept_datasets: tuple[str, ...] = ()  # datasets whose months stay, whatever their age
 
 
 @dataclass(frozen=True)
@@ -90,8 +89,12 @@ class Retention:
         self.appender = appender
         self.months: MonthOps = db.month_ops()
 
-    def plan(self, keep: str, now: datetime | None = None) -> Plan:
-        """The months past the window ``keep`` (``90d``) before ``now``; changes nothing."""
+    def plan(
+        self, keep: str, now: datetime | None = None, kept_datasets: Sequence[str] = ()
+    ) -> Plan:
+        """The months past the window ``keep`` (``90d``) before ``now``, each with its runs by
+        dataset; a month holding runs of ``kept_datasets`` stays (imported research data, say:
+        retention drops whole months). Changes nothing."""
         window_start = (now or datetime.now(UTC)) - parse_keep(keep)
         first_kept = month_of(window_start)  # the month the window starts in stays
         drop: list[Month] = []
@@ -100,10 +103,15 @@ class Retention:
             for month in self.months.stored(conn):
                 if month >= first_kept:
                     continue
-                counted = self.months.count(conn, month, window_start)
-                (refused if counted.newer_runs else drop).append(counted)
+                counted = self._count(conn, month, window_start, kept_datasets)
+                (refused if counted.stays else drop).append(counted)
             samples = self._samples(conn, window_start, delete=False)
-        return Plan(keep, window_start, drop, refused, samples)
+        return Plan(keep, window_start, drop, refused, samples, tuple(kept_datasets))
+
+    def _count(self, conn: Any, month: date, window_start: datetime, kept: Sequence[str]) -> Month:
+        counted = self.months.count(conn, month, window_start)
+        datasets = self.months.datasets(conn, month)
+        return replace(counted, datasets=datasets, kept_runs=sum(datasets.get(d, 0) for d in kept))
 
     def apply(self, plan: Plan, progress: Callable[[Month], None] | None = None) -> Applied:
         """Drop the plan's months, each checked again in its own transaction (a late event
@@ -118,7 +126,7 @@ class Retention:
             except StoreError as exc:  # busy past the budget, or the database failing
                 failed.append((month, str(exc)))
                 continue
-            if counted.newer_runs:
+            if counted.stays:
                 refused.append(counted)
                 continue
             dropped.append(counted)
@@ -133,19 +141,20 @@ class Retention:
         )
 
     def _drop(self, plan: Plan, month: date, trace_id: str, seq: int) -> Month:
-        """Drop ``month`` and record it, unless a run in it became newer than the window
-        (then it is returned with ``newer_runs``, nothing dropped)."""
+        """Drop ``month`` and record it, unless a run in it became newer than the window or
+        is of a kept dataset (then it is returned with ``newer_runs`` or ``kept_runs``,
+        nothing dropped)."""
         # Counted before the lock, which then stays short (on PostgreSQL every query that
         # plans over the log waits for it); counted again only if events came meanwhile.
         with self.db.write() as conn:
             newest = self.months.newest(conn, month)
-            counted = self.months.count(conn, month, plan.window_start)
+            counted = self._count(conn, month, plan.window_start, plan.kept_datasets)
 
         def drop(conn: Any) -> Month:
             now = counted
             if self.months.newest(conn, month) != newest:
-                now = self.months.count(conn, month, plan.window_start)
-            if not now.newer_runs:
+                now = self._count(conn, month, plan.window_start, plan.kept_datasets)
+            if not now.stays:
                 self.months.drop(conn, month)
                 self.appender.append_on(conn, [_record(plan, [now], trace_id, seq)])
             return now

@@ -71,7 +71,17 @@ def test_retention_refresh_and_late_ingestion_never_deadlock(server_url: str) ->
     try:
         for _ in range(ROUNDS):
             done = subprocess.run(
-                [*CLI, "--database", server_url, "retention", "--keep", "40d", "--format", "json"],
+                [
+                    *CLI,
+                    "--database",
+                    server_url,
+                    "retention",
+                    "--keep",
+                    "40d",
+                    "--format",
+                    "json",
+                    "--yes",
+                ],
                 capture_output=True,
                 text=True,
                 timeout=300,

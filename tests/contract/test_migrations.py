@@ -404,3 +404,18 @@ def test_trace_months_are_filled_from_what_is_stored_and_dropped_down(bare_url: 
         stored = store.recorder.read("SELECT DISTINCT trace_id, run_month FROM events")
     assert filled == recorded == dict(stored)
     assert len(filled) == 2 and sorted(map(str, filled.values()))[0].startswith("2026-01")
+
+
+def test_the_revisions_read_without_alembic_are_alembics() -> None:
+    """The newest revision, read from the numbered files, is Alembic's head; each revision
+    revises the one numbered before it (what the reading relies on)."""
+    from alembic.script import ScriptDirectory
+
+    from agentdocket.store.migrate import _config
+
+    scripts = ScriptDirectory.from_config(_config())
+    assert scripts.get_current_head() == head_revision()
+    for script in scripts.walk_revisions():
+        number = int(script.revision)
+        expected = None if number == 1 else f"{number - 1:04d}"
+        assert script.down_revision == expected, script.revision

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 import agentdocket
@@ -29,11 +30,14 @@ def _demo(cwd: Path) -> str:
     return done.stdout
 
 
-def test_demo_records_runs_of_three_strategies_through_the_tracer(tmp_path: Path) -> None:
+def test_demo_records_runs_of_three_strategies_through_the_tracer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the next steps write where they are run
     out = _demo(tmp_path)
     assert f"sqlite:///{tmp_path / 'agentdocket.db'}" in out
     assert "recorded 30 runs (10 questions x sequential, iterative, no-interaction)" in out
-    listing = out.split("see one with")[0]
+    listing = out.split("dataset concerts-demo")[0]
     for strategy in ("sequential", "iterative", "no-interaction"):
         assert listing.count(f" {strategy} ") == 10
     store = open_store(f"sqlite:///{tmp_path / 'agentdocket.db'}")
@@ -54,12 +58,21 @@ def test_demo_records_runs_of_three_strategies_through_the_tracer(tmp_path: Path
     }
     assert [planner["sequential"][k] for k in ("scored", "passed", "failed")] == [10, 10, 0]
     assert [planner["no-interaction"][k] for k in ("scored", "passed", "failed")] == [10, 0, 10]
-    # the cases came along, and a second demo records new runs against the same cases
+    # the cases came along; the runs' costs, priced by the demo's price file, close the report
     assert len(store.datasets.get("concerts-demo", "1").cases) == 10
     store.close()
-    assert "recorded 30 runs" in _demo(tmp_path)
-    with open_store(f"sqlite:///{tmp_path / 'agentdocket.db'}") as again:
-        assert again.reader.counts()["runs"] == 60
+    assert "cost: $0.002516 for 83 model calls, $0.000084 a run" in out
+    # a second demo records the same runs again, kept once: the same report, word for word
+    again = _demo(tmp_path)
+    assert again.split("dataset concerts-demo")[1] == out.split("dataset concerts-demo")[1]
+    with open_store(f"sqlite:///{tmp_path / 'agentdocket.db'}") as store:
+        assert store.reader.counts()["runs"] == 30
+    # every next step it points to works as printed
+    steps = [line.split(": ", 2)[2] for line in out.splitlines() if line.startswith("next: ")]
+    assert len(steps) == 5
+    for step in steps:
+        args = step.split()[1:]
+        cli(f"sqlite:///{tmp_path / 'agentdocket.db'}", *args)
 
 
 def _sample(runner: CliRunner, url: str) -> None:
@@ -186,13 +199,27 @@ def test_retention_says_what_would_go_then_drops_it(url: str) -> None:
     dropped = [m for m in dry["dropped"] if m["runs"]]
     assert [(m["month"], m["runs"], m["events"]) for m in dropped] == [(label, 1, len(old))]
     assert dry["dry_run"] and dry["trace_id"] is None
-    text = cli(url, "retention", "--keep", "90d")
+    assert dropped[0]["datasets"] == {"ds": 1}
+    # nothing goes without a question: elsewhere than at a terminal, only with --yes
+    asked = CliRunner().invoke(main, ["--database", url, "retention", "--keep", "90d"])
+    assert asked.exit_code == 1 and "give --yes to go on (nothing was changed)" in asked.output
+    assert "takes their runs away for good, by dataset: ds 1" in asked.output
+    # a dataset kept out keeps its months, and says so
+    kept = CliRunner().invoke(
+        main, ["--database", url, "retention", "--keep", "90d", "--keep-dataset", "ds", "--yes"]
+    )
+    assert kept.exit_code == 0 and f"kept {label}: 1 of its runs are of datasets kept" in (
+        kept.output
+    )
+    with open_store(url) as store:
+        assert store.reader.run(old[0].trace_id) is not None
+    text = cli(url, "retention", "--keep", "90d", "--yes")
     assert f"dropped {label}: 1 runs, {len(old)} events" in text
     assert "recorded as retention.applied in trace" in text
     with open_store(url) as store:
         assert store.reader.run(old[0].trace_id) is None
         assert store.reader.run(new[0].trace_id) is not None
-    again = json.loads(cli(url, "retention", "--keep", "90d", "--format", "json"))
+    again = json.loads(cli(url, "retention", "--keep", "90d", "--format", "json", "--yes"))
     assert [m for m in again["dropped"] if m["runs"]] == []
 
 

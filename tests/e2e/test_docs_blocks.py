@@ -1,9 +1,12 @@
 """Every shell and Python block of the README and docs/ runs, so that no page can drift from the
 commands again.
 
-Each page's blocks run in order in a folder of their own, against a fresh SQLite store
-(``AGENTDOCKET_DATABASE_URL``), with ``agentdocket`` on the ``PATH`` and ``../shared`` where the
-docs say. A comment on the line before a block's fence tells the harness what the block needs:
+Each page's blocks run in order in a folder of their own, with only the state the page itself
+makes: on SQLite no database at all (a command that writes makes the default one, as for a
+user following the page), on PostgreSQL a fresh migrated database (the README's install step
+migrates it), named by ``AGENTDOCKET_DATABASE_URL``; with ``agentdocket`` on the ``PATH`` and
+``../shared`` where the docs say. A comment on the line before a block's fence tells the
+harness what the block needs:
 
 - ``<!-- docs-test: setup=NAME -->``: files or data the block assumes (a case file, an agent
   module, a scoring config), made first by :data:`SETUPS`;
@@ -22,7 +25,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -250,7 +252,6 @@ def test_the_block_runs_as_written(
     block: Block,
     backend: str,
     folders: dict[tuple[str, str], tuple[Path, str]],
-    sqlite_template: Path,
     request: pytest.FixtureRequest,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
@@ -260,8 +261,7 @@ def test_the_block_runs_as_written(
         pytest.skip("../shared is not beside this checkout")
     if (backend, block.page) not in folders:  # a page's blocks share a folder and a store
         cwd = tmp_path_factory.mktemp(Path(block.page).stem)
-        if backend == "sqlite":
-            shutil.copyfile(sqlite_template, cwd / "agentdocket.db")
+        if backend == "sqlite":  # no database yet: the page's own commands make it
             url = f"sqlite:///{cwd / 'agentdocket.db'}"
         else:
             url, _ = fresh_pg(request.getfixturevalue("pg_template"))

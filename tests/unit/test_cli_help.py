@@ -130,3 +130,21 @@ def test_every_command_that_prints_a_table_takes_format_json() -> None:
     # the detection sees tables printed directly, through a helper and through a helper's
     # helper (score: _report, then _print_tallies)
     assert {("runs", "list"), ("score",), ("compare",)} <= set(tables)
+
+
+def test_listing_the_commands_imports_nothing_heavy() -> None:
+    """`agentdocket --help` imports every command module; none of them imports the store,
+    SQLAlchemy, Alembic, rich, NumPy or a model library at module level (what bench/startup.py
+    times: --help within 3x a bare `import click`)."""
+    import subprocess
+    import sys
+
+    heavy = ("sqlalchemy", "rich", "alembic", "numpy", "polars", "psycopg", "langchain_core")
+    probe = (
+        "import sys, agentdocket.cli; "
+        f"print(sorted({{m for m in sys.modules if m.split('.')[0] in {heavy!r} "
+        "or m.startswith('agentdocket.store')}))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout
