@@ -18,7 +18,7 @@ import psycopg
 from psycopg import sql
 
 from agentdocket.store.backends import backend_of
-from agentdocket.store.citus import IS_COORDINATOR
+from agentdocket.store.backends.citus.ops import IS_COORDINATOR
 from agentdocket.store.config import display_url, parse_url, psycopg_conninfo
 from agentdocket.store.errors import StoreError
 

@@ -1,8 +1,8 @@
 """The store's errors: one tree, whatever the database.
 
 Every backend maps its driver's exceptions into this tree (see ``classify`` in
-:mod:`agentdocket.store.postgres` and :mod:`agentdocket.store.sqlite`); no psycopg or sqlite3
-exception leaves the store. What a caller does depends only on the branch:
+:mod:`agentdocket.store.backends.postgres.errors` and :mod:`agentdocket.store.backends.sqlite`);
+no psycopg or sqlite3 exception leaves the store. What a caller does depends only on the branch:
 
 - :class:`StoreUnavailable` (transient): the database could not be reached or could not finish
   now (connection refused or lost, a timeout, too many connections, a locked SQLite file).
@@ -46,7 +46,7 @@ class WriteConflict(StoreUnavailable):
 
 class MaintenanceBusy(StoreUnavailable):
     """Making or dropping partitions found the log's tables busy for its whole budget (see
-    :mod:`agentdocket.store.postgres_locks`); nothing was changed. Try again later."""
+    :mod:`agentdocket.store.backends.postgres.locks`); nothing was changed. Try again later."""
 
 
 class RecordRefused(StoreError):

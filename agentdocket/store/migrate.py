@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 
 import agentdocket.migrations
-from agentdocket.store import citus
 from agentdocket.store.backends import backend_named, backend_of
+from agentdocket.store.backends.citus import ops as citus
 from agentdocket.store.config import display_url, parse_url
 from agentdocket.store.derived import Derived, drop_installed, install
 from agentdocket.store.derived import installed_digest as derived_digest
@@ -71,13 +71,13 @@ def _mapped(url: str) -> Iterator[None]:
     except Exception as exc:
         orig = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
         if isinstance(orig, sqlite3.Error):
-            from agentdocket.store.sqlite import classify as classify_sqlite
+            from agentdocket.store.backends.sqlite import classify as classify_sqlite
 
             mapped = classify_sqlite(orig)
         else:
             import psycopg
 
-            from agentdocket.store.postgres_errors import classify as classify_pg
+            from agentdocket.store.backends.postgres.errors import classify as classify_pg
 
             if not isinstance(orig, psycopg.Error):
                 raise

@@ -1,7 +1,7 @@
 """Retention's months, as each backend keeps them: which months hold runs, what a month holds,
 and dropping one (:mod:`agentdocket.store.retention` decides which; the backends know how:
-``PostgresMonthOps`` in :mod:`agentdocket.store.postgres_months`, ``SqliteMonthOps`` in
-:mod:`agentdocket.store.sqlite`)."""
+``PostgresMonthOps`` in :mod:`agentdocket.store.backends.postgres.months`, ``SqliteMonthOps`` in
+:mod:`agentdocket.store.backends.sqlite`)."""
 
 from __future__ import annotations
 

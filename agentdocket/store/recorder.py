@@ -1,7 +1,7 @@
 """The recorder: what each database supplies, and nothing else.
 
-A small class per backend (:class:`~agentdocket.store.postgres.PostgresRecorder`,
-:class:`~agentdocket.store.sqlite.SqliteRecorder`): its connection, transactions and savepoints,
+A small class per backend (``PostgresRecorder``, ``SqliteRecorder`` in
+:mod:`agentdocket.store.backends`): its connection, transactions and savepoints,
 queries written with ``?`` placeholders, value conversion, the bulk insert of events and the
 merge of projection rows, with every driver error mapped into the store's error tree
 (:mod:`agentdocket.store.errors`). The parts of the store that do not depend on the database
@@ -133,8 +133,8 @@ class Recorder(ABC):
     def partition_ddl(self, work: Callable[[Any], T], *partitions: str) -> T:
         """``work(conn)`` in a write transaction of its own, holding what making or dropping
         partitions needs (on PostgreSQL the one lock order of
-        :mod:`agentdocket.store.postgres_locks`, ``partitions`` locked too; tried again while
-        the tables are busy)."""
+        :mod:`agentdocket.store.backends.postgres.locks`, ``partitions`` locked too; tried
+        again while the tables are busy)."""
         with self.write() as conn:
             return work(conn)
 

@@ -15,7 +15,7 @@ stale and recomputed from what is left. Process samples older than the window go
 Each month is dropped in a transaction of its own, checked again under lock, and the
 ``retention.applied`` event recording what went (rows by table) is appended in that same
 transaction: a month is either gone and recorded, or neither. On PostgreSQL the drop takes the
-one lock order of partition DDL (:mod:`agentdocket.store.postgres_locks`), so it never
+one lock order of partition DDL (:mod:`agentdocket.store.backends.postgres.locks`), so it never
 deadlocks with ingestion making partitions or with the rollup refresh; a month whose tables
 stay busy past the budget (or that the database fails to drop) is kept and reported with the
 reason, and the months dropped before it stay dropped and reported. The rollups of the

@@ -45,7 +45,7 @@ def refresh(
     """Refresh on ``conn`` (a psycopg connection in autocommit mode), ``chunk_hours`` stale
     hours per transaction (a first refresh of a long history is one chunk per day, each
     committed on its own); ``progress(done, total)`` is called after each."""
-    from agentdocket.store.postgres_locks import refresh_lock  # PostgreSQL's alone
+    from agentdocket.store.backends.postgres.locks import refresh_lock  # PostgreSQL's alone
 
     start = time.perf_counter()
     hours = [

@@ -14,8 +14,8 @@ import pytest
 from agentdocket import dashboards
 from agentdocket.store import open_store
 from agentdocket.store.arrivals import Position
+from agentdocket.store.backends.citus.distribution import CO_LOCATED, REFERENCE
 from agentdocket.store.config import parse_url, psycopg_conninfo
-from agentdocket.store.distribution import CO_LOCATED, REFERENCE
 from agentdocket.store.migrate import downgrade, upgrade
 from agentdocket.store.reading import MONTH_OF, RUN, TRACE_EVENTS
 from tests.helpers.citus import WORKERS, Cluster

@@ -1,7 +1,7 @@
 """scripts/citus-up stands alone: it needs neither the tests nor the development environment,
 only the system's Python and psql. It runs here from a folder holding the script and
-agentdocket/store/citus_cluster.py alone (no tests/, no .venv, ../shared beside it), and the
-module, as citus-up runs it, with the standard library alone."""
+agentdocket/store/backends/citus/cluster.py alone (no tests/, no .venv, ../shared beside
+it), and the module, as citus-up runs it, with the standard library alone."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from agentdocket.store.citus_cluster import Cluster
+from agentdocket.store.backends.citus.cluster import Cluster
 from tests.helpers.db import ROOT, SHARED, require_shared
 
 pytestmark = pytest.mark.citus
-MODULE = ROOT / "agentdocket/store/citus_cluster.py"
+MODULE = ROOT / "agentdocket/store/backends/citus/cluster.py"
 
 
 @pytest.fixture
@@ -99,7 +99,7 @@ def test_citus_up_runs_without_the_tests_and_the_virtualenv(
     and makes the database it is told to, printing its URL on its last line."""
     require_shared(SHARED / "vendor" / "citus")
     clone = tmp_path / "agentdocket"
-    for part in ("scripts/citus-up", "agentdocket/store/citus_cluster.py"):
+    for part in ("scripts/citus-up", "agentdocket/store/backends/citus/cluster.py"):
         (clone / part).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / part, clone / part)
     (tmp_path / "shared").symlink_to(SHARED)

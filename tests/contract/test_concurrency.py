@@ -9,7 +9,7 @@ from typing import Any
 
 from agentdocket.events import Event, RunStarted
 from agentdocket.store import open_store
-from agentdocket.store.postgres_locks import FINE_LIMIT
+from agentdocket.store.backends.postgres.locks import FINE_LIMIT
 from tests.helpers.db import projections
 from tests.helpers.factory import T0, many_runs
 

@@ -1,5 +1,5 @@
 """Ready to distribute (Citus): the live schema, its views and the store's own queries keep to
-the rules of agentdocket.store.distribution."""
+the rules of agentdocket.store.backends.citus.distribution."""
 
 from __future__ import annotations
 
@@ -17,8 +17,13 @@ from agentdocket.demo import run_demo
 from agentdocket.scorers.runner import score_runs
 from agentdocket.store import Store, open_store
 from agentdocket.store.arrivals import Position
+from agentdocket.store.backends.citus.distribution import (
+    COORDINATOR,
+    DISTRIBUTED,
+    REFERENCE,
+    citus_sql,
+)
 from agentdocket.store.config import parse_url, psycopg_conninfo
-from agentdocket.store.distribution import COORDINATOR, DISTRIBUTED, REFERENCE, citus_sql
 from tests.helpers.colocation import problems, trace_views
 
 pytestmark = pytest.mark.postgres
@@ -55,7 +60,9 @@ def test_every_table_has_its_place(schema: tuple[str, psycopg.Connection[Any]]) 
         )
     }
     placed = set(DISTRIBUTED) | REFERENCE | COORDINATOR
-    assert tables == placed, "a new table needs its place in agentdocket.store.distribution"
+    assert tables == placed, (
+        "a new table needs its place in agentdocket.store.backends.citus.distribution"
+    )
     assert not (set(DISTRIBUTED) & REFERENCE) and not (set(DISTRIBUTED) & COORDINATOR)
 
 

@@ -14,9 +14,9 @@ import pytest
 from agentdocket.events import Event, GenericStep
 from agentdocket.store import open_store
 from agentdocket.store.appending import Appender
+from agentdocket.store.backends.postgres.recorder import VERDICT_KEYS
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from agentdocket.store.months import month_of, months_ahead
-from agentdocket.store.postgres import VERDICT_KEYS
 from agentdocket.store.reading import MONTH_OF, RUN, TRACE_EVENTS
 from tests.helpers.factory import run_events, verdict_event
 from tests.helpers.otlp_server import Server

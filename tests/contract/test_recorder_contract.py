@@ -16,11 +16,11 @@ import pytest
 
 from agentdocket.store import open_store
 from agentdocket.store.backends import backend_of
+from agentdocket.store.backends.postgres.errors import classify as classify_postgres
+from agentdocket.store.backends.sqlite import classify as classify_sqlite
 from agentdocket.store.errors import RecordRefused, StoreError, StoreUnavailable, WriteConflict
 from agentdocket.store.months import month_of
-from agentdocket.store.postgres_errors import classify as classify_postgres
 from agentdocket.store.recorder import Recorder
-from agentdocket.store.sqlite import classify as classify_sqlite
 from tests.helpers.factory import run_events
 
 AT = datetime(2026, 11, 25, 12, 30, 15, 123456, tzinfo=UTC)

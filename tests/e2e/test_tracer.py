@@ -15,7 +15,7 @@ from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, get_value
 
 from agentdocket.events import Case, Event, validate_payload
 from agentdocket.store import Store, open_store
-from agentdocket.store.sqlite import SqliteRecorder
+from agentdocket.store.backends.sqlite import SqliteRecorder
 from agentdocket.tracer import Tracer
 from tests.helpers.fresh import EVERY, fresh_url
 from tests.helpers.recorder import Recorder

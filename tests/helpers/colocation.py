@@ -9,7 +9,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-from agentdocket.store.distribution import CO_LOCATED
+from agentdocket.store.backends.citus.distribution import CO_LOCATED
 
 KEY = "trace_id"
 

@@ -187,14 +187,14 @@ def test_no_test_module_imports_another() -> None:
     assert wrong == []
 
 
-BACKENDS = {
-    "postgres.py",
-    "postgres_copy.py",
-    "postgres_errors.py",
-    "postgres_locks.py",
-    "postgres_months.py",
-    "sqlite.py",
-}
+BACKENDS = PACKAGE / "store" / "backends"
+
+
+def _in_backends(path: Path) -> bool:
+    """A module of store/backends/: the registry, or a backend's own module or package."""
+    return path.is_relative_to(BACKENDS)
+
+
 RECORDER_NAMES = {"recorder", "db"}
 
 
@@ -219,12 +219,7 @@ def test_no_module_reaches_an_underscore_member_of_a_recorder() -> None:
     touch their private parts. Tests neither."""
     tests = PACKAGE.parent / "tests"
     paths = [*PACKAGE.rglob("*.py"), *(p for p in tests.rglob("*.py") if "fixtures" not in p.parts)]
-    reaching = [
-        hit
-        for p in paths
-        if not (p.parent.name == "store" and p.name in BACKENDS)
-        for hit in _reaches_into_a_recorder(p)
-    ]
+    reaching = [hit for p in paths if not _in_backends(p) for hit in _reaches_into_a_recorder(p)]
     assert reaching == []
 
 
@@ -255,18 +250,29 @@ def _branches_on_a_dialect(path: Path) -> list[str]:
 
 def test_no_branch_on_a_database_name_outside_the_backends() -> None:
     """What differs by database is a recorder's method or a capability of its record in
-    store/backends.py (``backend_of(url).rollups``); nothing else asks which database it is.
+    store/backends/ (``backend_of(url).rollups``); nothing else asks which database it is.
     Migrations are the exception: each is written once for both databases. Tests neither,
     but for the few that make a database of each kind for the rest (SETUP)."""
     tests = PACKAGE.parent / "tests"
     paths = [*PACKAGE.rglob("*.py"), *(p for p in tests.rglob("*.py") if "fixtures" not in p.parts)]
-    allowed = {*BACKENDS, "backends.py"}
     branching = [
         hit
         for p in paths
-        if not (p.parent.name == "store" and p.name in allowed)
+        if not _in_backends(p)
         and "migrations" not in p.parts
         and str(p.relative_to(PACKAGE.parent)) not in SETUP
         for hit in _branches_on_a_dialect(p)
     ]
     assert branching == []
+
+
+def test_every_backend_names_a_recorder_that_exists() -> None:
+    """A backend's recorder is named ("module:callable", imported when a store opens, so the
+    registry and the recorders importing it make no cycle): each name resolves to a callable
+    of a module under store/backends/."""
+    from agentdocket.store.backends import BACKENDS as REGISTERED
+
+    for backend in REGISTERED.values():
+        module, name = backend.recorder.split(":")
+        assert module.startswith("agentdocket.store.backends."), backend.recorder
+        assert callable(getattr(importlib.import_module(module), name)), backend.recorder

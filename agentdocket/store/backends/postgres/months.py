@@ -7,7 +7,7 @@ import re
 from datetime import date, datetime
 from typing import Any
 
-from agentdocket.store.citus import LEDGER_KEEP
+from agentdocket.store.backends.citus.ops import LEDGER_KEEP
 from agentdocket.store.errors import StoreError
 from agentdocket.store.month_ops import Month, MonthOps
 from agentdocket.store.stale_hours import MARK_EVERY_RUN, RUN_TIME
@@ -65,7 +65,7 @@ class PostgresMonthOps(MonthOps):
         return Month(month, rows, newer)
 
     def prune(self, conn: Any) -> int:
-        # The arrival ledger of a Citus coordinator (agentdocket.store.postgres_citus).
+        # The arrival ledger of a Citus coordinator (agentdocket.store.backends.citus.recorder).
         sql = f"DELETE FROM arrival_ledger WHERE at < now() - interval '{LEDGER_KEEP}'"
         return int(self.db.execute(conn, sql))
 

@@ -4,9 +4,10 @@ every node, with the ``citus`` extension, and the workers are registered with th
 in it; dropped, it goes from every node.
 
 scripts/citus-up runs this file with the system's Python, the package installed or not
-(``python3 -P agentdocket/store/citus_cluster.py make URL``), so it imports the standard library
-alone: it reaches the nodes through psycopg where that is importable (the tests, an installed
-agentdocket), through the ``psql`` program elsewhere, both as the URL's role.
+(``python3 -P agentdocket/store/backends/citus/cluster.py make URL``), so it imports the
+standard library alone: it reaches the nodes through psycopg where that is importable
+(the tests, an installed agentdocket), through the ``psql`` program elsewhere, both as the
+URL's role.
 """
 
 from __future__ import annotations
@@ -241,7 +242,7 @@ class Cluster:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="citus_cluster.py",
+        prog="cluster.py",
         description="Make (or drop) a database on every node of a local Citus cluster, the "
         "workers registered with the coordinator in it. Prints its URL.",
     )
@@ -263,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             cluster.drop_database(database)
     except ClusterError as exc:
-        print(f"citus_cluster: {exc}", file=sys.stderr)
+        print(f"citus-up: {exc}", file=sys.stderr)
         return 1
     return 0
 

@@ -1,6 +1,5 @@
 """PostgreSQL recorder: psycopg 3; its bulk writes (binary COPY) are in
-:mod:`agentdocket.store.postgres_copy`, its months in :mod:`agentdocket.store.postgres_months`,
-its locks for DDL in :mod:`agentdocket.store.postgres_locks`."""
+:mod:`.copy`, its months in :mod:`.months`, its locks for DDL in :mod:`.locks`."""
 
 from __future__ import annotations
 
@@ -13,14 +12,19 @@ from typing import Any, TypeVar
 import psycopg
 
 from agentdocket.events import Event
+from agentdocket.store.backends.postgres.copy import adapt, copy_events, jsonb, merge_rows
+from agentdocket.store.backends.postgres.errors import classify, mapped_errors
+from agentdocket.store.backends.postgres.locks import (
+    NEW_TRACE_LOCK,
+    TRACE_LOCK,
+    TraceLocks,
+    with_ddl_lock,
+)
 from agentdocket.store.config import display_url, parse_url, psycopg_conninfo
 from agentdocket.store.errors import RecordRefused
 from agentdocket.store.escaping import ESC, unescape_text
 from agentdocket.store.escaping import loads as stored_loads
 from agentdocket.store.month_ops import MonthOps
-from agentdocket.store.postgres_copy import adapt, copy_events, jsonb, merge_rows
-from agentdocket.store.postgres_errors import classify, mapped_errors
-from agentdocket.store.postgres_locks import NEW_TRACE_LOCK, TRACE_LOCK, TraceLocks, with_ddl_lock
 from agentdocket.store.projections import Projection
 from agentdocket.store.recorder import (
     DATA_ERRORS,
@@ -169,7 +173,7 @@ class PostgresRecorder(Recorder):
         return with_ddl_lock(self._conn, make)
 
     def month_ops(self) -> MonthOps:
-        from agentdocket.store.postgres_months import PostgresMonthOps
+        from agentdocket.store.backends.postgres.months import PostgresMonthOps
 
         return PostgresMonthOps(self)
 
@@ -325,7 +329,7 @@ class PostgresRecorder(Recorder):
             return value.astimezone(UTC)
         return value
 
-    # --- bulk writes (agentdocket.store.postgres_copy) ------------------------------------------
+    # --- bulk writes (.copy) -------------------------------------------------------------------
 
     def insert_events(
         self,

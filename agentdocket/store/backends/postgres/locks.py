@@ -34,8 +34,8 @@ from typing import Any, TypeVar
 import psycopg
 import psycopg.errors
 
+from agentdocket.store.backends.postgres.errors import classify, mapped_errors
 from agentdocket.store.errors import MaintenanceBusy
-from agentdocket.store.postgres_errors import classify, mapped_errors
 
 # The advisory key agentdocket_ensure_partitions takes (migration 0010): "agdp" "part".
 PARTITIONS = (1634166881, 1885434996)

@@ -1,4 +1,4 @@
-"""The recorder of a Citus coordinator (:mod:`agentdocket.store.citus`): PostgreSQL's, with
+"""The recorder of a Citus coordinator (:mod:`.ops`): PostgreSQL's, with
 what a cluster changes.
 
 - Rows that may already be stored always go through the staging table: a duplicate key found
@@ -20,9 +20,9 @@ from datetime import date
 from typing import Any
 
 from agentdocket.events import Event
-from agentdocket.store.citus import IS_COORDINATOR, LEDGER_KEEP
-from agentdocket.store.postgres import HORIZON, PostgresRecorder
-from agentdocket.store.postgres_errors import mapped_errors
+from agentdocket.store.backends.citus.ops import IS_COORDINATOR, LEDGER_KEEP
+from agentdocket.store.backends.postgres.errors import mapped_errors
+from agentdocket.store.backends.postgres.recorder import HORIZON, PostgresRecorder
 from agentdocket.store.projections import Projection
 
 # transactions checked per read (a follower far behind catches up this many at a time)

@@ -1,12 +1,13 @@
 """What differs by database before a store is open: one record per backend, in one place.
 
 Once a connection is open, what differs (SQL, bulk inserts, locks, driver errors) belongs to
-the backend's recorder (:mod:`agentdocket.store.recorder`). Before that, a few things differ:
+the backend's recorder and roles, each backend a module (:mod:`.sqlite`) or a package
+(:mod:`.postgres`, :mod:`.citus`) of this one. Before that, a few things differ:
 which recorder to make, whether the database is a file on this machine, whether opening it may
 bring its schema to the head revision, whether it has the dashboards' rollups and partitions,
 its driver's parameter marker, how its URL is checked. They are fields of :class:`Backend`,
 and code elsewhere asks for a capability (``backend_of(url).rollups``), never for a name.
-Adding a backend means adding a record here and a recorder.
+Adding a backend means adding a record here and a recorder (with the roles it supports).
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ class Backend:
     """One database agentdocket stores into."""
 
     name: str  # SQLAlchemy's backend name, as in the URL
-    recorder: str  # "module:function" making its recorder, imported when a store opens
+    # "module:callable" making its recorder from a URL, imported when a store opens (the
+    # recorders import the store's parts, which parse URLs here: by name, no import cycle)
+    recorder: str
     # a file on this machine: a missing one is a mistyped path (only migrate and demo make one)
     embedded: bool
     # open_store brings an older schema to the head revision (a shared server is upgraded only
@@ -37,7 +40,7 @@ class Backend:
     upgrades_on_open: bool
     rollups: bool  # the dashboards' hourly rollups, their refresh and the Grafana role
     partitions: bool  # monthly partitions of the log and projections
-    citus: bool  # a database of this kind may be a Citus coordinator (agentdocket.store.citus)
+    citus: bool  # a database of this kind may be a Citus coordinator (.citus)
     placeholder: str  # the driver's parameter marker
     # writers in separate transactions at once (SQLite has one write lock: one writer)
     concurrent_writers: bool
@@ -47,8 +50,8 @@ class Backend:
 
     def open_recorder(self, url: str) -> Recorder:
         module, name = self.recorder.split(":")
-        cls: Callable[[str], Recorder] = getattr(importlib.import_module(module), name)
-        return cls(url)
+        make: Callable[[str], Recorder] = getattr(importlib.import_module(module), name)
+        return make(url)
 
 
 def _postgres_url(parsed: URL, url: str) -> URL:
@@ -71,7 +74,7 @@ BACKENDS: dict[str, Backend] = {
     for b in (
         Backend(
             name="postgresql",
-            recorder="agentdocket.store.postgres_citus:open_postgres",
+            recorder="agentdocket.store.backends.citus.recorder:open_postgres",
             embedded=False,
             upgrades_on_open=False,
             rollups=True,
@@ -84,7 +87,7 @@ BACKENDS: dict[str, Backend] = {
         ),
         Backend(
             name="sqlite",
-            recorder="agentdocket.store.sqlite:SqliteRecorder",
+            recorder="agentdocket.store.backends.sqlite:SqliteRecorder",
             embedded=True,
             upgrades_on_open=True,
             rollups=False,

@@ -1,7 +1,7 @@
 """Citus: the schema spread over a coordinator and its workers, by `agentdocket migrate`.
 
 A PostgreSQL database with the ``citus`` extension is a Citus coordinator. At the head
-revision ``migrate`` distributes what :mod:`agentdocket.store.distribution` says: the log,
+revision ``migrate`` distributes what :mod:`.distribution` says: the log,
 runs, verdicts and trace months by ``trace_id``, co-located (a run and everything about it on
 one shard); the judge cache by its key; datasets and cases as reference tables (on every
 node). The monthly partitions stay: a distributed partitioned table is distributed partition
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentdocket.store.distribution import DISTRIBUTED, REFERENCE, placements
+from agentdocket.store.backends.citus.distribution import DISTRIBUTED, REFERENCE, placements
 
 
 def _one(conn: Any, sql: str, params: dict[str, Any] | None = None) -> Any:
@@ -29,8 +29,8 @@ def _one(conn: Any, sql: str, params: dict[str, Any] | None = None) -> Any:
 
 
 # Arrival ledger rows older than this are taken as settled, and retention drops them
-# (agentdocket.store.postgres_citus): a two-phase commit in doubt that long is a worker lost
-# for that long.
+# (agentdocket.store.backends.citus.recorder): a two-phase commit in doubt that long is a
+# worker lost for that long.
 LEDGER_KEEP = "1 day"
 
 # Whether a PostgreSQL database is a Citus coordinator: it has the extension.

@@ -1,5 +1,5 @@
 """How the schema spreads over a Citus cluster (``migrate`` applies it there, see
-:mod:`agentdocket.store.citus`): which tables are distributed and by what, which are reference
+:mod:`.ops`): which tables are distributed and by what, which are reference
 tables, and which stay on the coordinator.
 
 Citus shards a distributed table by one column and can only enforce a unique index that holds
@@ -37,7 +37,7 @@ COORDINATOR = frozenset(
         "derived_objects",
         "dead_letters",
         "scoring_cursors",
-        "arrival_ledger",  # read with the coordinator's own snapshot (postgres_citus)
+        "arrival_ledger",  # read with the coordinator's own snapshot (citus.recorder)
         "pipeline_samples",
         "scoring_samples",
         "rollup_stale",
