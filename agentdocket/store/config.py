@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sqlalchemy.engine import URL, make_url
-
 __all__ = ["ENV_VAR", "ConfigError", "database_url", "display_url", "parse_url", "psycopg_conninfo"]
 
 from agentdocket.store.backends import parse_url
 from agentdocket.store.errors import ConfigError
+from agentdocket.store.urls import display_url, psycopg_conninfo
 
 ENV_VAR = "AGENTDOCKET_DATABASE_URL"
 DEFAULT_FILE = "agentdocket.db"
@@ -25,30 +24,3 @@ def database_url(explicit: str | None = None) -> str:
     if "://" not in given:
         return f"sqlite:///{Path(given).expanduser().resolve()}"
     return given
-
-
-def display_url(url: str) -> str:
-    """The URL with its password hidden, for messages."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return "<unparseable URL>"
-
-
-def psycopg_conninfo(url: URL) -> str:
-    from psycopg.conninfo import make_conninfo
-
-    params: dict[str, str | int | None] = {
-        "host": url.host,
-        "port": url.port,
-        "dbname": url.database,
-        "user": url.username,
-        "password": url.password,
-    }
-    params.update({k: v for k, v in url.query.items() if isinstance(v, str)})
-    return make_conninfo("", **{k: v for k, v in params.items() if v is not None})
-
-
-def sqlite_path(url: URL) -> Path:
-    assert url.database
-    return Path(url.database)

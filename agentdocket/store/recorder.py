@@ -31,6 +31,7 @@ from operator import attrgetter
 from typing import Any, TypeVar
 
 import orjson
+from sqlalchemy.engine import URL
 
 from agentdocket.events import Event
 from agentdocket.store.month_ops import MonthOps
@@ -97,8 +98,9 @@ class Recorder(ABC):
     least: str  # SQL of the two-argument minimum and maximum
     greatest: str
 
-    def __init__(self, url: str) -> None:
-        self.url = url
+    def __init__(self, url: URL) -> None:
+        # the URL as parsed and checked by its backend, for opening the database again
+        self.url = url.render_as_string(hide_password=False)
 
     # --- connection ---------------------------------------------------------------------------
 

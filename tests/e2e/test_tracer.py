@@ -15,7 +15,7 @@ from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, get_value
 
 from agentdocket.events import Case, Event, validate_payload
 from agentdocket.store import Store, open_store
-from agentdocket.store.backends.sqlite import SqliteRecorder
+from agentdocket.store.backends import backend_of
 from agentdocket.tracer import Tracer
 from tests.helpers.fresh import EVERY, fresh_url
 from tests.helpers.recorder import Recorder
@@ -264,7 +264,7 @@ def test_the_exporters_database_work_is_not_traced(url: str, tmp_path: Path) -> 
             return super().append(events, batch_size, **options)
 
     def watching(u: str) -> Store:
-        return Watching(SqliteRecorder(u))
+        return Watching(backend_of(u).open_recorder(u))
 
     r = Recorder(url, tmp_path / "spool", store_factory=watching)
     with r.tracer.run("qa") as run:

@@ -264,15 +264,3 @@ def test_no_branch_on_a_database_name_outside_the_backends() -> None:
         for hit in _branches_on_a_dialect(p)
     ]
     assert branching == []
-
-
-def test_every_backend_names_a_recorder_that_exists() -> None:
-    """A backend's recorder is named ("module:callable", imported when a store opens, so the
-    registry and the recorders importing it make no cycle): each name resolves to a callable
-    of a module under store/backends/."""
-    from agentdocket.store.backends import BACKENDS as REGISTERED
-
-    for backend in REGISTERED.values():
-        module, name = backend.recorder.split(":")
-        assert module.startswith("agentdocket.store.backends."), backend.recorder
-        assert callable(getattr(importlib.import_module(module), name)), backend.recorder

@@ -12,7 +12,6 @@ Adding a backend means adding a record here and a recorder (with the roles it su
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -30,9 +29,8 @@ class Backend:
     """One database agentdocket stores into."""
 
     name: str  # SQLAlchemy's backend name, as in the URL
-    # "module:callable" making its recorder from a URL, imported when a store opens (the
-    # recorders import the store's parts, which parse URLs here: by name, no import cycle)
-    recorder: str
+    # makes its recorder from the URL checked by ``check`` (its module imported then)
+    recorder: Callable[[URL], Recorder]
     # a file on this machine: a missing one is a mistyped path (only migrate and demo make one)
     embedded: bool
     # open_store brings an older schema to the head revision (a shared server is upgraded only
@@ -49,9 +47,20 @@ class Backend:
     live_query: Mapping[str, str] = field(default_factory=dict)
 
     def open_recorder(self, url: str) -> Recorder:
-        module, name = self.recorder.split(":")
-        make: Callable[[str], Recorder] = getattr(importlib.import_module(module), name)
-        return make(url)
+        return self.recorder(self.check(make_url(url), url))
+
+
+def _postgres(url: URL) -> Recorder:
+    """A PostgreSQL database's recorder, or a Citus coordinator's (psycopg imported now)."""
+    from agentdocket.store.backends.citus.recorder import open_postgres
+
+    return open_postgres(url)
+
+
+def _sqlite(url: URL) -> Recorder:
+    from agentdocket.store.backends.sqlite import SqliteRecorder
+
+    return SqliteRecorder(url)
 
 
 def _postgres_url(parsed: URL, url: str) -> URL:
@@ -74,7 +83,7 @@ BACKENDS: dict[str, Backend] = {
     for b in (
         Backend(
             name="postgresql",
-            recorder="agentdocket.store.backends.citus.recorder:open_postgres",
+            recorder=_postgres,
             embedded=False,
             upgrades_on_open=False,
             rollups=True,
@@ -87,7 +96,7 @@ BACKENDS: dict[str, Backend] = {
         ),
         Backend(
             name="sqlite",
-            recorder="agentdocket.store.backends.sqlite:SqliteRecorder",
+            recorder=_sqlite,
             embedded=True,
             upgrades_on_open=True,
             rollups=False,

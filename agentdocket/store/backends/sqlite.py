@@ -8,10 +8,12 @@ import uuid
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any
 
+from sqlalchemy.engine import URL
+
 from agentdocket.events import Event, format_ts
-from agentdocket.store.config import parse_url, sqlite_path
 from agentdocket.store.errors import RecordRefused, StoreError, StoreUnavailable
 from agentdocket.store.escaping import ESC, unescape_text
 from agentdocket.store.escaping import loads as stored_loads
@@ -76,9 +78,10 @@ class SqliteRecorder(Recorder):
     least = "min"
     greatest = "max"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: URL) -> None:
         super().__init__(url)
-        self.path = sqlite_path(parse_url(url))
+        assert url.database  # the backend's URL check refuses a URL without a file
+        self.path = Path(url.database)
         with mapped_errors():
             self._conn = sqlite3.connect(
                 self.path, isolation_level=None, timeout=60, check_same_thread=False

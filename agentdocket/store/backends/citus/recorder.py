@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Any
 
+from sqlalchemy.engine import URL
+
 from agentdocket.events import Event
 from agentdocket.store.backends.citus.ops import IS_COORDINATOR, LEDGER_KEEP
 from agentdocket.store.backends.postgres.errors import mapped_errors
@@ -56,7 +58,7 @@ class CitusRecorder(PostgresRecorder):
 
     copy_first = False
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: URL) -> None:
         super().__init__(url)
         # A batch writes to nearly every shard, over a connection to the shard's worker for
         # each shard it copies rows into. After a transaction Citus keeps one connection a
@@ -110,7 +112,7 @@ class CitusRecorder(PostgresRecorder):
         return int(horizon)
 
 
-def open_postgres(url: str) -> PostgresRecorder:
+def open_postgres(url: URL) -> PostgresRecorder:
     """The recorder for the PostgreSQL database at ``url``: Citus's where it is a coordinator."""
     recorder = PostgresRecorder(url)
     if recorder.read(IS_COORDINATOR)[0][0]:

@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, TypeVar
 
 import psycopg
+from sqlalchemy.engine import URL
 
 from agentdocket.events import Event
 from agentdocket.store.backends.postgres.copy import adapt, copy_events, jsonb, merge_rows
@@ -20,7 +21,6 @@ from agentdocket.store.backends.postgres.locks import (
     TraceLocks,
     with_ddl_lock,
 )
-from agentdocket.store.config import display_url, parse_url, psycopg_conninfo
 from agentdocket.store.errors import RecordRefused
 from agentdocket.store.escaping import ESC, unescape_text
 from agentdocket.store.escaping import loads as stored_loads
@@ -33,6 +33,7 @@ from agentdocket.store.recorder import (
     Recorder,
 )
 from agentdocket.store.rollup_refresh import Refreshed, refresh
+from agentdocket.store.urls import display_url, psycopg_conninfo
 
 # A partitioned table's unique keys hold its partition key (migration 0010).
 UNIQUE_KEYS = {
@@ -98,10 +99,10 @@ class PostgresRecorder(Recorder):
     # COPY new rows straight in, falling back to the staging table on a duplicate key
     copy_first = True
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: URL) -> None:
         super().__init__(url)
         self._locks = TraceLocks()
-        self._conninfo = psycopg_conninfo(parse_url(url))
+        self._conninfo = psycopg_conninfo(url)
         try:
             self._conn = psycopg.connect(self._conninfo, autocommit=True)
         except psycopg.Error as exc:
