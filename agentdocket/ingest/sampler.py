@@ -83,7 +83,7 @@ class Sampler(threading.Thread):
     def ensure_partitions(self) -> None:
         """This month's partitions and the next three's, made if missing."""
         try:
-            self._open().recorder.ensure_partitions(months_ahead())
+            self._open().ensure_partitions(months_ahead())
             self._partitions_at = time.monotonic()
         except Exception as exc:  # tried again with the next sample
             self._lost("partitions ahead not checked", exc)

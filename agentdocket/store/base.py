@@ -30,10 +30,12 @@ Their rows are typed (:mod:`agentdocket.store.rows`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import date
 
 from agentdocket.events import Dataset, Event
 from agentdocket.store.appending import BATCH, Appender, AppendResult, Prepared
 from agentdocket.store.arrivals import Arrivals
+from agentdocket.store.backends import backend_of
 from agentdocket.store.costs import Costs
 from agentdocket.store.datasets import Datasets
 from agentdocket.store.dead_letters import DeadLetters
@@ -57,6 +59,7 @@ class Store:
         self, recorder: Recorder, redactor: Redactor | None = None, limits: Limits = STORE
     ) -> None:
         self.recorder = recorder
+        self.limits = limits
         # Applied to every event and case before it is written (AGENTDOCKET_REDACT by default).
         self.redactor = redactor if redactor is not None else Redactor.from_env()
         self.projections = Projector(recorder)
@@ -76,6 +79,20 @@ class Store:
         # False when open_store was given derived objects the database does not have as given
         # (PostgreSQL at the head revision is migrated only by `agentdocket migrate`).
         self.derived_current = True
+
+    def sibling(self) -> Store:
+        """Another store over this database, on a connection of its own, with this one's
+        redaction and limits: for a service of the same process that works in a thread of its
+        own (a connection serves one transaction at a time). The schema was checked when this
+        store opened: not again."""
+        sibling = Store(backend_of(self.url).open_recorder(self.url), self.redactor, self.limits)
+        sibling.derived_current = self.derived_current
+        return sibling
+
+    def ensure_partitions(self, months: set[date]) -> int:
+        """Make sure rows of these months have somewhere to go (a database with monthly
+        partitions makes those missing); how many partitions were made."""
+        return self.recorder.ensure_partitions(months)
 
     def derived_digest(self) -> str | None:
         """The digest of the derived objects installed here (None if none are): on this

@@ -233,3 +233,18 @@ def test_rows_hold_exactly_their_declared_columns(store: Store) -> None:
     [verdict] = store.scoring.verdict_export_rows()
     assert list(verdict) == list(VerdictRow.__annotations__)
     assert verdict["passed"] is True and verdict["details"] == {"extra_steps": 0}
+
+
+def test_a_sibling_is_the_same_database_on_a_connection_of_its_own(store: Store) -> None:
+    """What serve hands a service that works in a thread of its own: the database, the
+    redaction and the limits of the store it came from, on a connection of its own."""
+    sibling = store.sibling()
+    try:
+        assert sibling.url == store.url
+        assert (sibling.redactor, sibling.limits) == (store.redactor, store.limits)
+        assert sibling.recorder.connection is not store.recorder.connection
+        events = run_events(random.Random(7))
+        sibling.append(events)
+        assert store.reader.events(events[0].trace_id) == sorted(events, key=lambda e: e.seq)
+    finally:
+        sibling.close()
