@@ -87,14 +87,14 @@ def existing_database(url: str, *, create: bool = False) -> str:
     """``url`` if it names a database that exists. An SQLite file that is not there is refused
     when reading, naming it (a mistyped path would otherwise be a new, empty database that reads
     as "all my data is gone"); a command that writes (``create``) makes it, migrated, and says
-    so."""
+    so, in a folder that exists: a path whose folder is missing is taken for a mistyped one."""
     from agentdocket.store.backends import backend_of
     from agentdocket.store.config import parse_url
 
     parsed = parse_url(url)
     path = parsed.database
     if backend_of(parsed).embedded and path and not Path(str(path)).is_file():
-        if not create:
+        if not create or not Path(str(path)).parent.is_dir():
             raise click.ClickException(
                 f"{path}: no such agentdocket database (`agentdocket migrate` creates one, as "
                 "does any command that writes; --database or $AGENTDOCKET_DATABASE_URL names "
@@ -103,7 +103,6 @@ def existing_database(url: str, *, create: bool = False) -> str:
         from agentdocket import dashboards
         from agentdocket.store.migrate import upgrade
 
-        Path(str(path)).parent.mkdir(parents=True, exist_ok=True)
         upgrade(url, derived=dashboards.objects())
         err.print(f"created the agentdocket database {path}", highlight=False)
     return url

@@ -78,7 +78,7 @@ def test_the_module_runs_with_the_standard_library_alone(
     _made(citus_cluster, name)
     again = run("make", url)  # refused without --exist-ok, said in a line
     assert again.returncode == 1
-    assert again.stderr == f"citus_cluster: database {name} exists on port {citus_cluster.port}\n"
+    assert again.stderr == f"citus-up: database {name} exists on port {citus_cluster.port}\n"
     assert run("make", url, "--exist-ok").returncode == 0
     dropped = run("drop", url)
     assert dropped.returncode == 0, dropped.stderr

@@ -15,7 +15,8 @@ from datetime import UTC, date, datetime, timedelta
 import psycopg
 import pytest
 
-from agentdocket.store import open_store, postgres_locks
+from agentdocket.store import open_store
+from agentdocket.store.backends.postgres import locks as postgres_locks
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from tests.helpers.factory import run_events, verdict_event
 

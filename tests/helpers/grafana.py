@@ -67,4 +67,4 @@ def grafana_role(url: str) -> Iterator[psycopg.Connection[Any]]:
 
 def drop_role(url: str, name: str) -> None:
     """Take a Grafana role's rights away and drop it (``agentdocket grafana-role --drop``)."""
-    cli(url, "grafana-role", "--name", name, "--drop")
+    cli(url, "grafana-role", "--name", name, "--drop", "--yes")
