@@ -325,18 +325,26 @@ def grafana_role(
       agentdocket grafana-role --name grafana_ro --password s3cret
       agentdocket grafana-role --name grafana_ro --drop --yes
     """
-    from agentdocket.store import database_url
-    from agentdocket.store.dashboard_role import drop_dashboard_role, grant_dashboard_role
+    from agentdocket.dashboards.grafana_role import drop_dashboard_role, grant_dashboard_role
+    from agentdocket.store import StoreError, display_url
 
-    url = database_url(ctx.obj.get("url"))
-    if drop:
-        confirm(ctx, yes, f"dropping role {name} ends what logs in with it (Grafana)")
-        dropped = drop_dashboard_role(url, name)
-        console.print(f"role {name}: {'dropped' if dropped else 'no such role'}")
-        return
-    if password is None:
-        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
-    granted = grant_dashboard_role(url, name, password)
+    with open_from(ctx) as store:
+        readers = store.roles.readers
+        if readers is None:
+            raise click.ClickException(
+                f"{display_url(store.url)}: the dashboards read PostgreSQL; this is not one"
+            )
+        try:
+            if drop:
+                confirm(ctx, yes, f"dropping role {name} ends what logs in with it (Grafana)")
+                dropped = drop_dashboard_role(readers, name)
+                console.print(f"role {name}: {'dropped' if dropped else 'no such role'}")
+                return
+            if password is None:
+                password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+            granted = grant_dashboard_role(readers, name, password)
+        except StoreError as exc:
+            raise click.ClickException(f"{display_url(store.url)}: {exc}") from None
     views = granted.views
     console.print(f"role {name}: SELECT on {len(views)} views ({', '.join(views)})")
     if granted.tables:

@@ -51,14 +51,14 @@ sys.path.insert(0, str(ROOT))
 
 from agentdocket import dashboards  # noqa: E402
 from agentdocket.dashboards import panels  # noqa: E402
+from agentdocket.dashboards.grafana_role import (  # noqa: E402
+    drop_dashboard_role,
+    grant_dashboard_role,
+)
 from agentdocket.dashboards.macros import expand  # noqa: E402
 from agentdocket.dashboards.panels import run  # noqa: E402
 from agentdocket.store import open_store  # noqa: E402
 from agentdocket.store.config import parse_url, psycopg_conninfo  # noqa: E402
-from agentdocket.store.dashboard_role import (  # noqa: E402
-    drop_dashboard_role,
-    grant_dashboard_role,
-)
 from agentdocket.store.migrate import upgrade  # noqa: E402
 from agentdocket.store.months import month_of  # noqa: E402
 from bench.common import fresh_database, postgres_url  # noqa: E402
@@ -134,7 +134,11 @@ def main() -> None:
         try:
             modes, counts = measure(url, args, seeded)
         finally:
-            drop_dashboard_role(url, ROLE)  # its rights in the database, then the role
+            with open_store(url, migrate=False) as store:
+                assert store.roles.readers is not None  # PostgreSQL
+                drop_dashboard_role(
+                    store.roles.readers, ROLE
+                )  # its rights in the database, then the role
     report(modes, counts, args)
 
 
@@ -194,7 +198,9 @@ def measure(
     )
     # The panels run as Grafana runs them: as the role `agentdocket grafana-role` makes.
     password = uuid.uuid4().hex
-    grant_dashboard_role(url, ROLE, password)
+    with open_store(url, migrate=False) as store:
+        assert store.roles.readers is not None  # PostgreSQL
+        grant_dashboard_role(store.roles.readers, ROLE, password)
     as_role = parse_url(url).set(username=ROLE, password=password)
     conn = psycopg.connect(psycopg_conninfo(as_role), autocommit=True)
     fresh = panel_times(conn, window, args.rounds)

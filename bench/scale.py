@@ -56,11 +56,11 @@ sys.path.insert(0, str(ROOT))
 
 from agentdocket import dashboards  # noqa: E402
 from agentdocket.dashboards import panels  # noqa: E402
+from agentdocket.dashboards.grafana_role import grant_dashboard_role  # noqa: E402
 from agentdocket.dashboards.macros import expand  # noqa: E402
 from agentdocket.scorers.runner import score_runs  # noqa: E402
 from agentdocket.store import open_store  # noqa: E402
 from agentdocket.store.config import parse_url, psycopg_conninfo  # noqa: E402
-from agentdocket.store.dashboard_role import grant_dashboard_role  # noqa: E402
 from agentdocket.store.derived import drop_installed, install  # noqa: E402
 from agentdocket.store.migrate import upgrade  # noqa: E402
 from bench.citus import citus_database, cluster_report  # noqa: E402
@@ -184,7 +184,9 @@ def panels_last_week(url: str, rounds: int, end: datetime) -> tuple[float, float
     total, slowest, which = 0.0, 0.0, ""
     # as Grafana runs them: connected as the role `agentdocket grafana-role` makes
     password = uuid.uuid4().hex
-    grant_dashboard_role(url, ROLE, password)
+    with open_store(url, migrate=False) as store:
+        assert store.roles.readers is not None  # PostgreSQL
+        grant_dashboard_role(store.roles.readers, ROLE, password)
     as_role = parse_url(url).set(username=ROLE, password=password)
     with psycopg.connect(psycopg_conninfo(as_role), autocommit=True) as conn:
         for name in ("agent", "dataset", "version"):

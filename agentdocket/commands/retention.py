@@ -12,7 +12,7 @@ from agentdocket.commands.common import FORMAT, confirm, console, echo_json, new
 from agentdocket.events import format_ts
 
 if TYPE_CHECKING:
-    from agentdocket.store.month_ops import Month
+    from agentdocket.store.roles import Month
 
 COUNTED = ("runs", "events", "verdicts", "judge_calls")
 

@@ -17,7 +17,7 @@ from agentdocket.store.costs import CostRow, StoredCall
 @dataclass(frozen=True)
 class Priced:
     """What a costs refresh priced (a rollup refresh's report is
-    :class:`agentdocket.store.rollup_refresh.Refreshed`)."""
+    :class:`agentdocket.store.upkeep.Refreshed`)."""
 
     calls: int
     priced: int

@@ -21,9 +21,10 @@ Where everything about the dashboards lives:
 - The builder, here: :mod:`~agentdocket.dashboards.build` turns the panels and alert rules
   into Grafana's JSON (grafana-foundation-sdk, the ``dashboards`` extra; only the build script
   and the tests import it).
-- The store's execution parts: :mod:`agentdocket.store.rollup_refresh` (refreshing the stale
-  hours of the rollups) and :mod:`agentdocket.store.dashboard_role` (the read-only Grafana
-  role).
+- Their upkeep in the database, over the store's roles: :mod:`~agentdocket.dashboards.upkeep`
+  (which the store tells of every change: :mod:`~agentdocket.dashboards.stale_hours` marks the
+  hours it makes stale, :mod:`~agentdocket.dashboards.refresh` recomputes them) and
+  :mod:`~agentdocket.dashboards.grafana_role` (the read-only Grafana role).
 - The commands: ``agentdocket refresh-dashboards``
   (:mod:`agentdocket.commands.refresh_dashboards`) and ``agentdocket grafana-role``
   (:mod:`agentdocket.cli`).
@@ -34,14 +35,19 @@ Where everything about the dashboards lives:
 
 from __future__ import annotations
 
-from agentdocket.dashboards.rollups import objects as rollup_objects
-from agentdocket.dashboards.run import objects as run_objects
-from agentdocket.dashboards.views import objects as view_objects
-from agentdocket.store.derived import Derived
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agentdocket.store.derived import Derived
 
 
 def objects() -> list[Derived]:
-    """Every derived object, in the order they are created."""
+    """Every derived object, in the order they are created (the declarations imported now:
+    the store imports this package's upkeep, which needs none of them)."""
+    from agentdocket.dashboards.rollups import objects as rollup_objects
+    from agentdocket.dashboards.run import objects as run_objects
+    from agentdocket.dashboards.views import objects as view_objects
+
     return view_objects() + run_objects() + rollup_objects()
 
 

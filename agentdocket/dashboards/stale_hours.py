@@ -1,8 +1,10 @@
-"""Stale hours: which hours of the dashboards' rollups a write changed, marked by the store.
+"""Stale hours: which hours of the dashboards' rollups a write changed, marked in the write's
+transaction (the store tells the dashboards' upkeep, :mod:`agentdocket.dashboards.upkeep`, of
+every change).
 
 A rollup hour is never read from its rollup once something it aggregates changed
-(agentdocket/dashboards/rollups.py): the change marks the hour in ``rollup_stale``, in the
-transaction that makes it. The store marks, not the database: statement triggers with
+(:mod:`agentdocket.dashboards.rollups`): the change marks the hour in ``rollup_stale``, in the
+transaction that makes it. Marked here, not by the database: statement triggers with
 transition tables (how migration 0005 marked) do not run on a distributed table (Citus), and
 one way of marking for every backend with rollups is one way tested.
 
@@ -15,9 +17,10 @@ What a batch marks, as the triggers did:
 - ``verdicts`` at the run's hour for each run-level verdict the batch adds.
 
 A run's hour before the batch is read before the batch's upserts, under a lock on its trace
-(:meth:`~agentdocket.store.recorder.Recorder.lock_traces`), so that two writers changing one
-run mark every hour it passed through. Rebuilding the projections marks every hour before and
-after instead (:meth:`StaleHours.mark_all`).
+(:meth:`~agentdocket.store.roles.Rollups.lock_runs`), so that two writers changing one run
+mark every hour it passed through. Rebuilding the projections marks every hour before and
+after instead (:meth:`StaleHours.mark_all`), and retention every hour of a month it drops
+(:meth:`StaleHours.mark_month`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any
 
 from agentdocket.store.projections import Projection
 from agentdocket.store.recorder import Recorder
+from agentdocket.store.roles import Rollups
 
 RUN_TIME = "coalesce(started_at, first_ts)"
 MARK = "INSERT INTO rollup_stale (hour, what) SELECT * FROM unnest(?::timestamptz[], ?::text[])"
@@ -37,10 +41,11 @@ MARK_JUDGED = (
     "INSERT INTO rollup_stale (hour, what) SELECT DISTINCT agentdocket_hour({t}), 'verdicts' "
     "FROM runs WHERE {where} AND {t} IS NOT NULL"
 )
-# Every stored run's hour, of both kinds (a rebuild, or retention dropping a table of runs).
+# Every stored run's hour (of a month), of both kinds (a rebuild, or retention dropping a
+# month).
 MARK_EVERY_RUN = (
     "INSERT INTO rollup_stale (hour, what) SELECT DISTINCT agentdocket_hour({t}), w "
-    "FROM {runs} CROSS JOIN (VALUES ('runs'), ('verdicts')) k(w) WHERE {t} IS NOT NULL"
+    "FROM runs CROSS JOIN (VALUES ('runs'), ('verdicts')) k(w) WHERE {t} IS NOT NULL"
 )
 
 
@@ -65,17 +70,18 @@ def hour(t: datetime | None) -> datetime | None:
 
 
 class StaleHours:
-    """Marks the hours a batch's projection rows changed, on a recorder with rollups."""
+    """Marks the hours a batch's projection rows changed, on a database with rollups."""
 
-    def __init__(self, db: Recorder) -> None:
+    def __init__(self, db: Recorder, rollups: Rollups) -> None:
         self.db = db
+        self.rollups = rollups
 
     def before(self, conn: Any, proj: Projection, months: dict[str, date]) -> dict[str, Keyed]:
         """Lock the runs ``proj`` changes and read what keys them now (before the upserts)."""
         traces = sorted(set(proj.runs) | {v.trace_id for v in proj.verdicts})
         if not traces:
             return {}
-        self.db.lock_traces(conn, traces)
+        self.rollups.lock_runs(conn, traces)
         return self._keyed(conn, sorted(proj.runs), months)
 
     def mark(
@@ -110,7 +116,13 @@ class StaleHours:
 
     def mark_all(self, conn: Any) -> None:
         """Mark every stored run's hour, for runs and verdicts."""
-        self.db.execute(conn, MARK_EVERY_RUN.format(t=RUN_TIME, runs="runs"))
+        self.db.execute(conn, MARK_EVERY_RUN.format(t=RUN_TIME))
+
+    def mark_month(self, conn: Any, month: date) -> None:
+        """Mark the hour of every run of ``month``, for runs and verdicts (the month is about
+        to go: its hours are read live until the next refresh)."""
+        sql = MARK_EVERY_RUN.format(t=RUN_TIME) + " AND run_month = ?"
+        self.db.execute(conn, sql, [self.db.to_db("run_month", month)])
 
     def _keyed(self, conn: Any, traces: Sequence[str], months: dict[str, date]) -> dict[str, Keyed]:
         found: dict[str, Keyed] = {}

@@ -1,6 +1,6 @@
 """What several migrations do the same way: load a sibling migration (to reuse the SQL it
-wrote, frozen as it was), and run a statement as written (which the store's derived objects
-do too)."""
+wrote, frozen as it was), and run a statement as written (as the store's derived objects are:
+:func:`agentdocket.store.derived.run_as_written`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-import sqlalchemy as sa
+from agentdocket.store.derived import run_as_written
 
 VERSIONS = Path(__file__).with_name("versions")
 
@@ -25,18 +25,6 @@ def sibling(stem: str) -> ModuleType:
 
 def execute_as_written(statement: str) -> None:
     """Run ``statement`` as written in the migration's transaction (see :func:`run_as_written`)."""
-    from alembic import op  # here, not above: the store imports this module outside alembic
+    from alembic import op  # here, not above: importing this module needs no Alembic
 
     run_as_written(op.get_bind(), statement)
-
-
-def run_as_written(conn: sa.Connection, statement: str) -> None:
-    """Run ``statement`` as written on ``conn``, through the driver's cursor with no parameters
-    (a ``%`` in it, a LIKE pattern, is not a placeholder)."""
-    dbapi = conn.connection.dbapi_connection
-    assert dbapi is not None
-    cursor = dbapi.cursor()
-    try:
-        cursor.execute(statement)
-    finally:
-        cursor.close()

@@ -33,7 +33,7 @@ from agentdocket.scorers.embeddings import EmbeddingsUnavailable
 from agentdocket.scorers.groups import group_batches, group_digests, group_of
 from agentdocket.scorers.judges.client import JudgeSession, JudgeUnavailable, judging
 from agentdocket.store import Store, open_store
-from agentdocket.store.rollup_refresh import Refreshed
+from agentdocket.store.upkeep import Refreshed
 
 # Verdict events sit after every step of their run in trace order (seq, then time).
 VERDICT_SEQ = 2**31 - 1

@@ -5,6 +5,7 @@ Only this package talks to agentdocket's own database.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 from agentdocket.store.appending import AppendResult
@@ -31,6 +32,7 @@ __all__ = [
     "DeadLetterRow",
     "Derived",
     "Limits",
+    "Opener",
     "RecordRefused",
     "RedactionConfigError",
     "Redactor",
@@ -86,7 +88,7 @@ def open_store(
                 f"{display_url(url)} is at schema revision {current}, this agentdocket needs "
                 f"{head}: run `agentdocket migrate`"
             )
-    store = Store(backend.open_recorder(url), redactor, limits)
+    store = Store(backend.open(url), redactor, limits)
     if derived:  # compared on the store's own connection: no second one per open
         wanted = digest(for_dialect(derived, backend.name))
         installed = store.derived_digest()
@@ -95,3 +97,48 @@ def open_store(
             installed = wanted
         store.derived_current = installed == wanted
     return store
+
+
+class Opener:
+    """Stores over one database for the services of one process (``serve``: the sink's
+    writers, the annotation page, the sampler, the refresher, the follower), each on a
+    connection of its own. The first store opened checks the schema as :func:`open_store`
+    does; after that each is that store's :meth:`~Store.sibling`, not checked again. While
+    the database is away, a call raises :class:`StoreUnavailable` and the next one tries again;
+    the services hold an opener, never a URL of their own.
+
+    ``limits`` (given per call) are the limits of that store's writes (the sink's are live
+    ingestion's); ``redactor`` is the same for every store of the process."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        migrate: bool = True,
+        redactor: Redactor | None = None,
+        limits: Limits = STORE_LIMITS,
+    ) -> None:
+        self.url = database_url(url)
+        self.migrate = migrate
+        self.redactor = redactor if redactor is not None else Redactor.from_env()
+        self.limits = limits
+        self._first: Store | None = None  # the store that checked, kept for its siblings
+        self._lock = threading.Lock()
+
+    def __call__(self, limits: Limits | None = None) -> Store:
+        with self._lock:
+            if self._first is None:
+                self._first = open_store(
+                    self.url, migrate=self.migrate, redactor=self.redactor, limits=self.limits
+                )
+                if limits is None or limits == self.limits:
+                    return self._first
+            first = self._first
+        return first.sibling(limits)
+
+    def close(self) -> None:
+        """Close the store that checked the schema (each service closes its own)."""
+        with self._lock:
+            first, self._first = self._first, None
+        if first is not None:
+            first.close()

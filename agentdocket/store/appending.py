@@ -28,6 +28,7 @@ from agentdocket.store.projections import Projection, project
 from agentdocket.store.projector import Projector
 from agentdocket.store.recorder import DATA_ERRORS, Recorder
 from agentdocket.store.redaction import Redactor
+from agentdocket.store.roles import EventLog, Months
 
 log = logging.getLogger("agentdocket.store")
 
@@ -103,6 +104,8 @@ class Appender:
     def __init__(
         self,
         db: Recorder,
+        log: EventLog,
+        months: Months,
         projector: Projector,
         datasets: Datasets,
         dead_letters: DeadLetters,
@@ -110,6 +113,8 @@ class Appender:
         limits: Limits = STORE,
     ) -> None:
         self.db = db
+        self.log = log
+        self.months = months
         self.projector = projector
         self.datasets = datasets
         self.dead_letters = dead_letters
@@ -247,7 +252,7 @@ class Appender:
         """A write transaction for prepared ``batches``, their months' partitions made first
         (DDL never runs inside a batch's transaction; the refused events' months never get
         theirs)."""
-        self.db.ensure_partitions(set().union(*(run_months.needed(b.events) for b in batches)))
+        self.months.ensure_partitions(set().union(*(run_months.needed(b.events) for b in batches)))
         with self.db.write() as conn:
             yield conn
 
@@ -279,7 +284,7 @@ class Appender:
         those the database refused."""
         if not batch.events:
             return 0, []
-        months = run_months.assign(self.db, conn, batch.events, batch.first)
+        months = run_months.assign(self.log, conn, batch.events, batch.first)
         return self._insert_isolating(conn, batch.events, months, batch.encoded, batch.projection)
 
     def _prepare(
@@ -370,7 +375,7 @@ class Appender:
         try:
             with self.db.savepoint(conn):
                 payloads = [encoded.get(e.event_id) for e in events]
-                inserted, projection = self.db.insert_events(
+                inserted, projection = self.log.insert_events(
                     conn, events, months, payloads, projected
                 )
                 self.projector.apply(conn, projection, months)

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentdocket.store.recorder import Recorder
+from agentdocket.store.roles import ArrivalOrder
 
 
 @dataclass(frozen=True, order=True)
@@ -63,13 +64,14 @@ class FinishedRun:
 class Arrivals:
     """Arrivals, finished runs, follower cursors and claims, on a recorder."""
 
-    def __init__(self, db: Recorder) -> None:
+    def __init__(self, db: Recorder, order: ArrivalOrder) -> None:
         self.db = db
+        self.order = order
 
     def _after(
         self, position: Position, skip_kinds: Collection[str], only_kinds: Sequence[str] = ()
     ) -> tuple[str, list[Any]]:
-        where, params = self.db.arrived_after(position.tx, position.seq)
+        where, params = self.order.arrived_after(position.tx, position.seq)
         if skip_kinds:
             where += f" AND kind NOT IN ({', '.join('?' * len(skip_kinds))})"
             params += sorted(skip_kinds)
@@ -85,7 +87,7 @@ class Arrivals:
         can be followed by an event committed earlier. Kinds in ``skip_kinds`` are left out
         (their positions are passed over all the same)."""
         where, params = self._after(position, skip_kinds)
-        tx, order = self.db.arrival_order()
+        tx, order = self.order.arrival_order()
         rows = self.db.read(
             f"SELECT {tx}, position, trace_id, kind, received_at FROM events "
             f"WHERE {where} ORDER BY {', '.join(order)} LIMIT ?",
@@ -112,9 +114,9 @@ class Arrivals:
 
     def head(self) -> Position:
         """The position of the last event that :meth:`after` could return now."""
-        tx, order = self.db.arrival_order()
+        tx, order = self.order.arrival_order()
         rows = self.db.read(
-            f"SELECT {tx}, position FROM events WHERE {self.db.readable()} "
+            f"SELECT {tx}, position FROM events WHERE {self.order.readable()} "
             f"ORDER BY {', '.join(c + ' DESC' for c in order)} LIMIT 1"
         )
         return Position(int(rows[0][0]), int(rows[0][1])) if rows else Position()
@@ -128,7 +130,7 @@ class Arrivals:
             return {}
         where, params = self.db.any_of("trace_id", list(trace_ids))
         if upto is not None:
-            arrived, more = self.db.arrived_by(upto.tx, upto.seq, "f")
+            arrived, more = self.order.arrived_by(upto.tx, upto.seq, "f")
             where += (
                 " AND EXISTS (SELECT 1 FROM events f WHERE f.trace_id = runs.trace_id "
                 f"AND f.kind = 'run.finished' AND {arrived})"
@@ -199,8 +201,8 @@ class Arrivals:
     def claim(self, follower: str, trace_ids: Sequence[str]) -> list[str]:
         """The runs of ``trace_ids`` this follower now holds (PostgreSQL: those no other
         follower of the same name holds). Release them with :meth:`release`."""
-        return self.db.claim_runs(follower, trace_ids) if trace_ids else []
+        return self.order.claim_runs(follower, trace_ids) if trace_ids else []
 
     def release(self, follower: str, trace_ids: Sequence[str]) -> None:
         if trace_ids:
-            self.db.release_runs(follower, trace_ids)
+            self.order.release_runs(follower, trace_ids)

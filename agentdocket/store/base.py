@@ -1,7 +1,8 @@
 """The store: the one place that reads and writes agentdocket's database.
 
 :class:`Store` appends events (the one write path) and gives its parts, each one idea, all
-written against a per-database :class:`~agentdocket.store.recorder.Recorder`:
+written against a per-database :class:`~agentdocket.store.recorder.Recorder` and the roles
+the database plays (:mod:`agentdocket.store.roles`), each part given those it works with:
 
 - ``store.reader`` (:class:`~agentdocket.store.reading.Reader`): events, traces and runs;
 - ``store.datasets`` (:class:`~agentdocket.store.datasets.Datasets`): datasets and cases;
@@ -46,53 +47,68 @@ from agentdocket.store.pipeline import PipelineSamples
 from agentdocket.store.projector import Projector
 from agentdocket.store.queues import Queues
 from agentdocket.store.reading import Reader
-from agentdocket.store.recorder import Recorder
 from agentdocket.store.redaction import Redactor
 from agentdocket.store.retention import Retention
+from agentdocket.store.roles import Roles
 from agentdocket.store.scoring_reads import ScoringReader
+from agentdocket.store.upkeep import upkeep_for
 
 
 class Store:
     """Append events; read and keep everything else through the parts (see the module)."""
 
     def __init__(
-        self, recorder: Recorder, redactor: Redactor | None = None, limits: Limits = STORE
+        self, roles: Roles, redactor: Redactor | None = None, limits: Limits = STORE
     ) -> None:
-        self.recorder = recorder
+        self.roles = roles
+        self.recorder = recorder = roles.recorder
         self.limits = limits
+        # told of every change to the projections where the database has rollups
+        self.upkeep = upkeep_for(roles)
         # Applied to every event and case before it is written (AGENTDOCKET_REDACT by default).
         self.redactor = redactor if redactor is not None else Redactor.from_env()
-        self.projections = Projector(recorder)
+        self.projections = Projector(recorder, roles.log, self.upkeep)
         self.datasets = Datasets(recorder, self.redactor)
         self.dead_letters = DeadLetters(recorder, self._append_strict)
         self._appender = Appender(
-            recorder, self.projections, self.datasets, self.dead_letters, self.redactor, limits
+            recorder,
+            roles.log,
+            roles.months,
+            self.projections,
+            self.datasets,
+            self.dead_letters,
+            self.redactor,
+            limits,
         )
         self.reader = Reader(recorder, self.datasets)
-        self.scoring = ScoringReader(recorder, self.datasets, self.reader)
-        self.arrivals = Arrivals(recorder)
+        self.scoring = ScoringReader(recorder, roles.log, self.datasets, self.reader)
+        self.arrivals = Arrivals(recorder, roles.arrivals)
         self.pipeline = PipelineSamples(recorder)
-        self.retention = Retention(recorder, self._appender)
+        self.retention = Retention(recorder, roles.months, self._appender, self.upkeep)
         self.labels = Labels(recorder)
         self.queues = Queues(recorder, self.labels)
-        self.costs = Costs(recorder)
+        self.costs = Costs(recorder, roles.arrivals)
         # False when open_store was given derived objects the database does not have as given
         # (PostgreSQL at the head revision is migrated only by `agentdocket migrate`).
         self.derived_current = True
 
-    def sibling(self) -> Store:
+    def sibling(self, limits: Limits | None = None) -> Store:
         """Another store over this database, on a connection of its own, with this one's
-        redaction and limits: for a service of the same process that works in a thread of its
-        own (a connection serves one transaction at a time). The schema was checked when this
-        store opened: not again."""
-        sibling = Store(backend_of(self.url).open_recorder(self.url), self.redactor, self.limits)
+        redaction and its limits (or ``limits``): for a service of the same process that works
+        in a thread of its own (a connection serves one transaction at a time). The schema was
+        checked when this store opened: not again."""
+        sibling = Store(
+            backend_of(self.url).open(self.url),
+            self.redactor,
+            self.limits if limits is None else limits,
+        )
         sibling.derived_current = self.derived_current
         return sibling
 
     def ensure_partitions(self, months: set[date]) -> int:
         """Make sure rows of these months have somewhere to go (a database with monthly
         partitions makes those missing); how many partitions were made."""
-        return self.recorder.ensure_partitions(months)
+        return self.roles.months.ensure_partitions(months)
 
     def derived_digest(self) -> str | None:
         """The digest of the derived objects installed here (None if none are): on this
@@ -109,7 +125,7 @@ class Store:
         return self.recorder.dialect
 
     def close(self) -> None:
-        self.recorder.close()
+        self.roles.close()
 
     def ping(self) -> None:
         """Raise :class:`StoreUnavailable` unless the database answers now."""

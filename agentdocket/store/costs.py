@@ -14,6 +14,7 @@ from typing import Any
 from agentdocket.store.arrivals import Position
 from agentdocket.store.projections import JUDGE_CACHE_KEY
 from agentdocket.store.recorder import Recorder
+from agentdocket.store.roles import ArrivalOrder
 
 READ_BATCH = 5000
 
@@ -101,8 +102,9 @@ CALLS = (
 class Costs:
     """Reading model calls; keeping and adding up their costs."""
 
-    def __init__(self, db: Recorder) -> None:
+    def __init__(self, db: Recorder, arrivals: ArrivalOrder) -> None:
         self.db = db
+        self.order = arrivals
 
     def calls(self) -> Iterator[list[StoredCall]]:
         """Every model call of the log (the partial index ``events_llm_calls``) with its run's
@@ -119,8 +121,8 @@ class Costs:
         :class:`~agentdocket.store.arrivals.Arrivals`; ``upto`` one its ``head`` gave, so that
         none can still arrive before it), as :meth:`calls` gives them: a read of what arrived
         between the two, never of the whole log."""
-        since, params = self.db.arrived_after(after.tx, after.seq)  # columns only events has
-        by, more = self.db.arrived_by(upto.tx, upto.seq, "e")
+        since, params = self.order.arrived_after(after.tx, after.seq)  # columns only events has
+        by, more = self.order.arrived_by(upto.tx, upto.seq, "e")
         with self.db.write() as conn:
             rows = self.db.read_on(conn, f"{CALLS} AND {since} AND {by}", [*params, *more])
             return self._judged_runs(conn, [self._call(r) for r in rows])

@@ -19,7 +19,6 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from agentdocket.migrations.ops import run_as_written
 from agentdocket.store.backends import backend_named
 
 STATE = "derived_objects"
@@ -127,3 +126,15 @@ def install(conn: sa.Connection, objects: Sequence[Derived], readers: Sequence[s
         if o.shared and o.identity.startswith("VIEW "):
             for role in readers:
                 run_as_written(conn, f"GRANT SELECT ON {o.name} TO {role}")
+
+
+def run_as_written(conn: sa.Connection, statement: str) -> None:
+    """Run ``statement`` as written on ``conn``, through the driver's cursor with no parameters
+    (a ``%`` in it, a LIKE pattern, is not a placeholder)."""
+    dbapi = conn.connection.dbapi_connection
+    assert dbapi is not None
+    cursor = dbapi.cursor()
+    try:
+        cursor.execute(statement)
+    finally:
+        cursor.close()

@@ -9,7 +9,6 @@ row."""
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,19 +16,18 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
-import agentdocket.migrations
 from agentdocket.store.backends import backend_named, backend_of
-from agentdocket.store.backends.citus import ops as citus
 from agentdocket.store.config import display_url, parse_url
 from agentdocket.store.derived import Derived, drop_installed, install
 from agentdocket.store.derived import installed_digest as derived_digest
 from agentdocket.store.errors import StoreError
-from agentdocket.store.months import months_ahead
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
-SCRIPT_LOCATION = str(Path(agentdocket.migrations.__file__).parent)
+# The migrations' scripts, run by Alembic (the package agentdocket.migrations; the store
+# imports none of it).
+SCRIPT_LOCATION = str(Path(__file__).resolve().parents[1] / "migrations")
 REVISION_FILE = re.compile(r"(\d{4})_\w+\.py")
 
 
@@ -70,18 +68,9 @@ def _mapped(url: str) -> Iterator[None]:
         yield
     except Exception as exc:
         orig = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
-        if isinstance(orig, sqlite3.Error):
-            from agentdocket.store.backends.sqlite import classify as classify_sqlite
-
-            mapped = classify_sqlite(orig)
-        else:
-            import psycopg
-
-            from agentdocket.store.backends.postgres.errors import classify as classify_pg
-
-            if not isinstance(orig, psycopg.Error):
-                raise
-            mapped = classify_pg(orig)
+        mapped = None if orig is None else backend_of(url).classify(orig)
+        if mapped is None:
+            raise
         doing = "".join(f" ({note})" for note in getattr(exc, "__notes__", ()))
         raise type(mapped)(f"{display_url(url)}: {mapped}{doing}", code=mapped.code) from exc
 
@@ -113,24 +102,18 @@ def _run(url: str, action: str, revision: str, derived: Sequence[Derived] = ()) 
     try:
         with _mapped(url), engine.begin() as conn:
             backend = backend_named(conn.dialect.name)
-            distributed = backend.citus and citus.is_coordinator(conn)
             readers = drop_installed(conn, derived)
             cfg.attributes["connection"] = conn
             if action == "upgrade":
                 command.upgrade(cfg, revision)
             else:
-                if distributed:  # every migration runs on plain tables, as it was written
-                    citus.undistribute(conn)
+                if backend.before_downgrade is not None:
+                    backend.before_downgrade(conn)
                 command.downgrade(cfg, revision)
             if _revision_on(conn) == head_revision():
                 install(conn, derived, readers)
-                if backend.partitions:  # this month's and the next
-                    conn.exec_driver_sql(
-                        "SELECT agentdocket_ensure_partitions(%(months)s::date[])",
-                        {"months": sorted(months_ahead())},
-                    )
-                if distributed:
-                    citus.distribute(conn)
+                if backend.at_head is not None:  # partitions ahead, Citus's distribution
+                    backend.at_head(conn)
     finally:
         engine.dispose()
 

@@ -16,7 +16,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from agentdocket.events import Event
-from agentdocket.store.recorder import Recorder
+from agentdocket.store.roles import EventLog
 
 COLUMN = "run_month"
 
@@ -70,7 +70,7 @@ def earliest(events: Sequence[Event]) -> dict[str, datetime]:
 
 
 def assign(
-    db: Recorder, conn: Any, events: Sequence[Event], first: dict[str, datetime] | None = None
+    log: EventLog, conn: Any, events: Sequence[Event], first: dict[str, datetime] | None = None
 ) -> dict[str, date]:
     """Each trace's month, for the traces of ``events`` and the runs their verdicts judge: the
     stored month where the trace has events, else the month of its earliest event here (of the
@@ -78,11 +78,11 @@ def assign(
     PostgreSQL the new traces are locked first, so two writers never give one two months.
     ``first``: :func:`earliest` of ``events``, where the caller has it."""
     earliest_ = earliest(events) if first is None else first
-    months = db.stored_months(conn, list(earliest_))
+    months = log.stored_months(conn, list(earliest_))
     new = sorted(set(earliest_) - set(months))
-    if new and db.lock_new_traces(conn, new):
-        months.update(db.stored_months(conn, new))  # stored meanwhile by who held the lock
+    if new and log.lock_new_traces(conn, new):
+        months.update(log.stored_months(conn, new))  # stored meanwhile by who held the lock
     given = {t: month_of(earliest_[t]) for t in new if t not in months}
-    db.keep_months(conn, given)
+    log.keep_months(conn, given)
     months.update(given)
     return months

@@ -25,8 +25,8 @@ from agentdocket.store.projections import (
     project,
 )
 from agentdocket.store.recorder import EVENT_COLUMNS, STORED_EVENT_COLUMNS, Recorder
-from agentdocket.store.rollup_refresh import Refreshed
-from agentdocket.store.stale_hours import StaleHours
+from agentdocket.store.roles import EventLog
+from agentdocket.store.upkeep import Refreshed, Upkeep
 
 # events a rebuild reads and projects at a time
 BATCH = 10_000
@@ -56,23 +56,24 @@ def _upsert_runs_clause(target: tuple[str, ...], least: str, greatest: str) -> s
 class Projector:
     """Projection rows on a recorder's connection."""
 
-    def __init__(self, db: Recorder) -> None:
+    def __init__(self, db: Recorder, log: EventLog, upkeep: Upkeep | None = None) -> None:
         self.db = db
-        self.stale = StaleHours(db) if db.rollups else None
-        self.runs_upsert = _upsert_runs_clause(db.unique_key("runs"), db.least, db.greatest)
-        self.verdicts_conflict = f"ON CONFLICT ({', '.join(db.unique_key('verdicts'))}) DO NOTHING"
+        self.log = log
+        self.upkeep = upkeep
+        self.runs_upsert = _upsert_runs_clause(log.unique_key("runs"), db.least, db.greatest)
+        self.verdicts_conflict = f"ON CONFLICT ({', '.join(log.unique_key('verdicts'))}) DO NOTHING"
 
     def apply(self, conn: Any, proj: Projection, months: dict[str, date]) -> None:
         """Upsert what ``proj`` changes, on ``conn`` (inside the caller's transaction), under
         the runs' ``months``: :func:`agentdocket.store.months.assign` of the same events, the
-        one place a run's month is decided (it covers the runs their verdicts judge). Where
-        the dashboards have rollups, the hours it changes are marked stale."""
-        if self.stale is None:
+        one place a run's month is decided (it covers the runs their verdicts judge). The
+        upkeep, where there is one, is told before and after (:mod:`agentdocket.store.upkeep`)."""
+        if self.upkeep is None:
             self._upsert(conn, proj, months)
             return
-        before = self.stale.before(conn, proj, months)
+        before = self.upkeep.before(conn, proj, months)
         self._upsert(conn, proj, months)
-        self.stale.mark(conn, proj, months, before)
+        self.upkeep.after(conn, proj, months, before)
 
     def _upsert(self, conn: Any, proj: Projection, months: dict[str, date]) -> None:
         month = self._month_column(months)
@@ -100,26 +101,26 @@ class Projector:
     def refresh_dashboards(
         self, progress: Callable[[int, int], None] | None = None
     ) -> Refreshed | None:
-        """Bring the dashboards' hourly rollups up to date (see
-        :mod:`agentdocket.store.rollup_refresh`); None where there are none (SQLite).
-        ``progress(done, total)`` counts stale hours."""
-        return self.db.refresh_dashboards(progress)
+        """Bring the dashboards' hourly rollups up to date (the upkeep's refresh,
+        :mod:`agentdocket.dashboards.upkeep`); None where there are none (SQLite) or their
+        layer is not installed. ``progress(done, total)`` counts stale hours."""
+        return self.upkeep.refresh(progress) if self.upkeep is not None else None
 
     def rebuild(self, batch_size: int = BATCH) -> int:
         """Drop the projections and replay the whole event log into them, in one transaction.
         Returns the number of events replayed."""
         with self.db.write() as conn:
-            self.db.lock_for_rebuild(conn)
-            if self.stale is not None:  # the hours of the runs that were
-                self.stale.mark_all(conn)
+            self.log.lock_for_rebuild(conn)
+            if self.upkeep is not None:  # the hours of the runs that were
+                self.upkeep.rebuilding(conn)
             for table in PROJECTION_TABLES:
                 self.db.execute(conn, f"DELETE FROM {table}")
             count = 0
             for chunk, months in self._stream_events(conn, batch_size):
                 self._upsert(conn, project(chunk), months)
                 count += len(chunk)
-            if self.stale is not None:  # and of the runs that are
-                self.stale.mark_all(conn)
+            if self.upkeep is not None:  # and of the runs that are
+                self.upkeep.rebuilding(conn)
         return count
 
     def _stream_events(self, conn: Any, size: int) -> Iterator[tuple[list[Event], dict[str, date]]]:
@@ -128,4 +129,4 @@ class Projector:
         width = len(EVENT_COLUMNS)
         for rows in self.db.stream_on(conn, sql, size):
             events = [self.db.event_of(r[:width]) for r in rows]
-            yield events, assign(self.db, conn, events)
+            yield events, assign(self.log, conn, events)

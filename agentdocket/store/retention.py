@@ -38,9 +38,10 @@ from agentdocket.events import Event, RetentionApplied, format_ts
 from agentdocket.store.appending import Appender
 from agentdocket.store.errors import StoreError
 from agentdocket.store.limits import parse_duration
-from agentdocket.store.month_ops import Month, MonthOps
 from agentdocket.store.months import month_of
 from agentdocket.store.recorder import Recorder
+from agentdocket.store.roles import Month, Months
+from agentdocket.store.upkeep import Upkeep
 
 TABLES = ("events", "runs", "verdicts", "judge_calls")
 
@@ -84,10 +85,13 @@ class Applied:
 class Retention:
     """Plans and applies retention on one database."""
 
-    def __init__(self, db: Recorder, appender: Appender) -> None:
+    def __init__(
+        self, db: Recorder, months: Months, appender: Appender, upkeep: Upkeep | None = None
+    ) -> None:
         self.db = db
+        self.months = months
         self.appender = appender
-        self.months: MonthOps = db.month_ops()
+        self.upkeep = upkeep
 
     def plan(
         self, keep: str, now: datetime | None = None, kept_datasets: Sequence[str] = ()
@@ -119,7 +123,7 @@ class Retention:
         trace_id = uuid.uuid4().hex
         dropped: list[Month] = []
         refused, failed = list(plan.refused), []
-        self.db.ensure_partitions({month_of(datetime.now(UTC))})  # where the record goes
+        self.months.ensure_partitions({month_of(datetime.now(UTC))})  # where the record goes
         for month in plan.drop:
             try:
                 counted = self._drop(plan, month.month, trace_id, len(dropped))
@@ -134,7 +138,7 @@ class Retention:
                 progress(counted)
         with self.db.write() as conn:
             samples = self._samples(conn, plan.window_start, delete=True)
-            self.db.month_ops().prune(conn)
+            self.months.prune(conn)
         rollups = self._refresh() if dropped else "refreshed"
         return Applied(
             plan, dropped, refused, samples, trace_id if dropped else None, failed, rollups
@@ -155,17 +159,21 @@ class Retention:
             if self.months.newest(conn, month) != newest:
                 now = self._count(conn, month, plan.window_start, plan.kept_datasets)
             if not now.stays:
+                if self.upkeep is not None:  # the dashboards' hours of its runs
+                    self.upkeep.dropping(conn, month)
                 self.months.drop(conn, month)
                 self.appender.append_on(conn, [_record(plan, [now], trace_id, seq)])
             return now
 
-        return self.db.partition_ddl(drop, *self.months.partitions(month))
+        return self.months.partition_ddl(drop, *self.months.partitions(month))
 
     def _refresh(self) -> str:
         """The dropped hours' rollups, recomputed now if the refresh can run; never fails the
         retention, whose months are gone and recorded already."""
+        if self.upkeep is None:
+            return "refreshed"
         try:
-            self.db.refresh_dashboards()
+            self.upkeep.refresh()
         except StoreError as exc:
             return f"left to the next refresh ({exc})"
         return "refreshed"

@@ -18,6 +18,7 @@ from agentdocket.events import Case, Event, Trace
 from agentdocket.store.datasets import Datasets
 from agentdocket.store.reading import Reader
 from agentdocket.store.recorder import Recorder
+from agentdocket.store.roles import EventLog
 from agentdocket.store.rows import CaseRun, VerdictRow, typed
 
 # (dataset, dataset version, case id) -> the case, or None when the dataset lacks it
@@ -64,8 +65,9 @@ VERDICT_EXPORT_SQL = (
 class ScoringReader:
     """Bulk reads for scoring and reporting."""
 
-    def __init__(self, db: Recorder, datasets: Datasets, runs: Reader) -> None:
+    def __init__(self, db: Recorder, log: EventLog, datasets: Datasets, runs: Reader) -> None:
         self.db = db
+        self.log = log
         self.datasets = datasets
         self.runs = runs
 
@@ -111,7 +113,7 @@ class ScoringReader:
         by_trace: dict[str, list[Event]] = defaultdict(list)
         # the runs' months: on PostgreSQL only their partitions are read
         months = sorted({self.db.from_db("run_month", r[4]) for r in runs.values() if r[4]})
-        for event in self.db.scoring_events(list(runs), kinds, months):
+        for event in self.log.scoring_events(list(runs), kinds, months):
             if event.kind != "label":  # people's labels are never a scorer's input
                 by_trace[event.trace_id].append(event)
         out = []
@@ -163,7 +165,7 @@ class ScoringReader:
 
     def verdict_keys(self, scorer: str, version: str, ids: Sequence[str]) -> set[tuple[str, str]]:
         """(trace id, input hash) of the verdicts this scorer version already gave these runs."""
-        return self.db.verdict_keys(scorer, version, ids)
+        return self.log.verdict_keys(scorer, version, ids)
 
     def scorer_versions(self, dataset: str | None = None) -> dict[str, list[str]]:
         """The scorer versions that judged runs (of ``dataset``), as stored."""

@@ -97,7 +97,7 @@ def test_an_open_transaction_holds_back_everything_after_it(server_url: str) -> 
         a.append(run_events(rng))
         before = a.arrivals.after(Position(), 1000)
         with b.recorder.write() as conn:
-            b.recorder.insert_events(conn, slow, {slow[0].trace_id: month_of(slow[0].ts)})
+            b.roles.log.insert_events(conn, slow, {slow[0].trace_id: month_of(slow[0].ts)})
             a.append(fast)
             assert a.arrivals.after(before[-1].position, 1000) == []
         arrived = a.arrivals.after(before[-1].position, 1000)

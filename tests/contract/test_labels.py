@@ -97,10 +97,10 @@ def test_a_label_leaves_verdicts_alone_and_rescoring_leaves_labels(url: str) -> 
         ids = _runs(store, 3)
         scorer = get_scorer("interaction.metrics")
         score_runs(store, [scorer])
-        before = sorted(h for _, h in store.recorder.verdict_keys(scorer.name, scorer.version, ids))
+        before = sorted(h for _, h in store.scoring.verdict_keys(scorer.name, scorer.version, ids))
         store.append([label_event(_label(t, "ann", True, 1)) for t in ids])
         result = score_runs(store, [scorer])
-        after = sorted(h for _, h in store.recorder.verdict_keys(scorer.name, scorer.version, ids))
+        after = sorted(h for _, h in store.scoring.verdict_keys(scorer.name, scorer.version, ids))
         tally = result.tallies[(scorer.name, scorer.version)]
         assert after == before and (tally.added, tally.kept) == (0, 3)
         assert len(store.labels.of_runs(ids)) == 3

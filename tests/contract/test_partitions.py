@@ -14,12 +14,13 @@ import pytest
 from agentdocket.events import Event, GenericStep
 from agentdocket.store import open_store
 from agentdocket.store.appending import Appender
-from agentdocket.store.backends.postgres.recorder import VERDICT_KEYS
+from agentdocket.store.backends.postgres.log import VERDICT_KEYS
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from agentdocket.store.months import month_of, months_ahead
 from agentdocket.store.reading import MONTH_OF, RUN, TRACE_EVENTS
 from tests.helpers.factory import run_events, verdict_event
 from tests.helpers.otlp_server import Server
+from tests.helpers.waiting import until
 
 pytestmark = pytest.mark.postgres
 
@@ -61,7 +62,7 @@ def test_partitions_exist_for_the_months_ahead_and_for_any_month_written(pg_url:
     old = run_events(random.Random(1), start=datetime(2019, 6, 3, tzinfo=UTC))
     with open_store(pg_url) as store:
         assert store.append(old).inserted == len(old)
-        assert store.recorder.ensure_partitions({date(2019, 6, 1)}) == 0  # made already
+        assert store.ensure_partitions({date(2019, 6, 1)}) == 0  # made already
     for table in ("events", "runs"):
         assert f"{table}_2019_06" in _partitions(pg_url, table)
     assert _where(pg_url, "events", old[0].trace_id) == {"events_2019_06": len(old)}
@@ -105,7 +106,7 @@ def test_two_writers_of_a_new_trace_agree_on_its_month(pg_url: str) -> None:
     january, february = events[:1], events[-1:]
     assert month_of(february[0].ts) == FEB
     with open_store(pg_url) as first, open_store(pg_url) as second:
-        second.recorder.ensure_partitions({JAN, FEB})
+        second.ensure_partitions({JAN, FEB})
         done = threading.Event()
 
         def write_second() -> None:
@@ -114,14 +115,29 @@ def test_two_writers_of_a_new_trace_agree_on_its_month(pg_url: str) -> None:
 
         # the first writer's transaction, held open: an appender over the store's own parts
         appender = Appender(
-            first.recorder, first.projections, first.datasets, first.dead_letters, first.redactor
+            first.recorder,
+            first.roles.log,
+            first.roles.months,
+            first.projections,
+            first.datasets,
+            first.dead_letters,
+            first.redactor,
         )
         with first.recorder.write() as conn:
             assert appender.append_on(conn, january) == (1, [])
             writer = threading.Thread(target=write_second)
             writer.start()
-            time.sleep(0.5)
-            assert not done.is_set()  # waiting on the trace's lock
+            pid = second.recorder.connection.info.backend_pid
+
+            def waiting() -> bool:  # the second writer's session, waiting on a lock
+                with _conn(pg_url) as watcher:
+                    rows = watcher.execute(
+                        "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid]
+                    ).fetchall()
+                return rows == [("Lock",)]
+
+            until(waiting, "the second writer waiting on the trace's lock")
+            assert not done.is_set()
         writer.join(10)
         assert done.is_set()
     assert _where(pg_url, "events", events[0].trace_id) == {"events_2026_01": 2}

@@ -172,10 +172,10 @@ def test_spool_never_holds_a_secret(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'later.db'}"
     fails = {"on": True}
 
-    def factory(u: str):  # type: ignore[no-untyped-def]
+    def factory():  # type: ignore[no-untyped-def]
         if fails["on"]:
             raise OSError("database away")
-        return open_store(u)
+        return open_store(url)
 
     recorder = Recorder(url, tmp_path / "spool", store_factory=factory, retry_initial_s=0.0)
     try:

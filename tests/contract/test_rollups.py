@@ -14,10 +14,10 @@ from typing import Any
 import psycopg
 import pytest
 
+from agentdocket.dashboards.refresh import refresh
 from agentdocket.runtime.refresher import Refresher
-from agentdocket.store import open_store
+from agentdocket.store import Opener, open_store
 from agentdocket.store.config import parse_url, psycopg_conninfo
-from agentdocket.store.rollup_refresh import refresh
 from tests.helpers.db import cli, rounded
 from tests.helpers.factory import T0, many_runs, run_events, verdict_event
 
@@ -149,7 +149,7 @@ def test_the_command_and_the_background_refresher(server_url: str, sqlite_url: s
     assert "1 run hours and 1 verdict hours refreshed" in cli(server_url, "refresh-dashboards")
     with open_store(server_url) as store:
         store.append(many_runs(10, seed=3))
-    refresher = Refresher(server_url, 0.05)
+    refresher = Refresher(Opener(server_url, migrate=False), 0.05)
     refresher.start()
     try:
         deadline = time.monotonic() + 20
@@ -176,8 +176,15 @@ def test_a_long_history_is_refreshed_a_range_of_hours_at_a_time(server_url: str)
         store.append(events)
     live = _snapshot(server_url)
     calls: list[tuple[int, int]] = []
-    with _connect(server_url) as conn:
-        done = refresh(conn, chunk_hours=2, progress=lambda n, total: calls.append((n, total)))
+    with open_store(server_url, migrate=False) as store:
+        assert store.roles.rollups is not None
+        done = refresh(
+            store.recorder,
+            store.roles.rollups,
+            chunk_hours=2,
+            progress=lambda n, total: calls.append((n, total)),
+        )
+    assert done is not None
     assert calls == [(2, 5), (4, 5), (5, 5)]
     assert (done.run_hours, done.verdict_hours, done.busy) == (5, 0, False)
     assert _stale(server_url) == set() and _snapshot(server_url) == live

@@ -1,6 +1,7 @@
 """The layout's rules, checked on the source: no import cycle between modules or between
 packages, and dependencies pointing one way: event types (standard library only) <- store <-
-the rest <- commands <- cli."""
+migrations <- the rest <- commands <- cli. Inside the store: the backends are reached through
+their registry, and every abstract recorder or role is small."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "agentdocket"
 # Each package may import from the layers before it (and from itself), never after.
 LAYERS = [
     {"events"},
-    {"store", "migrations"},
+    {"store"},
+    {"migrations"},  # run by the store through Alembic, which the store finds by path
     {"ingest", "importers", "scorers", "generators", "costs"},
     {"tracer", "examiner", "demo", "dashboards", "experiments", "follow", "people"},
     {"runtime"},
@@ -264,3 +266,76 @@ def test_no_branch_on_a_database_name_outside_the_backends() -> None:
         for hit in _branches_on_a_dialect(p)
     ]
     assert branching == []
+
+
+def test_a_backends_own_modules_are_reached_through_the_registry() -> None:
+    """Outside store/backends/ nothing imports a backend's module (``agentdocket.store.
+    backends.postgres.locks``): what differs by database is reached through the registry
+    (``backend_of(url)``) and the recorder and roles it opens."""
+    modules = _modules()
+    wrong = [
+        f"{module} imports {target}"
+        for module, targets in _imports(modules).items()
+        if not _in_backends(modules[module])
+        for target in targets
+        if target.startswith("agentdocket.store.backends.")
+    ]
+    assert wrong == []
+
+
+MOST_ABSTRACT = 15
+
+
+def test_no_abstract_class_of_the_store_asks_for_more_than_fifteen_methods() -> None:
+    """A new backend implements a small core recorder and the roles it plays, each small (as
+    pyeventsourcing's recorders are), never one class of everything."""
+    import inspect
+    from abc import ABC
+
+    counted = {}
+    for name in _modules():
+        if not name.startswith("agentdocket.store"):
+            continue
+        module = importlib.import_module(name)
+        for cls in vars(module).values():
+            if inspect.isclass(cls) and issubclass(cls, ABC) and cls.__module__ == name:
+                counted[f"{name}.{cls.__name__}"] = len(getattr(cls, "__abstractmethods__", ()))
+    assert "agentdocket.store.recorder.Recorder" in counted  # the check sees the core
+    assert {k: n for k, n in counted.items() if n > MOST_ABSTRACT} == {}
+
+
+def test_the_dashboards_machinery_lives_with_the_dashboards() -> None:
+    """The store knows no rollup: the upkeep that marks stale hours and refreshes them, and
+    the Grafana role, are the dashboards' (reached by the store through an entry point)."""
+    store = {_name(p) for p in (PACKAGE / "store").rglob("*.py")}
+    graph = _imports(_modules())
+    assert not [m for m in store if any(t.startswith("agentdocket.dashboards") for t in graph[m])]
+    from importlib.metadata import entry_points
+
+    [upkeep] = [ep for ep in entry_points(group="agentdocket.upkeep") if ep.name == "rollups"]
+    assert upkeep.value.startswith("agentdocket.dashboards.")
+
+
+def _calls_of(paths: list[Path], name: str) -> list[str]:
+    """Where ``name(...)`` is called (a bare name or an attribute), as path:line."""
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call):
+                func = node.func
+                called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+                if called == name:
+                    found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    return found
+
+
+def test_serving_opens_its_database_in_one_place() -> None:
+    """``serve`` builds one store opener per process and hands each service the stores it
+    needs: no service of runtime/ or ingest/ opens the database from a URL of its own."""
+    paths = [p for room in ("runtime", "ingest") for p in (PACKAGE / room).rglob("*.py")]
+    assert _calls_of(paths, "open_store") == []
+    openers = sorted(o.split(":")[0] for o in _calls_of(paths, "Opener"))
+    assert openers == [
+        "agentdocket/ingest/sink.py",  # a sink made alone (the tracer's) has its own
+        "agentdocket/runtime/receiver.py",  # serve: one per process
+    ]

@@ -1,13 +1,14 @@
 """What differs by database before a store is open: one record per backend, in one place.
 
 Once a connection is open, what differs (SQL, bulk inserts, locks, driver errors) belongs to
-the backend's recorder and roles, each backend a module (:mod:`.sqlite`) or a package
-(:mod:`.postgres`, :mod:`.citus`) of this one. Before that, a few things differ:
-which recorder to make, whether the database is a file on this machine, whether opening it may
+the backend's recorder and roles (:mod:`agentdocket.store.roles`), each backend a package of
+this one (:mod:`.sqlite`, :mod:`.postgres`, :mod:`.citus`). Before that, a few things differ:
+how to open one, whether the database is a file on this machine, whether opening it may
 bring its schema to the head revision, whether it has the dashboards' rollups and partitions,
 its driver's parameter marker, how its URL is checked. They are fields of :class:`Backend`,
 and code elsewhere asks for a capability (``backend_of(url).rollups``), never for a name.
-Adding a backend means adding a record here and a recorder (with the roles it supports).
+Adding a backend means adding a record here and a package with its recorder and the roles it
+plays.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL, Connection, make_url
 
-from agentdocket.store.errors import ConfigError
+from agentdocket.store.errors import ConfigError, StoreError
 
 if TYPE_CHECKING:
-    from agentdocket.store.recorder import Recorder
+    from agentdocket.store.roles import Roles
 
 
 @dataclass(frozen=True)
@@ -29,38 +30,75 @@ class Backend:
     """One database agentdocket stores into."""
 
     name: str  # SQLAlchemy's backend name, as in the URL
-    # makes its recorder from the URL checked by ``check`` (its module imported then)
-    recorder: Callable[[URL], Recorder]
+    # opens the database at the URL ``check`` gave: its recorder and roles (the backend's
+    # modules imported then)
+    opener: Callable[[URL], Roles]
     # a file on this machine: a missing one is a mistyped path (only migrate and demo make one)
     embedded: bool
     # open_store brings an older schema to the head revision (a shared server is upgraded only
     # by `agentdocket migrate`)
     upgrades_on_open: bool
-    rollups: bool  # the dashboards' hourly rollups, their refresh and the Grafana role
+    # the dashboards' hourly rollups, their refresh and the Grafana role (its databases play
+    # the rollups and readers roles)
+    rollups: bool
     partitions: bool  # monthly partitions of the log and projections
-    citus: bool  # a database of this kind may be a Citus coordinator (.citus)
     placeholder: str  # the driver's parameter marker
     # writers in separate transactions at once (SQLite has one write lock: one writer)
     concurrent_writers: bool
     check: Callable[[URL, str], URL]  # the URL (parsed, as given), checked and normalised
+    # a driver error as the store's (agentdocket.store.errors), None for another driver's
+    classify: Callable[[BaseException], StoreError | None]
     # query parameters a live writer adds to the URL unless given (a bounded connect)
     live_query: Mapping[str, str] = field(default_factory=dict)
+    # what `agentdocket migrate` does in its transaction once at the head revision, and
+    # before a downgrade (a SQLAlchemy connection)
+    at_head: Callable[[Connection], None] | None = None
+    before_downgrade: Callable[[Connection], None] | None = None
 
-    def open_recorder(self, url: str) -> Recorder:
-        return self.recorder(self.check(make_url(url), url))
+    def open(self, url: str) -> Roles:
+        """The database at ``url``, open: its recorder and the roles it plays."""
+        return self.opener(self.check(make_url(url), url))
 
 
-def _postgres(url: URL) -> Recorder:
-    """A PostgreSQL database's recorder, or a Citus coordinator's (psycopg imported now)."""
+def _postgres(url: URL) -> Roles:
+    """A PostgreSQL database, or a Citus coordinator (psycopg imported now)."""
     from agentdocket.store.backends.citus.recorder import open_postgres
 
     return open_postgres(url)
 
 
-def _sqlite(url: URL) -> Recorder:
-    from agentdocket.store.backends.sqlite import SqliteRecorder
+def _sqlite(url: URL) -> Roles:
+    from agentdocket.store.backends.sqlite import open_sqlite
 
-    return SqliteRecorder(url)
+    return open_sqlite(url)
+
+
+def _postgres_errors(exc: BaseException) -> StoreError | None:
+    import psycopg
+
+    from agentdocket.store.backends.postgres.errors import classify
+
+    return classify(exc) if isinstance(exc, psycopg.Error) else None
+
+
+def _sqlite_errors(exc: BaseException) -> StoreError | None:
+    import sqlite3
+
+    from agentdocket.store.backends.sqlite.recorder import classify
+
+    return classify(exc) if isinstance(exc, sqlite3.Error) else None
+
+
+def _postgres_at_head(conn: Connection) -> None:
+    from agentdocket.store.backends.postgres.schema import at_head
+
+    at_head(conn)
+
+
+def _postgres_before_downgrade(conn: Connection) -> None:
+    from agentdocket.store.backends.postgres.schema import before_downgrade
+
+    before_downgrade(conn)
 
 
 def _postgres_url(parsed: URL, url: str) -> URL:
@@ -83,28 +121,30 @@ BACKENDS: dict[str, Backend] = {
     for b in (
         Backend(
             name="postgresql",
-            recorder=_postgres,
+            opener=_postgres,
             embedded=False,
             upgrades_on_open=False,
             rollups=True,
             partitions=True,
-            citus=True,
             placeholder="%s",
             concurrent_writers=True,
             check=_postgres_url,
+            classify=_postgres_errors,
             live_query={"connect_timeout": "5"},
+            at_head=_postgres_at_head,
+            before_downgrade=_postgres_before_downgrade,
         ),
         Backend(
             name="sqlite",
-            recorder=_sqlite,
+            opener=_sqlite,
             embedded=True,
             upgrades_on_open=True,
             rollups=False,
             partitions=False,
-            citus=False,
             placeholder="?",
             concurrent_writers=False,
             check=_sqlite_url,
+            classify=_sqlite_errors,
         ),
     )
 }

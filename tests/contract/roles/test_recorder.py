@@ -1,43 +1,36 @@
-"""The recorder's contract, one abstract test case subclassed per backend (as eventsourcing's
-recorders are tested): a new backend is a recorder subclass and a subclass here. And the
-mapping of every error each driver can raise into the store's one tree."""
+"""The core recorder's contract, one abstract test case subclassed per backend (as
+eventsourcing's recorders are tested): a new backend is a recorder subclass and a subclass
+here (its roles have theirs beside this one). And the mapping of every error each driver can
+raise into the store's one tree."""
 
 from __future__ import annotations
 
 import random
 import sqlite3
-from abc import ABC, abstractmethod
-from collections.abc import Iterator
 from datetime import UTC, date, datetime
 
 import psycopg
 import psycopg.errors
 import pytest
 
-from agentdocket.store import open_store
+from agentdocket.store import Store
 from agentdocket.store.backends import backend_of
 from agentdocket.store.backends.postgres.errors import classify as classify_postgres
 from agentdocket.store.backends.sqlite import classify as classify_sqlite
 from agentdocket.store.errors import RecordRefused, StoreError, StoreUnavailable, WriteConflict
-from agentdocket.store.months import month_of
 from agentdocket.store.recorder import Recorder
 from tests.helpers.factory import run_events
+from tests.helpers.roles import OnADatabase, OnCitus, OnPostgres, OnSqlite
 
 AT = datetime(2026, 11, 25, 12, 30, 15, 123456, tzinfo=UTC)
 
 
-class RecorderContract(ABC):
+class RecorderContract(OnADatabase):
     """What every recorder does, whatever the database behind it."""
 
-    @abstractmethod
-    def url(self, request: pytest.FixtureRequest) -> str:
-        """A fresh, migrated database of this backend."""
-
     @pytest.fixture
-    def recorder(self, request: pytest.FixtureRequest) -> Iterator[Recorder]:
-        store = open_store(self.url(request))
-        yield store.recorder
-        store.close()
+    def recorder(self, store: Store) -> Recorder:
+        return store.recorder
 
     def _letter(self, recorder: Recorder, letter_id: str) -> list[object]:
         return [
@@ -97,31 +90,24 @@ class RecorderContract(ABC):
         assert recorder.read_among(sql, "letter_id", wanted, ["elsewhere"], size=2) == []
         assert recorder.read_among(sql, "letter_id", [], ["contract"]) == []
 
-    def test_events_are_inserted_once_and_read_back_whole(self, recorder: Recorder) -> None:
-        events = run_events(random.Random(30))
-        months = {events[0].trace_id: month_of(events[0].ts)}
-        recorder.ensure_partitions(set(months.values()))
-        with recorder.write() as conn:
-            inserted, projection = recorder.insert_events(conn, events, months)
-            assert recorder.stored_months(conn, [events[0].trace_id]) == {}  # not recorded yet
-            recorder.keep_months(conn, months)
-            # a trace recorded before keeps its month
-            recorder.keep_months(conn, {events[0].trace_id: date(2030, 1, 1)})
-            assert recorder.stored_months(conn, [events[0].trace_id, "f" * 32]) == months
-        with recorder.write() as conn:
-            again, _ = recorder.insert_events(conn, events, months)
-        assert (inserted, again) == (len(events), 0)
-        assert projection.runs  # the batch's run, projected as it was inserted
-        rows = recorder.read(
-            "SELECT event_id, trace_id, span_id, parent_span_id, seq, ts, kind, schema_version, "
-            "payload FROM events ORDER BY seq"
-        )
-        assert [recorder.event_of(r) for r in rows] == sorted(events, key=lambda e: e.seq)
+    def test_it_plays_the_roles_its_backend_says(self, store: Store) -> None:
+        roles = store.roles
+        assert roles.recorder is store.recorder
+        has_rollups = backend_of(store.url).rollups
+        assert (roles.rollups is not None, roles.readers is not None) == (has_rollups,) * 2
+        if has_rollups:  # what the dashboards' upkeep marks stale hours in is there
+            assert store.recorder.read("SELECT count(*) FROM rollup_stale")[0][0] >= 0
+            assert store.upkeep is not None
+        else:
+            assert store.upkeep is None
 
-    def test_it_has_rollups_where_its_backend_has(self, recorder: Recorder) -> None:
-        assert recorder.rollups == backend_of(recorder.url).rollups
-        if recorder.rollups:  # what the store marks stale hours in is there
-            assert recorder.read("SELECT count(*) FROM rollup_stale")[0][0] >= 0
+    def test_json_members_read_as_text(self, store: Store) -> None:
+        events = run_events(random.Random(31))
+        store.append(events)
+        [response] = [e for e in events if e.kind == "response"]
+        member = store.recorder.json_text("payload", "text")
+        sql = f"SELECT {member} FROM events WHERE kind = 'response'"
+        assert store.recorder.read(sql) == [(response.payload["text"],)]
 
     def test_ping_answers_and_a_closed_recorder_is_unavailable(self, recorder: Recorder) -> None:
         recorder.ping()
@@ -130,22 +116,16 @@ class RecorderContract(ABC):
             recorder.ping()
 
 
-class TestSqliteRecorder(RecorderContract):
-    def url(self, request: pytest.FixtureRequest) -> str:
-        return str(request.getfixturevalue("sqlite_url"))
+class TestSqliteRecorder(RecorderContract, OnSqlite):
+    pass
 
 
-class TestPostgresRecorder(RecorderContract):
-    def url(self, request: pytest.FixtureRequest) -> str:
-        return str(request.getfixturevalue("pg_url"))
+class TestPostgresRecorder(RecorderContract, OnPostgres):
+    pass
 
 
-@pytest.mark.citus
-class TestCitusRecorder(RecorderContract):
-    """PostgreSQL's recorder on a Citus coordinator, the tables distributed by `migrate`."""
-
-    def url(self, request: pytest.FixtureRequest) -> str:
-        return str(request.getfixturevalue("citus_migrated_url"))
+class TestCitusRecorder(RecorderContract, OnCitus):
+    pass
 
 
 # --- every driver error, in the tree ----------------------------------------------------------

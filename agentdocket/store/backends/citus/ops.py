@@ -9,8 +9,9 @@ by partition, and the partitions made later are distributed as they are made.
 
 Triggers: the log's append-only row triggers go to every shard (Citus runs row triggers on
 the shards when ``citus.enable_unsafe_triggers`` is on, which ``migrate`` sets for the
-database). The dashboards' stale hours are marked by the store (agentdocket.store.stale_hours),
-not by triggers, since Citus does not run statement triggers with transition tables.
+database). The dashboards' stale hours are marked in the writing transaction
+(agentdocket.dashboards.stale_hours), not by triggers, since Citus does not run statement
+triggers with transition tables.
 
 Before a downgrade the tables are brought back to the coordinator (``undistribute_table``),
 so that every migration runs on plain tables, as it was written.

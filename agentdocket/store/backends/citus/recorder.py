@@ -1,5 +1,5 @@
-"""The recorder of a Citus coordinator (:mod:`.ops`): PostgreSQL's, with
-what a cluster changes.
+"""The recorder and roles of a Citus coordinator (:mod:`.ops`): PostgreSQL's, with what a
+cluster changes.
 
 - Rows that may already be stored always go through the staging table: a duplicate key found
   on a worker reaches the coordinator as an internal error, not as a unique violation.
@@ -23,9 +23,18 @@ from sqlalchemy.engine import URL
 
 from agentdocket.events import Event
 from agentdocket.store.backends.citus.ops import IS_COORDINATOR, LEDGER_KEEP
+from agentdocket.store.backends.postgres.arrivals import HORIZON, PostgresArrivalOrder
 from agentdocket.store.backends.postgres.errors import mapped_errors
-from agentdocket.store.backends.postgres.recorder import HORIZON, PostgresRecorder
+from agentdocket.store.backends.postgres.log import PostgresEventLog
+from agentdocket.store.backends.postgres.months import PostgresMonths
+from agentdocket.store.backends.postgres.recorder import PostgresRecorder
+from agentdocket.store.backends.postgres.rollups import (
+    CitusReaders,
+    PostgresReaders,
+    PostgresRollups,
+)
 from agentdocket.store.projections import Projection
+from agentdocket.store.roles import Roles
 
 # transactions checked per read (a follower far behind catches up this many at a time)
 SETTLE = 1000
@@ -71,6 +80,10 @@ class CitusRecorder(PostgresRecorder):
             if shards:
                 self.connection.execute(f"SET citus.max_cached_conns_per_worker = {int(shards)}")
 
+
+class CitusEventLog(PostgresEventLog):
+    """The event log, each appending transaction counted in the arrival ledger."""
+
     def insert_events(
         self,
         conn: Any,
@@ -85,6 +98,10 @@ class CitusRecorder(PostgresRecorder):
                 conn.execute(COUNT, [inserted])
         return inserted, projection
 
+
+class CitusArrivalOrder(PostgresArrivalOrder):
+    """Arrival order read up to the first transaction not yet settled (see the module)."""
+
     def horizon(self, after_tx: int | None) -> str:
         return f"'{int(self.settled_horizon(after_tx))}'::xid8"
 
@@ -93,16 +110,16 @@ class CitusRecorder(PostgresRecorder):
         an earlier transaction the ledger counts more events of than are visible. From
         ``after_tx`` on (a follower's cursor), or among the latest ledger rows (None)."""
         with mapped_errors():
-            [(horizon,)] = self._conn.execute(f"SELECT {HORIZON}::text::int8").fetchall()
+            [(horizon,)] = self.db.connection.execute(f"SELECT {HORIZON}::text::int8").fetchall()
             order = "DESC" if after_tx is None else ""
-            counted = self._conn.execute(
+            counted = self.db.connection.execute(
                 LEDGER.format(order=order), [str(after_tx or 0), str(horizon), SETTLE + 1]
             ).fetchall()
             checked = sorted(counted[:SETTLE])
             if not checked:
                 return int(horizon)
             visible: dict[int, int] = dict(
-                self._conn.execute(VISIBLE, [[str(t) for t, _ in checked]]).fetchall()
+                self.db.connection.execute(VISIBLE, [[str(t) for t, _ in checked]]).fetchall()
             )
         for tx, events in checked:
             if visible.get(tx, 0) < events:
@@ -112,10 +129,26 @@ class CitusRecorder(PostgresRecorder):
         return int(horizon)
 
 
-def open_postgres(url: URL) -> PostgresRecorder:
-    """The recorder for the PostgreSQL database at ``url``: Citus's where it is a coordinator."""
-    recorder = PostgresRecorder(url)
-    if recorder.read(IS_COORDINATOR)[0][0]:
-        recorder.close()
-        return CitusRecorder(url)
-    return recorder
+def open_postgres(url: URL) -> Roles:
+    """The PostgreSQL database at ``url`` (checked by its backend), open: with Citus's
+    recorder and roles where it is a coordinator."""
+    db = PostgresRecorder(url)
+    if not db.read(IS_COORDINATOR)[0][0]:
+        return Roles(
+            db,
+            PostgresEventLog(db),
+            PostgresArrivalOrder(db),
+            PostgresMonths(db),
+            PostgresRollups(db),
+            PostgresReaders(db),
+        )
+    db.close()
+    citus = CitusRecorder(url)
+    return Roles(
+        citus,
+        CitusEventLog(citus),
+        CitusArrivalOrder(citus),
+        PostgresMonths(citus),
+        PostgresRollups(citus),
+        CitusReaders(citus),
+    )

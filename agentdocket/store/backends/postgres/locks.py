@@ -98,7 +98,7 @@ def with_ddl_lock(
 
 
 # Traces not yet stored are locked while a batch gives them their month, and every trace whose
-# runs a batch reads before it writes them (agentdocket.store.stale_hours): the key's first
+# runs a batch reads before it writes them (agentdocket.dashboards.stale_hours): the key's first
 # half says what the lock is about ("agd" "mo", "agd" "mp"), the second is the trace's hash.
 NEW_TRACE_LOCK = 0x61676D6F
 TRACE_LOCK = 0x61676D70

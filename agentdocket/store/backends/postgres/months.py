@@ -1,23 +1,37 @@
-"""Retention's months on PostgreSQL: a month is a partition of ``events``, ``runs`` and
-``verdicts``, dropped whole (migration 0010)."""
+"""PostgreSQL's months: a month is a partition of ``events``, ``runs`` and ``verdicts``
+(migration 0010), made ahead or when a late event needs it, dropped whole by retention, both
+under one lock order (:mod:`.locks`)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import date, datetime
-from typing import Any
+from typing import Any, TypeVar
+
+import psycopg
 
 from agentdocket.store.backends.citus.ops import LEDGER_KEEP
+from agentdocket.store.backends.postgres.errors import mapped_errors
+from agentdocket.store.backends.postgres.locks import with_ddl_lock
 from agentdocket.store.errors import StoreError
-from agentdocket.store.month_ops import Month, MonthOps
-from agentdocket.store.stale_hours import MARK_EVERY_RUN, RUN_TIME
+from agentdocket.store.roles import Month, Months
+
+T = TypeVar("T")
+# How many of these months' partitions are missing.
+MISSING_PARTITIONS = (
+    "SELECT count(*) FROM unnest(%s::date[]) AS m, unnest(ARRAY['events', 'runs', 'verdicts']) "
+    "AS t WHERE to_regclass(quote_ident(t || '_' || to_char(m, 'YYYY_MM'))) IS NULL"
+)
 
 # The judge calls made in a month's traces. Not a join on the trace: the judge cache is
 # distributed by its key on Citus, so the month's traces are read first (one subquery).
 OF_MONTH = "WHERE trace_id IN (SELECT trace_id FROM trace_months WHERE run_month = ?)"
 
 
-class PostgresMonthOps(MonthOps):
+class PostgresMonths(Months):
+    """Months as partitions."""
+
     BOUND = re.compile(r"FROM \('(\d{4}-\d{2}-\d{2})'\)")
 
     def _part(self, table: str, month: date) -> str:
@@ -70,10 +84,28 @@ class PostgresMonthOps(MonthOps):
         return int(self.db.execute(conn, sql))
 
     def drop(self, conn: Any, month: date) -> None:
-        runs = self._part("runs", month)
-        # The dashboards' hours of these runs are read live until the next refresh.
-        self.db.execute(conn, MARK_EVERY_RUN.format(t=RUN_TIME, runs=runs))
         self.db.execute(conn, f"DELETE FROM judge_calls {OF_MONTH}", [month])
         self.db.execute(conn, "DELETE FROM trace_months WHERE run_month = ?", [month])
         for table in ("verdicts", "runs", "events"):
             self.db.execute(conn, f"DROP TABLE {self._part(table, month)}")
+
+    def ensure_partitions(self, months: set[date]) -> int:
+        if not months:
+            return 0
+        wanted = sorted(months)
+        conn = self.db.connection
+        with mapped_errors():  # the common case: all there, a catalog lookup locking nothing
+            [(missing,)] = conn.execute(MISSING_PARTITIONS, [wanted]).fetchall()
+        if not missing:
+            return 0
+
+        def make(conn: psycopg.Connection[Any]) -> int:
+            [(made,)] = conn.execute(
+                "SELECT agentdocket_ensure_partitions(%s::date[])", [wanted]
+            ).fetchall()
+            return int(made)
+
+        return with_ddl_lock(conn, make)
+
+    def partition_ddl(self, work: Callable[[Any], T], *partitions: str) -> T:
+        return with_ddl_lock(self.db.connection, work, *partitions)
