@@ -35,10 +35,10 @@ from pathlib import Path
 # function (module.function), listed here may import what its extra declares.
 FEATURES: dict[str, tuple[str, ...]] = {
     "serve": (
-        "agentdocket.ingest.receiver",  # OTLP/HTTP (starlette, opentelemetry-proto)
-        "agentdocket.ingest.grpc_receiver",  # OTLP/gRPC
-        "agentdocket.ingest.metrics",  # /metrics
-        "agentdocket.ingest.siblings",  # /metrics of several receiver processes
+        "agentdocket.runtime.otlp_http",  # OTLP/HTTP (starlette, opentelemetry-proto)
+        "agentdocket.runtime.otlp_grpc",  # OTLP/gRPC
+        "agentdocket.runtime.metrics",  # /metrics
+        "agentdocket.runtime.siblings",  # /metrics of several receiver processes
         "agentdocket.ingest.otlp._parse_protobuf",  # the receivers' protobuf bodies
         "agentdocket.ingest.otlp_logs.decode_logs_protobuf",
         "agentdocket.people.annotate",  # the annotators' page, on serve's HTTP port

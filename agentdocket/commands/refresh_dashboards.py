@@ -39,5 +39,7 @@ def refresh_dashboards(ctx: click.Context, every: float | None) -> None:
             console.print(str(store.projections.refresh_dashboards(advance)))
     else:
         from agentdocket.runtime.refresher import Refresher
+        from agentdocket.store import Opener
 
-        Refresher(url, every, say=console.print).run()  # here, until interrupted
+        refresher = Refresher(Opener(url, migrate=False), every, say=console.print)
+        refresher.run()  # here, until interrupted

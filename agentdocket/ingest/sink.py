@@ -27,18 +27,26 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
 
 from agentdocket.events import Event
+from agentdocket.ingest.delivery import DeliveryStats
 from agentdocket.ingest.drops import Drops
 from agentdocket.ingest.group_commit import Delivered, Lane, Request, split, worst
 from agentdocket.ingest.replayer import Replayer
 from agentdocket.ingest.spool import DEFAULT_MAX_BYTES, Spool
-from agentdocket.store import AppendResult, Store, StoreError, database_url, display_url, open_store
+from agentdocket.store import (
+    AppendResult,
+    Opener,
+    Store,
+    StoreError,
+    database_url,
+    display_url,
+)
 from agentdocket.store.appending import Prepared
 from agentdocket.store.backends import backend_of
 from agentdocket.store.config import parse_url
@@ -50,20 +58,6 @@ log = logging.getLogger("agentdocket.ingest")
 SPOOL_ENV = "AGENTDOCKET_SPOOL_DIR"
 CONNECT_TIMEOUT_S = 5
 __all__ = ["Delivered", "DeliveryStats", "Sink", "default_spool_dir"]
-
-
-@dataclass
-class DeliveryStats:
-    """What the sink has done since it started (counts of spans unless said otherwise)."""
-
-    spans: int = 0
-    events: int = 0  # events handed to the sink
-    delivered: int = 0  # events appended to the database directly
-    spooled: int = 0  # events written to the spool
-    replayed: int = 0  # events delivered from the spool
-    refused: int = 0  # events the database refused, kept as dead letters
-    dropped: dict[str, int] = field(default_factory=dict)  # spans, by reason
-    failures: int = 0  # failed attempts to reach or write the database
 
 
 def default_spool_dir(url: str) -> Path:
@@ -78,7 +72,8 @@ def default_spool_dir(url: str) -> Path:
     return root / key
 
 
-def _with_connect_timeout(url: str) -> str:
+def with_connect_timeout(url: str) -> str:
+    """``url`` with the query parameters its backend's live writers add (a bounded connect)."""
     parsed = parse_url(url)
     wanted = {k: v for k, v in backend_of(parsed).live_query.items() if k not in parsed.query}
     if not wanted:
@@ -109,7 +104,7 @@ class Sink:
         retry_max_s: float = 30.0,
         replay_on_start: bool = True,
         replay_every_s: float = 2.0,
-        store_factory: Callable[[str], Store] | None = None,
+        store_factory: Callable[[], Store] | None = None,
         redactor: Redactor | None = None,
         source: str = "tracer",
         limits: Limits = LIVE,
@@ -117,16 +112,15 @@ class Sink:
     ) -> None:
         if connections < 1:
             raise ValueError(f"connections: {connections}, at least 1")
-        self.url = _with_connect_timeout(database_url(url))
+        self.url = with_connect_timeout(database_url(url))
         directory = Path(spool_dir) if spool_dir else default_spool_dir(self.url)
         self.redactor = redactor if redactor is not None else Redactor.from_env()
         self.spool = Spool(directory, spool_max_bytes, self.redactor)
         self.source = source
         self.limits = limits
         self.stats = DeliveryStats()
-        self._open = store_factory or (
-            lambda url: open_store(url, redactor=self.redactor, limits=limits)
-        )
+        # where its stores come from (its readers may share it: the receiver's lookups)
+        self.open = store_factory or Opener(self.url, redactor=self.redactor, limits=limits)
         if not backend_of(parse_url(self.url)).concurrent_writers:
             connections = 1  # one write lock: a second connection would only wait for it
         self._lanes = [Lane(i) for i in range(connections)]
@@ -347,7 +341,7 @@ class Sink:
 
     def _connect(self, lane: Lane) -> Store:
         if lane.store is None:
-            lane.store = self._open(self.url)
+            lane.store = self.open()
         return lane.store
 
     def _failed(self, lane: Lane, exc: Exception) -> None:

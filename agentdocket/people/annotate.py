@@ -105,7 +105,7 @@ from agentdocket.people.annotate_html import (
     signin_page,
 )
 from agentdocket.people.annotate_reads import item_view, member_queue, queue_rubrics
-from agentdocket.store import Redactor, Store, StoreUnavailable, open_store
+from agentdocket.store import Store, StoreUnavailable
 
 PATH = "/annotate"  # where serve mounts the page
 COOKIE = "agentdocket_annotator"  # the session: the annotator's token
@@ -185,11 +185,11 @@ def _from_elsewhere(request: Request) -> Response | None:
 
 class Annotation:
     """The annotation page: ``app`` (to mount at :data:`PATH`) and its store, opened when
-    first needed; :meth:`close` closes it."""
+    first needed (from ``open``, ``serve``'s opener) and opened again after the database
+    went away; :meth:`close` closes it."""
 
-    def __init__(self, url: str, *, redactor: Redactor | None = None) -> None:
-        self.url = url
-        self.redactor = redactor
+    def __init__(self, open: Callable[[], Store]) -> None:
+        self.open = open
         self._store: Store | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -224,7 +224,7 @@ class Annotation:
             if self._closed:
                 raise StoreUnavailable("the annotation page is closing")
             if self._store is None:
-                self._store = open_store(self.url, redactor=self.redactor)
+                self._store = self.open()
             try:
                 return work(self._store)
             except StoreUnavailable:

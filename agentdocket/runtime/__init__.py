@@ -1,8 +1,12 @@
-"""Long-running services, with one lifecycle: the OTLP receivers and what runs beside them
-(:mod:`agentdocket.runtime.receiver`), the follower judging runs as they finish
+"""Long-running services, with one lifecycle: ``serve``'s wiring
+(:mod:`agentdocket.runtime.receiver`: one store opener per process, each service given the
+stores it needs) and its transport, the OTLP receivers (:mod:`agentdocket.runtime.otlp_http`,
+:mod:`agentdocket.runtime.otlp_grpc`, with :mod:`~agentdocket.runtime.feedback`,
+:mod:`~agentdocket.runtime.metrics`, and the processes' :mod:`~agentdocket.runtime.handover`
+and :mod:`~agentdocket.runtime.siblings`), the follower judging runs as they finish
 (:mod:`agentdocket.runtime.follower`), the rollup refresher
 (:mod:`agentdocket.runtime.refresher`), the pipeline sampler and partition keeper
-(:mod:`agentdocket.ingest.sampler`).
+(:mod:`agentdocket.runtime.sampler`).
 
 Each service starts and stops; :class:`Services` starts a group in order and stops it in the
 reverse order, also when one of them fails to start (those started are stopped again). The

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -28,7 +28,7 @@ from agentdocket.errors import AgentdocketError
 from agentdocket.events import Event, Label, PayloadError, parse_ts
 from agentdocket.events.labels import label_event, new_label_id
 from agentdocket.events.rubrics import BUILT_IN, Rubric, RubricError
-from agentdocket.store import Store, StoreError, open_store
+from agentdocket.store import Store, StoreError
 
 MAX_LABELS = 1000
 MAX_AUTHOR = 200
@@ -59,14 +59,14 @@ class StoreLookup:
     """Rubrics and runs read from the store, on a connection of its own, opened when first
     needed and opened again after a failure."""
 
-    def __init__(self, url: str) -> None:
-        self.url = url
+    def __init__(self, open: Callable[[], Store]) -> None:
+        self.open = open
         self._store: Store | None = None
         self._lock = threading.Lock()
 
     def _get(self) -> Store:
         if self._store is None:
-            self._store = open_store(self.url)
+            self._store = self.open()
         return self._store
 
     def _forget(self) -> None:

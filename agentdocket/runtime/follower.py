@@ -5,23 +5,24 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from agentdocket.follow.config import ConfigFileError, FollowConfig
 from agentdocket.follow.follower import Follower
 from agentdocket.runtime import Say, Services, StartError
 from agentdocket.runtime.refresher import Refresher
-from agentdocket.store import Store, StoreError, open_store
+from agentdocket.store import Store, StoreError
 from agentdocket.store.backends import backend_of
 
 STATUS_EVERY_S = 10.0
 
 
-def make_follower(store: Store, config: FollowConfig) -> Follower:
-    """A follower of ``config`` on ``store`` (reopening its own store after a failure)."""
-    url = store.url
+def make_follower(store: Store, config: FollowConfig, reopen: Callable[[], Store]) -> Follower:
+    """A follower of ``config`` on ``store`` (opening another from ``reopen`` after a
+    failure)."""
     try:
-        return Follower(store, config, reopen=lambda: open_store(url, migrate=False))
+        return Follower(store, config, reopen=reopen)
     except ConfigFileError as exc:
         raise StartError(str(exc)) from None
 
@@ -56,15 +57,15 @@ class FollowerThread(threading.Thread):
     """A follower on a thread of its own with its own store (``serve --score``); a failure
     stops the follower, never the process around it."""
 
-    def __init__(self, url: str, config: FollowConfig, say: Say) -> None:
+    def __init__(self, open: Callable[[], Store], config: FollowConfig, say: Say) -> None:
         super().__init__(name="agentdocket-follower", daemon=True)
         self.say = say
         self.stopped = threading.Event()
         try:
-            self.store = open_store(url, migrate=False)
+            self.store = open()
         except StoreError as exc:
             raise StartError(f"--score: {exc}") from None
-        self.follower = make_follower(self.store, config)
+        self.follower = make_follower(self.store, config, open)
 
     def run(self) -> None:
         try:
@@ -118,13 +119,13 @@ def follow(
 ) -> Follower:
     """Follow in this thread until ``stop`` is set (``score --follow``), with metrics on
     ``metrics`` (host, port) if given and the rollups refreshed every minute (PostgreSQL)."""
-    follower = make_follower(store, config)
+    follower = make_follower(store, config, store.sibling)
     services = Services()
     try:
         if metrics is not None:
             services.start(MetricsServer(follower, *metrics))
         if backend_of(store.url).rollups:
-            services.start(Refresher(store.url, 60.0))
+            services.start(Refresher(store.sibling, 60.0))
         say(
             f"agentdocket: following {describe(follower)} from {follower.position}"
             + (f"; metrics on http://{metrics[0]}:{metrics[1]}/metrics" if metrics else "")

@@ -44,7 +44,7 @@ class _Counts(Protocol):
 
 
 class Receiver(Protocol):
-    """What is read of a receiver (:class:`agentdocket.ingest.receiver.Receiver` has it)."""
+    """What is read of a receiver (:class:`agentdocket.runtime.otlp_http.Receiver` has it)."""
 
     @property
     def stats(self) -> _Counts: ...

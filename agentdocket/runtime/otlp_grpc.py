@@ -23,7 +23,7 @@ from google.protobuf.duration_pb2 import Duration
 from google.rpc.error_details_pb2 import RetryInfo
 
 from agentdocket.ingest.readers import READERS, Reader
-from agentdocket.ingest.receiver import RETRY_AFTER_S, Receiver, Rejected
+from agentdocket.runtime.otlp_http import RETRY_AFTER_S, Receiver, Rejected
 
 log = logging.getLogger("agentdocket.receiver")
 

@@ -15,10 +15,10 @@ place), 503 (too many requests in flight, or nowhere to keep the batch). A span 
 refuses is no error for the client: the store keeps it as a dead letter and stores the rest.
 Spans no convention expects (ending before they start, a span id used twice, a parent cycle)
 are stored by the rules of :mod:`agentdocket.ingest.span_rules`.
-``POST /v1/feedback`` takes people's labels as JSON (:mod:`agentdocket.ingest.feedback`).
+``POST /v1/feedback`` takes people's labels as JSON (:mod:`agentdocket.runtime.feedback`).
 ``GET /healthz`` tells whether the database answers, whether anything waits in the spool, and
 how many dead letters are kept (``{"total": N, "unresolved": M}``); ``GET /metrics`` gives
-this process's figures in the Prometheus text format (:mod:`agentdocket.ingest.metrics`).
+this process's figures in the Prometheus text format (:mod:`agentdocket.runtime.metrics`).
 """
 
 from __future__ import annotations
@@ -42,12 +42,12 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from agentdocket.events.model import now
-from agentdocket.ingest.feedback import Invalid, Lookup, StoreLookup, labels_from
-from agentdocket.ingest.handover import DONE, NOT_TAKEN, Reply
 from agentdocket.ingest.otlp_values import OtlpDecodeError
 from agentdocket.ingest.readers import READERS, Reader
-from agentdocket.ingest.siblings import Siblings
 from agentdocket.ingest.sink import Sink
+from agentdocket.runtime.feedback import Invalid, Lookup, StoreLookup, labels_from
+from agentdocket.runtime.handover import DONE, NOT_TAKEN, Reply
+from agentdocket.runtime.siblings import Siblings
 
 log = logging.getLogger("agentdocket.receiver")
 
@@ -129,7 +129,7 @@ class Receiver:
     ) -> None:
         self.sink = sink
         # rubrics and runs for POST /v1/feedback, on a connection of their own
-        self.lookup = lookup if lookup is not None else StoreLookup(sink.url)
+        self.lookup = lookup if lookup is not None else StoreLookup(sink.open)
         self.token = token
         self.max_body = max_body
         self.max_pending = max_pending
@@ -186,7 +186,7 @@ class Receiver:
             return Response(content, reject.status, reject.headers, media_type=media)
 
     async def feedback(self, request: Request) -> Response:
-        """People's labels (:mod:`agentdocket.ingest.feedback`): 200 once stored or spooled,
+        """People's labels (:mod:`agentdocket.runtime.feedback`): 200 once stored or spooled,
         with how many and which of their runs are not (yet) stored."""
         try:
             self.check_token(request.headers.get("authorization", ""))
@@ -238,7 +238,7 @@ class Receiver:
         return Response(orjson.dumps(body), 200, media_type=JSON)
 
     async def metrics(self, request: Request) -> Response:
-        from agentdocket.ingest.metrics import CONTENT_TYPE
+        from agentdocket.runtime.metrics import CONTENT_TYPE
 
         body = await run_in_threadpool(self.figures)
         return Response(body, 200, headers={"Content-Type": CONTENT_TYPE})
@@ -246,7 +246,7 @@ class Receiver:
     def figures(self, *, alone: bool = False) -> bytes:
         """What ``GET /metrics`` answers: this process's figures and its siblings' (``alone``:
         this process's only, as it shares them with its siblings)."""
-        from agentdocket.ingest.metrics import exposition
+        from agentdocket.runtime.metrics import exposition
 
         own = exposition(self, self.collectors)
         if alone or self.siblings is None:
@@ -314,7 +314,7 @@ class Receiver:
         self.accept_here(body, read, source)
 
     def take_over(self, signal: str, protobuf: bool, body: bytes, source: str) -> Reply:
-        """A request a sibling process handed over (:mod:`agentdocket.ingest.handover`)."""
+        """A request a sibling process handed over (:mod:`agentdocket.runtime.handover`)."""
         if self.pending >= self.max_pending:
             return NOT_TAKEN
         try:

@@ -7,7 +7,7 @@ receivers, each a whole ``serve`` (its own sink and database connections) on the
 gRPC ports (``SO_REUSEPORT``: the kernel spreads the connections over them) and the same spool
 directory (one file per process). What must run once runs in the first alone: the follower
 (``--score``) and the rollup and costs refresher. ``GET /metrics`` adds up the figures of all
-of them (:mod:`agentdocket.ingest.siblings`); ``/healthz`` answers for the process that took
+of them (:mod:`agentdocket.runtime.siblings`); ``/healthz`` answers for the process that took
 the connection.
 
 The supervisor starts them and says so once every one is ready; on SIGTERM or SIGINT it asks

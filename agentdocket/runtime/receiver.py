@@ -22,13 +22,13 @@ from agentdocket.follow.config import FollowConfig
 from agentdocket.runtime import Say, Services, StartError
 from agentdocket.runtime.follower import FollowerThread, describe
 from agentdocket.runtime.refresher import Refresher
-from agentdocket.store import Redactor, display_url
+from agentdocket.store import Opener, Redactor, display_url
 from agentdocket.store.backends import backend_of
 from agentdocket.store.limits import LIVE, Limits
 
 if TYPE_CHECKING:
-    from agentdocket.ingest.handover import Handover, Take
-    from agentdocket.ingest.receiver import Receiver
+    from agentdocket.runtime.handover import Handover, Take
+    from agentdocket.runtime.otlp_http import Receiver
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 SWITCH_INTERVAL_S = 0.0001
@@ -59,8 +59,8 @@ class ReceiverSettings:
 @dataclass(frozen=True)
 class Member:
     """One of the receiver processes of ``serve --processes N``: which one, the directory
-    where they share their figures (:mod:`agentdocket.ingest.siblings`) and take requests
-    from each other (:mod:`agentdocket.ingest.handover`), the shared memory counting their
+    where they share their figures (:mod:`agentdocket.runtime.siblings`) and take requests
+    from each other (:mod:`agentdocket.runtime.handover`), the shared memory counting their
     requests in flight, and the key that proves a connection comes from one of them."""
 
     index: int
@@ -125,7 +125,7 @@ class _Grpc:
 
     def start(self) -> None:
         try:
-            from agentdocket.ingest.grpc_receiver import GrpcReceiver
+            from agentdocket.runtime.otlp_grpc import GrpcReceiver
         except ImportError as exc:
             raise StartError(
                 f"OTLP/gRPC needs {exc.name}: pip install 'agentdocket[serve]' (or --grpc-port 0)"
@@ -168,7 +168,7 @@ class _Closing:
 
 
 def check_token(settings: ReceiverSettings) -> None:
-    from agentdocket.ingest.receiver import is_loopback
+    from agentdocket.runtime.otlp_http import is_loopback
 
     if settings.token is not None and not settings.token.strip():  # never turns auth off
         raise StartError("--token (or $AGENTDOCKET_SERVE_TOKEN) is blank")
@@ -192,36 +192,43 @@ def run_receiver(
     HTTP requests on ``listening`` (its supervisor's socket), shares the gRPC port and its
     figures, and stops on SIGTERM alone (its supervisor's)."""
     try:
-        from agentdocket.ingest.receiver import Receiver
         from agentdocket.people.annotate import PATH, Annotation
+        from agentdocket.runtime.otlp_http import Receiver
     except ImportError as exc:
         raise _missing(exc) from None
-    from agentdocket.ingest.sink import Sink
+    from agentdocket.ingest.sink import Sink, with_connect_timeout
+    from agentdocket.runtime.feedback import StoreLookup
 
     s = settings
     check_token(s)
     own = listening is None and bool(s.port)
     if own:  # taken first: a port in use is said before anything
         listening = _bound(s.host, s.port)
+    # this process's stores: the first opened checks the schema, the others are its siblings,
+    # each service's on a connection of its own, opened when first needed
+    opener = Opener(with_connect_timeout(s.url), redactor=s.redactor)
     sink = Sink(
-        s.url,
+        opener.url,
         spool_dir=s.spool_dir,
         redactor=s.redactor,
         source="receiver",
         limits=s.limits,
         connections=s.connections,
+        store_factory=lambda: opener(s.limits),
     )
     token = s.token.strip() if s.token else None
-    annotation = Annotation(s.url, redactor=s.redactor)  # its store opens when first needed
+    annotation = Annotation(opener)
     receiver = Receiver(
         sink,
+        lookup=StoreLookup(opener),
         token=token,
         max_body=s.max_body,
         max_pending=s.max_pending,
         extra_routes=annotation.routes,
     )
     services = Services()
-    services.start(_Closing(sink))  # stopped last
+    services.start(_Closing(opener))  # stopped after everything that opened a store from it
+    services.start(_Closing(sink))
     services.start(_Closing(receiver.lookup))
     services.start(_Closing(annotation))
     try:
@@ -239,7 +246,7 @@ def run_receiver(
             + f" into {display_url(s.url)} (pid {os.getpid()})"
         )
         say(f"agentdocket: annotation page on http://{s.host}:{s.port}{PATH}/")
-        _start_beside(services, receiver, s, say)
+        _start_beside(services, receiver, opener, s, say)
         _settle()
         if ready is not None:
             ready()
@@ -274,8 +281,8 @@ def _bound(host: str, port: int) -> socket.socket:
 
 def _join_siblings(services: Services, receiver: Receiver, member: Member) -> None:
     """Hand requests to idle siblings and take theirs; publish this process's figures."""
-    from agentdocket.ingest.handover import Board, Handover
-    from agentdocket.ingest.siblings import Publisher, Siblings
+    from agentdocket.runtime.handover import Board, Handover
+    from agentdocket.runtime.siblings import Publisher, Siblings
 
     handover = Handover(member.figures, member.index, member.key)
     board = Board(member.in_flight, member.index)
@@ -284,21 +291,23 @@ def _join_siblings(services: Services, receiver: Receiver, member: Member) -> No
     services.start(Publisher(receiver, receiver.siblings))
 
 
-def _start_beside(services: Services, receiver: Receiver, s: ReceiverSettings, say: Say) -> None:
-    """What runs beside the receiving: the follower (``--score``), the sampler of the
-    database's figures, the rollups' refresher."""
-    from agentdocket.ingest.sampler import Sampler
+def _start_beside(
+    services: Services, receiver: Receiver, opener: Opener, s: ReceiverSettings, say: Say
+) -> None:
+    """What runs beside the receiving, each with its own stores from ``opener``: the follower
+    (``--score``), the sampler of the database's figures, the rollups' refresher."""
+    from agentdocket.runtime.sampler import Sampler
 
     if s.scoring is not None:
         from agentdocket.follow.metrics import FollowerCollector
 
-        follower = FollowerThread(s.url, s.scoring, say)
+        follower = FollowerThread(opener, s.scoring, say)
         receiver.collectors.append(FollowerCollector(follower.follower))
         services.start(follower)
         say(f"agentdocket: scoring runs as they finish, {describe(follower.follower)}")
-    services.start(Sampler(receiver, s.url))
+    services.start(Sampler(receiver, opener))
     if s.refresh_every and backend_of(s.url).rollups:
-        services.start(Refresher(s.url, s.refresh_every))
+        services.start(Refresher(opener, s.refresh_every))
 
 
 def _settle() -> None:

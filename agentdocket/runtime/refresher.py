@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from agentdocket.costs.prices import price_book_from_env
 from agentdocket.costs.refresh import refresh as refresh_costs
 from agentdocket.runtime import Say
-from agentdocket.store import open_store
+from agentdocket.store import Store
 from agentdocket.store.arrivals import Position
-from agentdocket.store.rollup_refresh import Refreshed
+from agentdocket.store.upkeep import Refreshed
 
 log = logging.getLogger("agentdocket.dashboards")
 
@@ -22,9 +23,9 @@ class Refresher(threading.Thread):
     away, say) is logged and tried again next time, never raised. ``say`` (if given) hears
     what each refresh did."""
 
-    def __init__(self, url: str, every: float, *, say: Say | None = None) -> None:
+    def __init__(self, open: Callable[[], Store], every: float, *, say: Say | None = None) -> None:
         super().__init__(name="agentdocket-dashboards", daemon=True)
-        self.url = url
+        self.open = open  # a store of its own for each pass
         self.every = every
         self.say = say
         self.stopped = threading.Event()
@@ -35,7 +36,7 @@ class Refresher(threading.Thread):
     def run(self) -> None:
         while True:
             try:
-                with open_store(self.url, migrate=False) as store:
+                with self.open() as store:
                     self.last = store.projections.refresh_dashboards()
                     priced = refresh_costs(store, price_book_from_env(), after=self.priced_upto)
                     self.priced_upto = priced.position

@@ -11,10 +11,11 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
-from agentdocket.ingest.metrics import Receiver
-from agentdocket.store import Store, open_store
+from agentdocket.runtime.metrics import Receiver
+from agentdocket.store import Store
 from agentdocket.store.months import months_ahead
 from agentdocket.store.pipeline import PipelineSample
 
@@ -44,10 +45,12 @@ def sample(receiver: Receiver, process: str) -> PipelineSample:
 class Sampler(threading.Thread):
     """Inserts a sample every ``every`` seconds until stopped, and one last on stopping."""
 
-    def __init__(self, receiver: Receiver, url: str, every: float = EVERY_S) -> None:
+    def __init__(
+        self, receiver: Receiver, open: Callable[[], Store], every: float = EVERY_S
+    ) -> None:
         super().__init__(name="agentdocket-samples", daemon=True)
         self.receiver = receiver
-        self.url = url
+        self.open = open
         self.every = every
         self.process = f"{socket.gethostname()}:{os.getpid()}"
         self.stopped = threading.Event()
@@ -57,7 +60,7 @@ class Sampler(threading.Thread):
 
     def _open(self) -> Store:
         if self._store is None:
-            self._store = open_store(self.url, migrate=False)
+            self._store = self.open()
         return self._store
 
     def _lost(self, what: str, exc: Exception) -> None:

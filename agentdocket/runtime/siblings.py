@@ -30,8 +30,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from agentdocket.ingest.handover import NOT_TAKEN, Board, Handover, Reply
 from agentdocket.ingest.readers import KEYS, Reader
+from agentdocket.runtime.handover import NOT_TAKEN, Board, Handover, Reply
 
 log = logging.getLogger("agentdocket.receiver")
 EVERY_S = 1.0
@@ -54,7 +54,7 @@ class Figures:
 class Siblings:
     """The other receiver processes of one ``serve``: the directory where they share their
     figures, and (where given) the board of their requests in flight and the handover of
-    requests to them (:mod:`agentdocket.ingest.handover`)."""
+    requests to them (:mod:`agentdocket.runtime.handover`)."""
 
     def __init__(
         self,
@@ -164,7 +164,7 @@ class _Fixed:
 
 
 class Figured(Protocol):
-    """What has figures to share (:class:`agentdocket.ingest.receiver.Receiver`)."""
+    """What has figures to share (:class:`agentdocket.runtime.otlp_http.Receiver`)."""
 
     def figures(self, *, alone: bool = False) -> bytes: ...
 

@@ -27,18 +27,20 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from typing_extensions import Unpack
 
-from agentdocket.ingest.sink import DeliveryStats
+from agentdocket.ingest.delivery import DeliveryStats
 from agentdocket.ingest.spool import DEFAULT_MAX_BYTES
 from agentdocket.store.redaction import Redactor
 from agentdocket.tracer.api import Run, RunOptions, Tracer, current_run
-from agentdocket.tracer.exporter import CountingBatchSpanProcessor, StoreSpanExporter
+from agentdocket.tracer.exporter import CountingBatchSpanProcessor, EventExporter
 from agentdocket.tracer.labels import CaseSpanProcessor, for_case
+from agentdocket.tracer.store_exporter import StoreSpanExporter
 
 __all__ = [
     "CaseSpanProcessor",
     "Configured",
     "CountingBatchSpanProcessor",
     "DeliveryStats",
+    "EventExporter",
     "Run",
     "RunOptions",
     "StoreSpanExporter",

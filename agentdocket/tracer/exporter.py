@@ -1,108 +1,63 @@
-"""``StoreSpanExporter``: the tracer's OpenTelemetry spans into the event log.
+"""The tracer's OpenTelemetry spans out of the process it observes, as events.
 
-An OpenTelemetry ``SpanExporter``: it runs on the span processor's worker thread (the stock
-``BatchSpanProcessor``), never on the agent's. Each batch of spans is mapped to events
-(:mod:`agentdocket.ingest.mapping`) and handed to a :class:`~agentdocket.ingest.sink.Sink`,
-which stores them or spools them while the database is away. Nothing is raised into the host.
+:class:`EventExporter` is an OpenTelemetry ``SpanExporter`` and no more: it runs on the span
+processor's worker thread (the stock ``BatchSpanProcessor``), never on the agent's, maps each
+batch of spans to events (:mod:`agentdocket.ingest.mapping`) and hands them to a
+:class:`~agentdocket.ingest.delivery.Delivery`. Nothing is raised into the host.
+:class:`StoreSpanExporter` (:mod:`agentdocket.tracer.store_exporter`) is that exporter with
+the durable sink behind it.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+from agentdocket.ingest.delivery import Delivery, DeliveryStats
 from agentdocket.ingest.mapping import spans_to_events
-from agentdocket.ingest.sink import DeliveryStats, Sink
-from agentdocket.ingest.spool import DEFAULT_MAX_BYTES, Spool
-from agentdocket.store import Store
-from agentdocket.store.redaction import Redactor
 
 log = logging.getLogger("agentdocket.tracer")
 
 
-class StoreSpanExporter(SpanExporter):
-    """An OpenTelemetry ``SpanExporter`` writing spans as events into agentdocket's store.
+class EventExporter(SpanExporter):
+    """An OpenTelemetry ``SpanExporter`` handing spans, mapped to events, to ``delivery``.
+    ``keep_unrecognized`` keeps spans that are neither ours nor OpenInference nor GenAI as
+    generic ``step`` events (off by default: a host's HTTP spans are not steps)."""
 
-    ``url`` (the database URL) defaults to ``AGENTDOCKET_DATABASE_URL`` (else ./agentdocket.db).
-    ``spool_dir`` / ``spool_max_bytes`` place and bound the spool; past the maximum, new spans
-    are dropped and counted, and the count is stored as a ``telemetry.dropped`` event once the
-    database is back. ``keep_unrecognized`` keeps spans that are neither ours nor OpenInference
-    nor GenAI as generic ``step`` events (off by default: a host's HTTP spans are not steps).
-    ``redactor`` (default: ``AGENTDOCKET_REDACT``'s rules) is applied before anything is stored
-    or spooled. The other options are the :class:`~agentdocket.ingest.sink.Sink`'s.
-    """
-
-    def __init__(
-        self,
-        url: str | None = None,
-        *,
-        spool_dir: str | Path | None = None,
-        spool_max_bytes: int = DEFAULT_MAX_BYTES,
-        keep_unrecognized: bool = False,
-        retry_initial_s: float = 0.5,
-        retry_max_s: float = 30.0,
-        replay_on_start: bool = True,
-        replay_every_s: float = 2.0,
-        store_factory: Callable[[str], Store] | None = None,
-        redactor: Redactor | None = None,
-    ) -> None:
-        self.sink = Sink(
-            url,
-            spool_dir=spool_dir,
-            spool_max_bytes=spool_max_bytes,
-            retry_initial_s=retry_initial_s,
-            retry_max_s=retry_max_s,
-            replay_on_start=replay_on_start,
-            replay_every_s=replay_every_s,
-            store_factory=store_factory,
-            redactor=redactor,
-            source="tracer",
-        )
+    def __init__(self, delivery: Delivery, *, keep_unrecognized: bool = False) -> None:
+        self.delivery = delivery
         self.keep_unrecognized = keep_unrecognized
         self._processor: CountingBatchSpanProcessor | None = None
         self._queue_drops_seen = 0
 
     @property
-    def url(self) -> str:
-        return self.sink.url
-
-    @property
-    def spool(self) -> Spool:
-        return self.sink.spool
-
-    @property
     def stats(self) -> DeliveryStats:
-        return self.sink.stats
+        return self.delivery.stats
 
     # --- the SpanExporter interface -------------------------------------------------------------
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
             events = spans_to_events(spans, keep_unrecognized=self.keep_unrecognized)
-            outcome = self.sink.deliver(events, len(spans))
+            outcome = self.delivery.deliver(events, len(spans))
             self._collect_queue_drops()  # after these spans are counted as exported
         except Exception:  # never into the host
-            self.sink.stats.failures += 1
+            self.delivery.stats.failures += 1
             log.exception("agentdocket: exporting %d spans failed", len(spans))
             return SpanExportResult.FAILURE
         return SpanExportResult.FAILURE if outcome == "dropped" else SpanExportResult.SUCCESS
 
     def shutdown(self) -> None:
         self._collect_queue_drops()
-        self.sink.close()
+        self.delivery.close()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True
-
-    def flush_spool(self) -> bool:
-        """Try now to deliver what is spooled (ignoring the back-off); True when nothing waits."""
-        return self.sink.flush_spool()
 
     # --- spans the processor's full queue dropped ---------------------------------------------
 
@@ -114,9 +69,9 @@ class StoreSpanExporter(SpanExporter):
         processor = self._processor
         if processor is None:
             return
-        lost = processor.ended - self.sink.stats.spans - processor.queued()
+        lost = processor.ended - self.delivery.stats.spans - processor.queued()
         if lost > self._queue_drops_seen:
-            self.sink.dropped("queue_full", lost - self._queue_drops_seen)
+            self.delivery.dropped("queue_full", lost - self._queue_drops_seen)
             self._queue_drops_seen = lost
 
     @property
@@ -136,7 +91,7 @@ class CountingBatchSpanProcessor(BatchSpanProcessor):
         super().__init__(exporter, **kwargs)
         self.ended = 0
         self._lock = threading.Lock()
-        if isinstance(exporter, StoreSpanExporter):
+        if isinstance(exporter, EventExporter):
             exporter.watch_queue(self)
 
     def on_end(self, span: ReadableSpan) -> None:

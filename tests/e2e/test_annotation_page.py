@@ -54,7 +54,7 @@ from agentdocket.events.rubrics import Rubric
 from agentdocket.people.agreement import fleiss_kappa, krippendorff_alpha
 from agentdocket.people.annotate import COOKIE, SIGNIN_COOKIE, Annotation
 from agentdocket.people.annotate_guard import FIELD, form_token
-from agentdocket.store import open_store
+from agentdocket.store import Opener, open_store
 from agentdocket.store.labels import StoredLabel, latest
 from tests.helpers.agreement_reference import alpha_by_pairs, fleiss_by_formula
 from tests.helpers.factory import T0, run_events, span, verdict_event
@@ -134,7 +134,7 @@ def _seed(url: str, n: int = 20) -> Seeded:
 @pytest.fixture
 def page(url: str) -> Iterator[tuple[TestClient, Seeded]]:
     seeded = _seed(url, 3)
-    annotation = Annotation(url)
+    annotation = Annotation(Opener(url))
     yield TestClient(Starlette(routes=annotation.routes)), seeded
     annotation.close()
 

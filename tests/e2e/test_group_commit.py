@@ -45,8 +45,8 @@ def test_callers_at_once_on_several_connections_store_every_event_once(
 ) -> None:
     opened: list[Store] = []
 
-    def factory(u: str) -> Store:
-        store = open_store(u)
+    def factory() -> Store:
+        store = open_store(url)
         opened.append(store)
         return store
 
@@ -89,8 +89,8 @@ def test_a_request_is_prepared_before_its_group_and_stored_if_preparing_fails(
     used: list[str] = []
     failing = threading.Event()
 
-    def factory(u: str) -> Store:
-        store = open_store(u)
+    def factory() -> Store:
+        store = open_store(url)
         prepare, append, append_prepared = store.prepare, store.append, store.append_prepared
 
         def preparing(events: list[Event]) -> object:

@@ -26,8 +26,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
-from agentdocket.ingest.receiver import Receiver
 from agentdocket.ingest.sink import Sink
+from agentdocket.runtime.otlp_http import Receiver
 from agentdocket.store import open_store
 from agentdocket.store.backends import backend_of
 from agentdocket.store.config import parse_url, psycopg_conninfo

@@ -120,10 +120,10 @@ def test_runs_wait_in_the_spool_while_the_database_is_away(tmp_path: Path) -> No
     url = f"sqlite:///{tmp_path / 'later.db'}"
     away = {"on": True}
 
-    def factory(u: str) -> Any:
+    def factory() -> Any:
         if away["on"]:
             raise OSError("database away")
-        return open_store(u)
+        return open_store(url)
 
     sink = Sink(url, spool_dir=tmp_path / "spool", store_factory=factory, retry_initial_s=0.0)
     tracer = AgentdocketHandler(sink=sink)

@@ -14,8 +14,8 @@ import orjson
 import pytest
 from starlette.testclient import TestClient
 
-from agentdocket.ingest.receiver import Receiver
 from agentdocket.ingest.sink import Sink
+from agentdocket.runtime.otlp_http import Receiver
 from agentdocket.store import open_store
 from tests.helpers.otlp_server import START_NS
 

@@ -22,8 +22,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from starlette.testclient import TestClient
 
 from agentdocket.cli import main
-from agentdocket.ingest.receiver import Receiver
 from agentdocket.ingest.sink import Sink
+from agentdocket.runtime.otlp_http import Receiver
 from agentdocket.store import open_store
 from tests.helpers.db import assert_absent, cli
 from tests.helpers.fresh import EVERY, fresh_url
@@ -347,7 +347,7 @@ def test_back_pressure_and_nowhere_to_keep_a_batch_are_503(tmp_path: Path) -> No
     assert r.status_code == 503 and r.headers["retry-after"] == "1"
     sink.close()
 
-    def away(url: str) -> Any:
+    def away() -> Any:
         raise OSError("database away")
 
     # Database away, spool full: the batch cannot be kept, so it is not acknowledged.

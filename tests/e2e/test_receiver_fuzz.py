@@ -20,8 +20,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from starlette.testclient import TestClient
 
-from agentdocket.ingest.receiver import Receiver
 from agentdocket.ingest.sink import Sink
+from agentdocket.runtime.otlp_http import Receiver
 from agentdocket.store import open_store
 from tests.helpers.otlp_server import START_NS
 

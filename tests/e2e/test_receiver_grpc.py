@@ -15,9 +15,9 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 
-from agentdocket.ingest.grpc_receiver import SERVICE, GrpcReceiver
-from agentdocket.ingest.receiver import Receiver
 from agentdocket.ingest.sink import Sink
+from agentdocket.runtime.otlp_grpc import SERVICE, GrpcReceiver
+from agentdocket.runtime.otlp_http import Receiver
 from agentdocket.store import open_store
 from tests.helpers.fresh import EVERY, fresh_url
 

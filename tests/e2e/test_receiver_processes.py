@@ -25,11 +25,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
-from agentdocket.ingest.handover import Board, Handover
 from agentdocket.ingest.readers import READERS
-from agentdocket.ingest.receiver import Receiver, Rejected
-from agentdocket.ingest.siblings import Siblings
 from agentdocket.ingest.sink import Sink
+from agentdocket.runtime.handover import Board, Handover
+from agentdocket.runtime.otlp_http import Receiver, Rejected
+from agentdocket.runtime.siblings import Siblings
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from tests.helpers.otlp_server import Server, free_port, start_cli
 from tests.helpers.waiting import until

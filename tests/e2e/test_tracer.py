@@ -263,8 +263,8 @@ def test_the_exporters_database_work_is_not_traced(url: str, tmp_path: Path) -> 
             seen.append(get_value(_SUPPRESS_INSTRUMENTATION_KEY))
             return super().append(events, batch_size, **options)
 
-    def watching(u: str) -> Store:
-        return Watching(backend_of(u).open_recorder(u))
+    def watching() -> Store:
+        return Watching(backend_of(url).open(url))
 
     r = Recorder(url, tmp_path / "spool", store_factory=watching)
     with r.tracer.run("qa") as run:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from agentdocket.ingest.siblings import Figures, Siblings, merge
+from agentdocket.runtime.siblings import Figures, Siblings, merge
 
 
 def _text(requests: float, rejected: dict[str, float], in_flight: float, spool: float) -> str:
