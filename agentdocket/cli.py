@@ -24,6 +24,7 @@ from agentdocket.commands import refresh_dashboards as dashboard_commands
 from agentdocket.commands import retention as retention_commands
 from agentdocket.commands import runs as runs_commands
 from agentdocket.commands import score as scoring
+from agentdocket.commands import sessions as session_commands
 from agentdocket.commands.common import confirm, console, err, open_from, real
 from agentdocket.commands.serve import serve
 from agentdocket.errors import AgentdocketError
@@ -276,6 +277,7 @@ def _next_steps(run: str) -> None:
 
 
 main.add_command(runs_commands.runs)
+main.add_command(session_commands.sessions)
 main.add_command(imports.import_)
 main.add_command(exports.export)
 for command in (*scoring.COMMANDS, *reports.COMMANDS):

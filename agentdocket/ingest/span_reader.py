@@ -212,7 +212,7 @@ class SpanReader:
 
         attributes = extra if isinstance(extra, dict) else {}
         conversation = self.get(*FIELDS["conversation"])
-        if conversation is not None and not self.ours:
+        if conversation is not None:
             attributes = {**attributes, "conversation_id": str(conversation)}
         if self.ours:
             agent = str(self.get(A.AGENT_NAME) or self.span.name)

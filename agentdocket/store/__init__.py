@@ -18,7 +18,14 @@ from agentdocket.store.errors import DatasetConflict, RecordRefused, StoreError,
 from agentdocket.store.limits import STORE as STORE_LIMITS
 from agentdocket.store.limits import Limits
 from agentdocket.store.redaction import RedactionConfigError, Redactor
-from agentdocket.store.rows import CaseRun, DatasetVersion, DeadLetterRow, Run, VerdictRow
+from agentdocket.store.rows import (
+    CaseRun,
+    DatasetVersion,
+    DeadLetterRow,
+    Run,
+    Session,
+    VerdictRow,
+)
 
 __all__ = [
     "ENV_VAR",
@@ -38,6 +45,7 @@ __all__ = [
     "Redactor",
     "Retried",
     "Run",
+    "Session",
     "Store",
     "StoreError",
     "StoreUnavailable",

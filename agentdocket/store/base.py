@@ -51,6 +51,7 @@ from agentdocket.store.redaction import Redactor
 from agentdocket.store.retention import Retention
 from agentdocket.store.roles import Roles
 from agentdocket.store.scoring_reads import ScoringReader
+from agentdocket.store.sessions import Sessions
 from agentdocket.store.upkeep import upkeep_for
 
 
@@ -88,6 +89,7 @@ class Store:
         self.labels = Labels(recorder)
         self.queues = Queues(recorder, self.labels)
         self.costs = Costs(recorder, roles.arrivals)
+        self.sessions = Sessions(recorder)
         # False when open_store was given derived objects the database does not have as given
         # (PostgreSQL at the head revision is migrated only by `agentdocket migrate`).
         self.derived_current = True

@@ -47,6 +47,24 @@ class Run(TypedDict):
     answer: str | None
 
 
+class Session(TypedDict):
+    """A conversation: the runs that share a conversation id, read from the ``runs``
+    projection (:mod:`agentdocket.store.sessions`)."""
+
+    session_id: str
+    agent: str | None
+    turns: int
+    errors: int  # turns that ended in an error
+    running: int  # turns not finished yet
+    status: str  # error (a turn failed), running (a turn has not ended), else ok
+    first_question: str | None
+    last_answer: str | None
+    started_at: datetime | None
+    ended_at: datetime | None
+    first_ts: datetime | None
+    last_ts: datetime | None
+
+
 class CaseRun(TypedDict):
     """A run of a dataset as comparisons select and pair it."""
 

@@ -53,7 +53,9 @@ class RunOptions(TypedDict, total=False):
 
     ``case`` is the :class:`~agentdocket.events.Case` (or its id) the run answers, in
     ``dataset`` at ``dataset_version``; ``models`` names the model of each role
-    (``{"planner": "gpt-4o", ...}``); ``question`` defaults to the case's question.
+    (``{"planner": "gpt-4o", ...}``); ``question`` defaults to the case's question;
+    ``conversation`` is the id of the conversation this run is a turn of (recorded as
+    ``gen_ai.conversation.id``: the runs sharing it are one session).
     """
 
     question: str | None
@@ -64,6 +66,7 @@ class RunOptions(TypedDict, total=False):
     models: Mapping[str, str] | None
     agent_version: str | None
     attributes: Mapping[str, Any] | None
+    conversation: str | None
 
 
 class Tracer:
@@ -132,6 +135,7 @@ class Run:
             A.DATASET: options.get("dataset"),
             A.DATASET_VERSION: options.get("dataset_version"),
             A.CASE_ID: case_id,
+            A.GEN_AI_CONVERSATION_ID: options.get("conversation"),
         }
         attrs.update({k: v for k, v in optional.items() if v is not None})
         if question is not None:
