@@ -129,3 +129,39 @@ def test_a_retriever_tool_keeps_document_ids_and_scores(server: Server, weather_
     documents = [(d["id"], d["score"]) for d in retrieval.payload["documents"]]
     assert documents == [("note-fr", 0.92), ("note-it", 0.41)]
     assert retrieval.payload["query"] == "France"
+
+
+def test_a_conversation_on_one_thread_is_one_session(server: Server, weather_url: str) -> None:
+    """Two turns of a checkpointed LangGraph agent on one thread: LangGraph puts the thread id
+    in each run's metadata, OpenInference's instrumentation sends it as ``session.id``, and
+    the two runs are one session, in order."""
+    from langgraph.checkpoint.memory import MemorySaver
+    from langgraph.prebuilt import create_react_agent
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+
+    call = {"name": "get_weather", "args": {"city": "Paris"}, "id": "call_1"}
+    model = ScriptedChatModel(
+        messages=iter(
+            [
+                AIMessage(content="", tool_calls=[call]),
+                AIMessage(content="Sunny, 21 C in Paris."),
+                AIMessage(content="Yes: take sunglasses, not an umbrella."),
+            ]
+        )
+    )
+    agent = create_react_agent(model, [get_weather], name="chat", checkpointer=MemorySaver())
+    config: Any = {"configurable": {"thread_id": "thread-paris"}}
+    turns = [
+        ("What is the weather in Paris?", "Sunny, 21 C in Paris."),
+        ("So no umbrella?", "Yes: take sunglasses, not an umbrella."),
+    ]
+    with instrumented(LangChainInstrumentor(), server.endpoint):
+        for question, answer in turns:
+            out = agent.invoke({"messages": [("user", question)]}, config=config)
+            assert out["messages"][-1].content == answer
+    server.settled()
+    with open_store(weather_url) as store:
+        [session] = store.sessions.recent(agent="chat")
+        assert (session["session_id"], session["turns"]) == ("thread-paris", 2)
+        got = [(t["question"], t["answer"]) for t in store.sessions.turns("thread-paris")]
+    assert got == turns
