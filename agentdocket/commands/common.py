@@ -108,6 +108,14 @@ def existing_database(url: str, *, create: bool = False) -> str:
     return url
 
 
+def shorten(text: str | None, width: int) -> str:
+    """``text`` on one line, cut to ``width`` characters ("-" for none), for a table cell."""
+    if not text:
+        return "-"
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def resolve_trace(store: Store, given: str, *, stored: bool = True) -> str:
     """The full trace id ``given`` abbreviates (its first characters, as `runs list` shows
     them): one stored run must start so. A full 32-hex id is taken as it is when ``stored``

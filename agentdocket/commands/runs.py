@@ -17,6 +17,7 @@ from agentdocket.commands.common import (
     new_table,
     open_from,
     resolve_trace,
+    shorten,
 )
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ def runs_list(
             agent_name,
             r["strategy"] or "-",
             case,
-            _short(r["question"], 48),
+            shorten(r["question"], 48),
             f"[{style}]{status}[/]",
             str(r["n_steps"]),
             str(r["n_errors"]),
@@ -140,13 +141,6 @@ def _cost_cell(cost: dict[str, Any] | None) -> str:
         return "-"
     text = "-" if cost["cost_usd"] is None else f"${cost['cost_usd']:.6f}"
     return text + (f" ({cost['unpriced_calls']} unpriced)" if cost["unpriced_calls"] else "")
-
-
-def _short(text: str | None, width: int) -> str:
-    if not text:
-        return "-"
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _summary(event: Event) -> str:

@@ -6,7 +6,14 @@ from typing import Any
 
 import click
 
-from agentdocket.commands.common import FORMAT, console, echo_json, new_table, open_from
+from agentdocket.commands.common import (
+    FORMAT,
+    console,
+    echo_json,
+    new_table,
+    open_from,
+    shorten,
+)
 
 
 @click.group()
@@ -16,13 +23,6 @@ def sessions() -> None:
     A run's conversation id is its root span's gen_ai.conversation.id (OpenTelemetry's GenAI
     conventions), session.id (OpenInference), or what tracer.run(..., conversation=...) gave.
     """
-
-
-def _short(text: str | None, width: int) -> str:
-    if not text:
-        return "-"
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 3] + "..."
 
 
 @sessions.command(name="list")
@@ -57,8 +57,8 @@ def sessions_list(
             r["agent"] or "-",
             str(r["turns"]),
             f"[{style}]{r['status']}[/]",
-            _short(r["first_question"], 40),
-            _short(r["last_answer"], 40),
+            shorten(r["first_question"], 40),
+            shorten(r["last_answer"], 40),
         )
     console.print(table)
 

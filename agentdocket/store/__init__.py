@@ -130,22 +130,25 @@ class Opener:
         self.migrate = migrate
         self.redactor = redactor if redactor is not None else Redactor.from_env()
         self.limits = limits
-        self._first: Store | None = None  # the store that checked, kept for its siblings
+        # the store that checked the schema, handed to its first caller; the others are its
+        # siblings (which need none of its connection: closing it changes nothing here)
+        self._first: Store | None = None
         self._lock = threading.Lock()
 
     def __call__(self, limits: Limits | None = None) -> Store:
+        wanted = self.limits if limits is None else limits
         with self._lock:
             if self._first is None:
                 self._first = open_store(
-                    self.url, migrate=self.migrate, redactor=self.redactor, limits=self.limits
+                    self.url, migrate=self.migrate, redactor=self.redactor, limits=wanted
                 )
-                if limits is None or limits == self.limits:
-                    return self._first
+                return self._first
             first = self._first
-        return first.sibling(limits)
+        return first.sibling(wanted)
 
     def close(self) -> None:
-        """Close the store that checked the schema (each service closes its own)."""
+        """Close the store that checked the schema, if its caller has not (each service
+        closes its own; closing twice is harmless)."""
         with self._lock:
             first, self._first = self._first, None
         if first is not None:

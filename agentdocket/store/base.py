@@ -89,7 +89,7 @@ class Store:
         self.labels = Labels(recorder)
         self.queues = Queues(recorder, self.labels)
         self.costs = Costs(recorder, roles.arrivals)
-        self.sessions = Sessions(recorder)
+        self.sessions = Sessions(recorder, self.reader)
         # False when open_store was given derived objects the database does not have as given
         # (PostgreSQL at the head revision is migrated only by `agentdocket migrate`).
         self.derived_current = True

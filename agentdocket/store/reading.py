@@ -140,13 +140,13 @@ class Reader:
         runs_only: bool = True,
     ) -> list[str]:
         """The runs' trace ids (with ``runs_only=False``: every stored trace's), oldest first."""
-        where, params = self._run_filter(
+        where, params = self.run_filter(
             dataset=dataset, agent=agent, since=since, runs_only=runs_only
         )
         sql = f"SELECT trace_id FROM runs {where} ORDER BY first_ts, trace_id"
         return [r[0] for r in self.db.read(sql, params)]
 
-    def _run_filter(
+    def run_filter(
         self,
         *,
         dataset: str | None,
@@ -154,6 +154,8 @@ class Reader:
         since: datetime | None,
         runs_only: bool = True,
     ) -> tuple[str, list[Any]]:
+        """The WHERE clause (and its parameters) selecting runs of ``dataset`` and ``agent``
+        that began at ``since`` or later (each when given) from ``runs``."""
         # A trace is a run once its start is recorded (its root agent span arrived); traces
         # that never have one (an embedding call, indexing, a lone tool call) are stored, and
         # exported, but are not runs.
@@ -216,7 +218,7 @@ class Reader:
     def _listed(
         self, dataset: str | None, agent: str | None, conversation: str | None
     ) -> tuple[str, list[Any]]:
-        where, params = self._run_filter(dataset=dataset, agent=agent, since=None)
+        where, params = self.run_filter(dataset=dataset, agent=agent, since=None)
         if conversation is not None:
             where += f" AND {self.db.json_text('attributes', 'conversation_id')} = ?"
             params.append(conversation)

@@ -13,32 +13,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from agentdocket.store.reading import Reader
 from agentdocket.store.recorder import Recorder
 from agentdocket.store.rows import Run, Session, typed
-
-TURNS_AT_ONCE = 500  # the sessions whose turns one query reads
 
 
 class Sessions:
     """Lists sessions and gives one session's turns."""
 
-    def __init__(self, db: Recorder) -> None:
+    def __init__(self, db: Recorder, reader: Reader) -> None:
         self.db = db
+        self.reader = reader
 
     @property
     def _id(self) -> str:
         return self.db.json_text("attributes", "conversation_id")
 
     def _where(self, dataset: str | None, agent: str | None) -> tuple[str, list[Any]]:
-        clauses = ["started_at IS NOT NULL", f"{self._id} IS NOT NULL"]
-        params: list[Any] = []
-        if dataset is not None:
-            clauses.append("dataset = ?")
-            params.append(dataset)
-        if agent is not None:
-            clauses.append("agent = ?")
-            params.append(agent)
-        return "WHERE " + " AND ".join(clauses), params
+        """The runs :meth:`~Reader.list_runs` would select, of any conversation."""
+        where, params = self.reader.run_filter(dataset=dataset, agent=agent, since=None)
+        return f"{where} AND {self._id} IS NOT NULL", params
 
     def recent(
         self, *, dataset: str | None = None, agent: str | None = None, limit: int | None = 50
@@ -85,17 +79,16 @@ class Sessions:
     ) -> dict[str, tuple[str | None, str | None]]:
         """Each session's first question and last answer (the turns' in start order)."""
         ends: dict[str, tuple[str | None, str | None]] = {}
-        for at in range(0, len(ids), TURNS_AT_ONCE):
-            chunk = ids[at : at + TURNS_AT_ONCE]
-            marks = ", ".join("?" for _ in chunk)
-            rows = self.db.read(
-                f"SELECT {self._id}, question, answer FROM runs {where} AND {self._id} IN "
-                f"({marks}) ORDER BY started_at, trace_id",
-                [*params, *chunk],
-            )
-            for session_id, question, answer in rows:
-                first, _ = ends.get(session_id, (question, None))
-                ends[session_id] = (first, answer)
+        rows = self.db.read_among(
+            f"SELECT {self._id}, question, answer FROM runs {where} AND {{among}} "
+            "ORDER BY started_at, trace_id",
+            self._id,
+            ids,
+            params,
+        )
+        for session_id, question, answer in rows:  # a session's rows all in one chunk
+            first, _ = ends.get(session_id, (question, None))
+            ends[session_id] = (first, answer)
         return ends
 
     def count(self, *, dataset: str | None = None, agent: str | None = None) -> int:
