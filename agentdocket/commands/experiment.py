@@ -26,8 +26,16 @@ def experiment() -> None:
     "spec",
     required=True,
     metavar="MODULE:ATTR",
-    help="A callable taking the case and returning its answer (sync or async); MODULE is "
-    "imported from the current directory too.",
+    help="A callable taking the case and returning its answer (sync or async); for a dataset "
+    "of conversations, taking the case and the messages so far and returning its reply. "
+    "MODULE is imported from the current directory too.",
+)
+@click.option(
+    "--user-model",
+    metavar="MODEL",
+    help="The chat model playing the simulated user of cases with a `user`: provider:model "
+    "(langchain's init_chat_model) or python:MODULE:ATTR (a BaseChatModel, or a function "
+    "making one).",
 )
 @click.option("--agent-version", required=True, help="The agent's version, e.g. a commit.")
 @click.option("--agent-name", help="The runs' agent name (default: MODULE's last part).")
@@ -57,10 +65,16 @@ def run(
     timeout: float | None,
     scorer_names: tuple[str, ...],
     fmt: str,
+    user_model: str | None = None,
 ) -> None:
     """Call the agent once per case and repeat, each call recorded as a run linked to the
     experiment, case and repeat; then score the experiment's runs. Runs already finished
     are not run again: an interrupted experiment resumes.
+
+    A case with `user_turns` or a `user` is a conversation: its question opens, then each
+    scripted turn, or each reply of the simulated user (--user-model), until the stop
+    phrase or the turn limit; every turn is a run, the conversation one session, judged by
+    the session scorers.
 
     \b
     Examples:
@@ -71,7 +85,8 @@ def run(
     from agentdocket import scorers
     from agentdocket.experiments.compare import selected
     from agentdocket.experiments.runner import AgentSpecError, Experiment, finished, load_agent
-    from agentdocket.scorers.runner import score_runs
+    from agentdocket.scorers.runner import Result, score_runs
+    from agentdocket.scorers.session_runner import score_sessions, session_scorers
 
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
@@ -91,14 +106,25 @@ def run(
         done = finished(store.scoring.case_runs(dataset_name), name)
         url = store.url
     plan = Experiment(name, data, agent_name, agent_version, repeat, concurrency, timeout)
-    outcome = _call_agent(plan, agent, spec, url, done)
+    simulator = _user_model(user_model)
+    outcome = _call_agent(plan, agent, spec, url, done, simulator)
+    per_run, per_session = session_scorers(chosen)
     with open_from(ctx) as store:
         ids = [
             r["trace_id"]
             for r in selected(store.scoring.case_runs(dataset_name), f"experiment:{name}")
         ]
-        with progress_bar("scoring") as advance:
-            scored = score_runs(store, chosen, trace_ids=ids, progress=advance)
+        conversations = store.sessions.of_runs(ids)
+        scored = Result()
+        if per_run:
+            with progress_bar("scoring") as advance:
+                scored = score_runs(store, per_run, trace_ids=ids, progress=advance)
+        if per_session and conversations:
+            with progress_bar("scoring sessions") as advance:
+                judged = score_sessions(
+                    store, per_session, session_ids=conversations, progress=advance
+                )
+            scored.tallies.update(judged.tallies)
     summary: dict[str, Any] = {
         "experiment": name,
         "dataset": f"{data.name}@{data.version}",
@@ -109,6 +135,9 @@ def run(
         "errored": outcome.errored,
         "skipped": outcome.skipped,
         "runs": len(ids),
+        "sessions": len(conversations),
+        "turns": outcome.turns,
+        "ended": outcome.ended,
         "verdicts": {f"{n}@{v}": t.added for (n, v), t in scored.tallies.items()},
         "errors": outcome.errors[:20],
     }
@@ -118,11 +147,29 @@ def run(
     _say(summary, data.name, outcome.errors)
 
 
+def _user_model(spec: str | None) -> Any:
+    """The simulated user's chat model, loaded as a judge's is."""
+    if spec is None:
+        return None
+    from agentdocket.scorers.judges.client import JudgeUnavailable, resolve_model
+
+    try:
+        return resolve_model(spec)[0]
+    except JudgeUnavailable as exc:
+        raise click.BadParameter(str(exc), param_hint="--user-model") from None
+
+
 def _call_agent(
-    plan: Experiment, agent: Any, spec: str, url: str, done: set[tuple[str, int]]
+    plan: Experiment,
+    agent: Any,
+    spec: str,
+    url: str,
+    done: set[tuple[str, int]],
+    user_model: Any = None,
 ) -> Outcome:
     """Every call of the plan not ``done`` yet, recorded into ``url`` through the tracer."""
     from agentdocket import tracer
+    from agentdocket.experiments.conversations import ConversationError
     from agentdocket.experiments.runner import run_experiment
 
     try:
@@ -138,10 +185,18 @@ def _call_agent(
 
             outcome = asyncio.run(
                 run_experiment(
-                    plan, agent, configured.tracer, done, progress=advance, flush=configured.flush
+                    plan,
+                    agent,
+                    configured.tracer,
+                    done,
+                    progress=advance,
+                    flush=configured.flush,
+                    user_model=user_model,
                 )
             )
         configured.flush()
+    except ConversationError as exc:  # refused before any call was made
+        raise click.ClickException(str(exc)) from None
     finally:
         tracer.shutdown()
     return outcome
@@ -153,6 +208,11 @@ def _say(summary: dict[str, Any], dataset_name: str, errors: list[str]) -> None:
         f"experiment {name} on {dataset}: ran {summary['ran']} of {summary['calls']} "
         f"calls ({summary['skipped']} already done, {summary['errored']} errored); "
         f"{summary['runs']} runs scored"
+        + (
+            f", {summary['sessions']} sessions of {summary['turns']} turns"
+            if summary["sessions"]
+            else ""
+        )
     )
     for line in errors[:10]:
         console.print(f"  [red]error[/] {line}", highlight=False)

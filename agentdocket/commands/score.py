@@ -23,6 +23,7 @@ from agentdocket.commands.common import (
 if TYPE_CHECKING:
     from agentdocket.scorers.base import Scorer
     from agentdocket.scorers.runner import Result
+    from agentdocket.store import Store
 
 
 def _since(value: str | None) -> datetime | None:
@@ -143,32 +144,41 @@ def score(
         raise click.UsageError("--agent and --metrics-port go with --follow")
     from agentdocket.scorers.embeddings import EmbeddingsUnavailable
     from agentdocket.scorers.judges.client import JudgeUnavailable
-    from agentdocket.scorers.runner import score_runs
+    from agentdocket.scorers.runner import Result
+    from agentdocket.scorers.session_runner import score_sessions, session_scorers
 
     chosen = chosen_scorers(names, options, judge)
+    per_run, per_session = session_scorers(chosen)
     if workers < 1 or batch_size < 1:
         raise click.BadParameter("--workers and --batch-size must be at least 1")
     with open_from(ctx) as store:
         if dataset is not None and not any(d["name"] == dataset for d in store.datasets.versions()):
             raise click.ClickException(f"no dataset {dataset!r} in the store")
-        with progress_bar("scoring runs") as advance:
-            try:
-                result = score_runs(
-                    store,
-                    chosen,
-                    dataset=dataset,
-                    since=_since(since),
-                    workers=workers,
-                    batch_size=batch_size,
-                    progress=advance,
-                )
-            except (EmbeddingsUnavailable, JudgeUnavailable) as exc:
-                raise click.ClickException(f"{exc}; the batches scored so far are stored") from None
+        try:
+            result = _score_runs(store, per_run, dataset, since, workers, batch_size)
+            sessions = Result()
+            if per_session:
+                with progress_bar("scoring sessions") as advance:
+                    sessions = score_sessions(
+                        store,
+                        per_session,
+                        dataset=dataset,
+                        active_from=_since(since),
+                        progress=advance,
+                        refresh_dashboards=result.dashboards is None,
+                    )
+        except (EmbeddingsUnavailable, JudgeUnavailable) as exc:
+            raise click.ClickException(f"{exc}; the batches scored so far are stored") from None
+    result.tallies.update(sessions.tallies)
+    result.errors += sessions.errors
+    result.seconds += sessions.seconds
+    result.dashboards = result.dashboards or sessions.dashboards
     rate = result.runs / result.seconds if result.seconds else 0.0
     if fmt == "json":
         echo_json(
             {
                 "runs": result.runs,
+                "sessions": sessions.runs,
                 "seconds": result.seconds,
                 "scorers": [dataclasses.asdict(t) for t in result.tallies.values()],
                 "dashboards": result.dashboards,
@@ -176,12 +186,38 @@ def score(
             }
         )
     else:
-        _print_tallies(result, rate)
+        _print_tallies(result, rate, sessions.runs)
     for line in result.errors:
         err.print(f"[red]error:[/] {line}")
     if result.error_count:
         raise click.ClickException(
-            f"{result.error_count} runs could not be scored (no verdict written for them)"
+            f"{result.error_count} runs or sessions could not be scored (no verdict written for "
+            "them)"
+        )
+
+
+def _score_runs(
+    store: Store,
+    chosen: list[Scorer],
+    dataset: str | None,
+    since: str | None,
+    workers: int,
+    batch_size: int,
+) -> Result:
+    """The run (and group) scorers over the stored runs, with a progress bar."""
+    from agentdocket.scorers.runner import Result, score_runs
+
+    if not chosen:
+        return Result()
+    with progress_bar("scoring runs") as advance:
+        return score_runs(
+            store,
+            chosen,
+            dataset=dataset,
+            since=_since(since),
+            workers=workers,
+            batch_size=batch_size,
+            progress=advance,
         )
 
 
@@ -201,9 +237,10 @@ def chosen_scorers(
         raise click.BadParameter(str(exc), param_hint=f"--{exc.part}") from None
 
 
-def _print_tallies(result: Result, rate: float) -> None:
+def _print_tallies(result: Result, rate: float, sessions: int) -> None:
+    also = f" and {sessions} sessions" if sessions else ""
     table = new_table(
-        title=f"scored {result.runs} runs in {result.seconds:.1f}s ({rate:,.0f} runs/s)",
+        title=f"scored {result.runs} runs{also} in {result.seconds:.1f}s ({rate:,.0f} runs/s)",
         title_justify="left",
     )
     for col in (

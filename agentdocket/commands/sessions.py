@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -93,9 +94,25 @@ def sessions_show(ctx: click.Context, session_id: str, fmt: str = "table") -> No
     with open_from(ctx) as store:
         sid = _resolve(store, session_id)
         turns: list[dict[str, Any]] = []
-        for run in store.sessions.turns(sid):
+        judged: list[dict[str, Any]] = []  # the session scorers' verdicts, on whichever turn
+        runs = store.sessions.turns(sid)
+        for n, run in enumerate(runs, 1):
             trace = store.reader.read_trace(run["trace_id"])
             events = list(trace.events) if trace is not None else []
+            verdicts = sorted(
+                (e for e in events if e.kind == "verdict"), key=lambda e: (e.ts, str(e.event_id))
+            )
+            judged += [
+                {
+                    **_verdict(e.payload),
+                    "failure_type": e.payload.get("failure_type"),
+                    "rationale": e.payload.get("rationale"),
+                    "at_turn": n,
+                    "current": n == len(runs),  # on the last turn: it judged every turn
+                }
+                for e in verdicts
+                if str(e.payload["scorer"]).startswith("session.")
+            ]
             turns.append(
                 {
                     "trace_id": run["trace_id"],
@@ -107,20 +124,14 @@ def sessions_show(ctx: click.Context, session_id: str, fmt: str = "table") -> No
                     "answer": run["answer"],
                     "tools": [e.payload["tool"] for e in events if e.kind == "tool.called"],
                     "verdicts": [
-                        {
-                            "scorer": e.payload["scorer"],
-                            "scorer_version": e.payload["scorer_version"],
-                            "passed": e.payload.get("passed"),
-                            "score": e.payload.get("score"),
-                            "label": e.payload.get("label"),
-                        }
-                        for e in sorted(events, key=lambda e: (e.ts, str(e.event_id)))
-                        if e.kind == "verdict"
+                        _verdict(e.payload)
+                        for e in verdicts
+                        if not str(e.payload["scorer"]).startswith("session.")
                     ],
                 }
             )
     if fmt == "json":
-        echo_json({"session_id": sid, "turns": turns})
+        echo_json({"session_id": sid, "turns": turns, "verdicts": judged})
         return
     console.print(f"[bold]session {sid}[/]: {len(turns)} turns", highlight=False)
     for n, t in enumerate(turns, 1):
@@ -133,11 +144,27 @@ def sessions_show(ctx: click.Context, session_id: str, fmt: str = "table") -> No
         if t["tools"]:
             console.print(f"  tools: {', '.join(t['tools'])}", markup=False, highlight=False)
         for v in t["verdicts"]:
-            passed = v["passed"]
-            outcome = v["label"] or ("pass" if passed else "fail" if passed is not None else "-")
-            score = f" {v['score']:.3f}" if v["score"] is not None else ""
-            console.print(
-                f"  verdict: {v['scorer']}@{v['scorer_version']} {outcome}{score}",
-                markup=False,
-                highlight=False,
-            )
+            console.print(f"  verdict: {_said(v)}", markup=False, highlight=False)
+    if judged:
+        console.print("\n[bold]the session[/]", highlight=False)
+    for v in judged:
+        when = "" if v["current"] else f" (earlier: of its first {v['at_turn']} turns)"
+        why = f": {v['rationale']}" if v["rationale"] and v["passed"] is False else ""
+        console.print(f"  {_said(v)}{when}{why}", markup=False, highlight=False)
+
+
+def _verdict(payload: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "scorer": payload["scorer"],
+        "scorer_version": payload["scorer_version"],
+        "passed": payload.get("passed"),
+        "score": payload.get("score"),
+        "label": payload.get("label"),
+    }
+
+
+def _said(v: dict[str, Any]) -> str:
+    passed = v["passed"]
+    outcome = v["label"] or ("pass" if passed else "fail" if passed is not None else "-")
+    score = f" {v['score']:.3f}" if v["score"] is not None else ""
+    return f"{v['scorer']}@{v['scorer_version']} {outcome}{score}"

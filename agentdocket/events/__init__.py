@@ -1,7 +1,15 @@
 """Event, verdict, case and trace types: standard library only; every other layer builds on them."""
 
-from agentdocket.events.cases import ArgumentRules, Case, Dataset, ExpectedCall, ScoringPoint
+from agentdocket.events.cases import (
+    ArgumentRules,
+    Case,
+    Dataset,
+    ExpectedCall,
+    ScoringPoint,
+    SimulatedUser,
+)
 from agentdocket.events.codec import PayloadError, json_schema
+from agentdocket.events.conversation import Conversation
 from agentdocket.events.model import (
     Event,
     check_span_id,
@@ -54,6 +62,7 @@ __all__ = [
     "ArgumentRules",
     "Case",
     "ChatMessage",
+    "Conversation",
     "Dataset",
     "Document",
     "Event",
@@ -72,6 +81,7 @@ __all__ = [
     "RunFinished",
     "RunStarted",
     "ScoringPoint",
+    "SimulatedUser",
     "SqlExecuted",
     "TelemetryDropped",
     "ToolCall",

@@ -55,6 +55,24 @@ class ScoringPoint:
 
 
 @dataclass(frozen=True)
+class SimulatedUser:
+    """The user of a multi-turn case, played by a chat model: who they are, what they want,
+    when the conversation ends."""
+
+    persona: str = field("who the user is (told to the model playing them)")
+    goal: str = field("what the user wants done (session judges read it as the goal)")
+    max_turns: int = field("the most turns the agent gets", 5)
+    stop: str = field(
+        "what the user says once the goal is reached: it ends the conversation", "DONE"
+    )
+
+
+# Fields added after cases were first stored: left out of a case's canonical JSON while they hold
+# their defaults, so that the digest (and every verdict's input hash) of an older case stays.
+_LATER_FIELDS: dict[str, Any] = {"user_turns": [], "user": None}
+
+
+@dataclass(frozen=True)
 class Case:
     """One case of a dataset."""
 
@@ -75,9 +93,32 @@ class Case:
     true_document_ids: list[str] = field("ids of the documents that hold the answer", factory=list)
     scoring_points: list[ScoringPoint] = field("weighted scoring points", factory=list)
     attributes: dict[str, Any] = field("free attributes", factory=dict)
+    user_turns: list[str] = field(
+        "scripted user messages following the question, one per turn (a multi-turn case)",
+        factory=list,
+    )
+    user: SimulatedUser | None = field(
+        "a simulated user (persona, goal, turn limit, stop phrase) instead of scripted turns", None
+    )
+
+    def __post_init__(self) -> None:
+        if self.user_turns and self.user is not None:
+            raise ValueError(
+                f"case {self.case_id}: give user_turns (scripted) or user (simulated), not both"
+            )
+        if self.user is not None and self.user.max_turns < 1:
+            raise ValueError(f"case {self.case_id}: user.max_turns must be at least 1")
+
+    @property
+    def multi_turn(self) -> bool:
+        """Whether the case is a conversation (scripted or simulated user turns)."""
+        return bool(self.user_turns) or self.user is not None
 
     def to_json(self) -> dict[str, Any]:
         result: dict[str, Any] = to_json(self)
+        for name, default in _LATER_FIELDS.items():
+            if result.get(name) == default:
+                del result[name]
         return result
 
     @classmethod

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 # Each scorer is declared beside its function (name, version, options, details, metrics); these
 # imports register them.
-from agentdocket.scorers import grammar, interaction, similarity, tool_use  # noqa: F401
+from agentdocket.scorers import grammar, interaction, sessions, similarity, tool_use  # noqa: F401
 from agentdocket.scorers.base import (
     Option,
     Outcome,
@@ -24,7 +24,7 @@ from agentdocket.scorers.base import (
     unregister,
     with_options,
 )
-from agentdocket.scorers.judges import peer, points, reference  # noqa: F401
+from agentdocket.scorers.judges import goal, peer, points, reference  # noqa: F401
 
 __all__ = [
     "Option",

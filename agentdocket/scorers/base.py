@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import orjson
 
-from agentdocket.events import Trace, Verdict
+from agentdocket.events import Conversation, Trace, Verdict
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,9 @@ READINGS = {
     "question": frozenset({"run.started", "llm.called", "llm.messages"}),
 }
 BatchFn = Callable[[Sequence[Trace], Mapping[str, Any]], list[Outcome | None]]
+# A session scorer's function: a whole conversation (its turns, its case) to one outcome, given a
+# batch of conversations at once.
+ConversationFn = Callable[[Sequence[Conversation], Mapping[str, Any]], list[Outcome | None]]
 # A report metric: (the verdict detail it is computed from, how values are combined): "mean"
 # over the verdicts carrying it, "sum", or "ratio:OTHER", the sum of it over the sum of OTHER.
 Metric = tuple[str, str]
@@ -168,8 +171,10 @@ class Scorer:
     metrics: Mapping[str, Metric] = field(default_factory=dict)
     judge: bool = False  # calls an LLM judge: needs a model, not run unless asked for
     # "group": the scorer judges each run among the runs of its case's semantic group; the
-    # runner hands it whole groups, and a run's input hash covers its whole group
-    scope: Literal["run", "group"] = "run"
+    # runner hands it whole groups, and a run's input hash covers its whole group; "session":
+    # it judges whole conversations (``conversations``), its verdict kept on a session's last
+    # turn
+    scope: Literal["run", "group", "session"] = "run"
     # The settings it takes (``config`` holds the values it runs with; a declared option absent
     # from it is unset, so that declaring one never changes an input hash) and the keys of the
     # details its verdicts carry, each with what it means: one place for reports, dashboards and
@@ -179,8 +184,15 @@ class Scorer:
     # Loads what the scorer needs before its first run (a model), so that a follower pays
     # for it at start and not in the lag of the first runs it judges.
     warm: Callable[[], object] | None = None
+    # A session scorer's function (``scope == "session"``); ``fn`` then refuses a single run.
+    conversations: ConversationFn | None = None
 
     def __post_init__(self) -> None:
+        if (self.scope == "session") != (self.conversations is not None):
+            raise ValueError(
+                f"scorer {self.name}: a session scorer (scope 'session') needs a conversations "
+                "function, and only a session scorer has one"
+            )
         if not self.options:
             return
         unknown = sorted(set(self.config) - set(self.options))
@@ -261,6 +273,33 @@ class Scorer:
     def _config_json(self) -> str:
         return orjson.dumps(dict(self.config), option=orjson.OPT_SORT_KEYS, default=_named).decode()
 
+    def conversation_hash(self, conversation: Conversation) -> str:
+        """Hash of what this session scorer judges: the session's id and, turn by turn, the
+        events of its input kinds (verdicts only where ``"verdict"`` is an input, and never a
+        session scorer's: they are outputs), the case's digest, the configuration. A new turn
+        is a new input."""
+        kinds = self.event_kinds
+        every = not self.inputs
+        parts = [conversation.session_id.encode(), b"|"]
+        for turn in conversation.turns:
+            parts.append(turn.trace_id.encode())
+            for e in turn.events:
+                if e.kind == "label" or (
+                    e.kind == "verdict"
+                    and (
+                        "verdict" not in kinds
+                        or str(e.payload.get("scorer")).startswith("session.")
+                    )
+                ):
+                    continue
+                if every or e.kind in kinds:
+                    parts.append(e.event_id.bytes)
+                    parts.append(e.schema_version.to_bytes(2, "big"))
+        case = conversation.case
+        digest = case.digest if case is not None and "case" in self.inputs else "-"
+        parts.append(f"|{digest}|{self._config_json}".encode())
+        return hashlib.sha256(b"".join(parts)).hexdigest()
+
     def to_verdict(self, trace: Trace, outcome: Outcome, input_hash: str | None = None) -> Verdict:
         return Verdict(
             scorer=self.name,
@@ -280,6 +319,19 @@ class Scorer:
         """The verdict on ``trace``, or None when there is nothing to judge."""
         outcome = self.outcomes([trace])[0]
         return None if outcome is None else self.to_verdict(trace, outcome)
+
+
+def session_scorer(
+    name: str, version: str, description: str, judge_fn: ConversationFn, **settings: Any
+) -> Scorer:
+    """A scorer of whole sessions: ``judge_fn`` takes conversations (see :class:`Scorer`)."""
+
+    def one_run(trace: Trace, config: Mapping[str, Any]) -> Outcome | None:
+        raise TypeError(f"{name} judges sessions, not a single run: score it over sessions")
+
+    return Scorer(
+        name, version, description, one_run, scope="session", conversations=judge_fn, **settings
+    )
 
 
 def _named(value: Any) -> str:

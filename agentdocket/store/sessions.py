@@ -11,6 +11,7 @@ ordered by the time each run started.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from agentdocket.store.reading import Reader
@@ -114,3 +115,56 @@ class Sessions:
             [prefix + "%"],
         )
         return [str(r[0]) for r in rows]
+
+    def ids(
+        self,
+        *,
+        dataset: str | None = None,
+        agent: str | None = None,
+        active_from: datetime | None = None,
+        active_until: datetime | None = None,
+    ) -> list[str]:
+        """Every session id (of turns of ``dataset`` and ``agent``), the oldest activity first;
+        with ``active_from`` / ``active_until``, those whose last event falls between them (a
+        session idle since ``active_until`` at least)."""
+        where, params = self._where(dataset, agent)
+        having: list[str] = []
+        for op, at in ((">=", active_from), ("<=", active_until)):
+            if at is not None:
+                having.append(f"max(last_ts) {op} ?")
+                params.append(self.db.to_db("ts", at))
+        sql = f"SELECT {self._id} FROM runs {where} GROUP BY {self._id}"
+        if having:
+            sql += " HAVING " + " AND ".join(having)
+        sql += f" ORDER BY max(last_ts), {self._id}"
+        return [str(r[0]) for r in self.db.read(sql, params)]
+
+    def turn_ids(self, session_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The trace ids of each session's turns, in the order they started (a session that
+        has none is left out)."""
+        found: dict[str, list[str]] = {}
+        rows = self.db.read_among(
+            f"SELECT {self._id}, trace_id FROM runs WHERE started_at IS NOT NULL AND {{among}} "
+            "ORDER BY started_at, trace_id",
+            self._id,
+            list(session_ids),
+            [],
+        )
+        for session_id, trace_id in rows:
+            found.setdefault(str(session_id), []).append(str(trace_id))
+        return found
+
+    def of_runs(self, trace_ids: Sequence[str]) -> list[str]:
+        """The sessions the runs among ``trace_ids`` are turns of, the oldest first."""
+        rows = self.db.read_among(
+            f"SELECT {self._id}, started_at FROM runs "
+            f"WHERE {self._id} IS NOT NULL AND {{among}}",
+            "trace_id",
+            list(trace_ids),
+            [],
+        )
+        first: dict[str, Any] = {}
+        for session_id, started in rows:
+            if session_id not in first or str(started) < str(first[session_id]):
+                first[str(session_id)] = started
+        return sorted(first, key=lambda s: (str(first[s]), s))

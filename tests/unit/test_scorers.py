@@ -163,6 +163,13 @@ def test_a_verdict_is_tagged_and_its_input_hash_is_stable() -> None:
         "review.peer.information_synthesis",
         "review.peer.interaction_planning",
         "review.peer.tool_employment",
+        "session.goal",
+        "session.points",
+        "session.repetition",
+        "session.resolution",
+        "session.restating",
+        "session.turns",
+        "session.unanswered_error",
         "tools.procedural",
         "tools.slot_fill",
     ]

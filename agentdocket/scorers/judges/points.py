@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from agentdocket.events import Trace
-from agentdocket.scorers.base import Outcome, Scorer, register
+from agentdocket.events import Case, Conversation, ToolCall, Trace
+from agentdocket.scorers.base import Outcome, Scorer, register, session_scorer
 from agentdocket.scorers.judges.client import (
     JUDGE_OPTIONS,
     Answer,
@@ -58,9 +58,9 @@ def _history(trace: Trace, stop: str) -> list[dict[str, str]]:
     return out
 
 
-def _checks(trace: Trace) -> dict[int, dict[str, Any]]:
+def _checks(calls: Iterable[ToolCall]) -> dict[int, dict[str, Any]]:
     found: dict[int, dict[str, Any]] = {}
-    for call in trace.tool_calls():
+    for call in calls:
         if call.tool == EVAL_TOOL and isinstance(call.result, dict) and "point" in call.result:
             found[int(call.result["point"])] = call.result
     return found
@@ -72,9 +72,25 @@ def examiner_points_batch(
     rows: dict[int, list[dict[str, Any]]] = {}  # trace index -> its points' rows
     pending: list[tuple[int, int, Ask]] = []  # (trace index, point index, what to ask)
     for t, trace in enumerate(traces):
-        if trace.case is not None and trace.case.scoring_points:
-            rows[t], asks = _rows(trace, config)
+        case = trace.case
+        if case is not None and case.scoring_points:
+            history = _history(trace, str(case.attributes.get("stop_keyword", "")))
+            own = judge_trace_id(trace.trace_id, NAME, config)
+            rows[t], asks = _rows(case, history, _checks(trace.tool_calls()), own)
             pending += [(t, i, ask) for i, ask in asks]
+    out: list[Outcome | None] = [None] * len(traces)
+    for t, (trace_rows, linked) in _decided(rows, pending, config).items():
+        out[t] = _outcome(trace_rows, linked)
+    return out
+
+
+def _decided(
+    rows: dict[int, list[dict[str, Any]]],
+    pending: list[tuple[int, int, Ask]],
+    config: Mapping[str, Any],
+) -> dict[int, tuple[list[dict[str, Any]], str | None]]:
+    """Each subject's rows with the judge's answers filled in, and the judge trace its verdict
+    links to (None: no point needed the judge)."""
     answered: dict[int, list[Answer]] = {}
     if pending:
         model, name = resolve_model(config.get("model"))
@@ -93,39 +109,32 @@ def examiner_points_batch(
             else:
                 hit, reason = answer.parsed
                 rows[t][i].update(hit=hit, reason=reason)
-    out: list[Outcome | None] = [None] * len(traces)
-    for t, trace_rows in rows.items():
-        judged = answered.get(t)
-        linked = (
-            linked_trace(judge_trace_id(traces[t].trace_id, NAME, config), judged)
-            if judged
-            else None  # no point needed the judge
-        )
-        out[t] = _outcome(trace_rows, linked)
-    return out
+    own = {t: ask.trace_id for t, _, ask in pending}
+    return {
+        t: (trace_rows, linked_trace(own[t], answered[t]) if t in answered else None)
+        for t, trace_rows in rows.items()
+    }
 
 
 def _rows(
-    trace: Trace, config: Mapping[str, Any]
+    case: Case,
+    history: list[dict[str, Any]],
+    checks: dict[int, dict[str, Any]],
+    judge_trace: str,
 ) -> tuple[list[dict[str, Any]], list[tuple[int, Ask]]]:
     """Each scoring point's row (decided here when its check ran) and what to ask the judge
     of the others, by the point's index."""
-    case = trace.case
-    assert case is not None
     total = sum(p.weight for p in case.scoring_points)
     if total <= 0:
         raise ValueError(
             f"case {case.case_id}: the scoring points' total weight is 0, so no "
             "normalized score exists"
         )
-    history = _history(trace, str(case.attributes.get("stop_keyword", "")))
     # what every point's question to the judge starts with, and where its call is recorded
     asked = (
         f"{case.attributes.get('judge_instruction', '')}\n\nThe chat history is:\n"
         f"{json.dumps(history, ensure_ascii=False, indent=1)}\n\n"
     )
-    judge_trace = judge_trace_id(trace.trace_id, NAME, config)
-    checks = _checks(trace)
     rows: list[dict[str, Any]] = []
     asks: list[tuple[int, Ask]] = []
     for i, point in enumerate(case.scoring_points):
@@ -195,6 +204,62 @@ register(
             "normalized_score": "float: hit_weight / total_weight",
             "network_isolated": "bool | None: every eval_code check ran without network "
             "(false: one ran with it; null: no check ran)",
+        },
+    )
+)
+
+
+# --- the same points over a session ---------------------------------------------------------
+
+
+def session_points(
+    conversations: Sequence[Conversation], config: Mapping[str, Any]
+) -> list[Outcome | None]:
+    """The case's scoring points over a whole session: the chat history is its turns' (user
+    message, answer), the checks those any turn ran."""
+    rows: dict[int, list[dict[str, Any]]] = {}
+    pending: list[tuple[int, int, Ask]] = []
+    for t, c in enumerate(conversations):
+        if c.case is not None and c.case.scoring_points:
+            own = judge_trace_id(c.last.trace_id, SESSION_NAME, config)
+            calls = [call for turn in c.turns for call in turn.tool_calls()]
+            rows[t], asks = _rows(c.case, c.transcript(), _checks(calls), own)
+            pending += [(t, i, ask) for i, ask in asks]
+    out: list[Outcome | None] = [None] * len(conversations)
+    for t, (found, linked) in _decided(rows, pending, config).items():
+        judged = _outcome(found, linked)
+        details = {"session_id": conversations[t].session_id, "turns": len(conversations[t].turns)}
+        out[t] = Outcome(
+            passed=judged.passed,
+            score=judged.score,
+            failure_type=judged.failure_type,
+            details={**details, **judged.details},
+            judge_trace_id=judged.judge_trace_id,
+        )
+    return out
+
+
+SESSION_NAME = "session.points"
+register(
+    session_scorer(
+        SESSION_NAME,
+        "1",
+        "the case's weighted scoring points over a whole session (by eval_code or by the judge, "
+        "reading every turn); normalized score = weight hit / total weight",
+        session_points,
+        config={"model": None, "temperature": 0.0, "retries": 2},
+        inputs=("answer", "question", "run.finished", "tool.called", "tool.returned", "case"),
+        metrics={"normalized_score": ("normalized_score", "mean")},
+        judge=True,
+        options=JUDGE_OPTIONS,
+        details={
+            "session_id": "str: the session judged",
+            "turns": "int: how many turns it had when judged",
+            "points": "list[dict]: each point, its weight, how it was decided and whether hit",
+            "hit_weight": "float: weight of the points hit",
+            "total_weight": "float: weight of all points",
+            "normalized_score": "float: hit_weight / total_weight",
+            "network_isolated": "bool | None: every eval_code check ran without network",
         },
     )
 )
