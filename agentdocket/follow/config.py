@@ -7,6 +7,7 @@ A TOML file (``--config FILE``)::
     poll_seconds = 1.0      # how long an idle follower waits before looking again
     batch = 500             # runs read and judged per round
     prices = "prices.toml"  # optional: a price file over genai-prices, for usd_per_hour
+    session_idle_seconds = 300  # session scorers judge a session idle this long
 
     [[scorer]]
     name = "tools.procedural"       # a scorer, or a prefix naming those under it
@@ -42,7 +43,8 @@ from agentdocket.costs.overrides import Overrides, PriceFileError, read_prices
 from agentdocket.errors import AgentdocketError
 from agentdocket.store.arrivals import FinishedRun
 
-FOLLOW_KEYS = {"name", "poll_seconds", "batch", "prices"}
+FOLLOW_KEYS = {"name", "poll_seconds", "batch", "prices", "session_idle_seconds"}
+SESSION_IDLE_S = 300.0  # a session quiet this long is judged by the session scorers
 SCORER_KEYS = {
     "name",
     "version",
@@ -129,6 +131,7 @@ class FollowConfig:
     batch: int = 500
     typed: bool = True  # the rules' options are typed values (TOML), else text (a command line)
     prices: Overrides | None = None  # a price file over genai-prices (judges' money budgets)
+    session_idle_seconds: float = SESSION_IDLE_S
 
 
 def _where(path: str | None, place: str) -> str:
@@ -236,6 +239,11 @@ def parse(data: Mapping[str, Any], path: str | None = None) -> FollowConfig:
         ),
         batch=int(_number(follow.get("batch", 500), _where(path, "follow.batch"), low=1)),
         prices=_prices(follow.get("prices"), path),
+        session_idle_seconds=_number(
+            follow.get("session_idle_seconds", SESSION_IDLE_S),
+            _where(path, "follow.session_idle_seconds"),
+            low=0,
+        ),
     )
 
 

@@ -16,6 +16,11 @@ Exactly once, with several followers of the same name (two ``serve --score``, or
 - the cursor saved after a round stops before the first event of any run put off (by a claim
   or by a judge's budget), so a follower killed at any point resumes with every run it had not
   finished. A run judged twice across a crash is stored once.
+
+Session scorers judge a session once it has been idle for ``session_idle_seconds`` (its last
+event that long ago), and again, as a new input, when a later turn arrives: the follower looks
+for sessions gone idle since it last looked (at start, since its cursor was last saved), so a
+restart misses none; the verdict's id makes a session judged twice stored once.
 """
 
 from __future__ import annotations
@@ -31,13 +36,14 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from agentdocket.events import JUDGEMENT_KINDS, Event, Trace
+from agentdocket.events import JUDGEMENT_KINDS, Conversation, Event, Trace
 from agentdocket.follow.config import ConfigFileError, FollowConfig
 from agentdocket.follow.selection import Followed, follower_key, resolve
 from agentdocket.follow.stats import Stats, add
 from agentdocket.scorers.embeddings import EmbeddingsUnavailable
 from agentdocket.scorers.judges.client import JudgeUnavailable
 from agentdocket.scorers.runner import input_kinds, score_batch
+from agentdocket.scorers.session_runner import conversations, score_conversations
 from agentdocket.store import Store, StoreError, StoreUnavailable
 from agentdocket.store.arrivals import Arrival, Position
 from agentdocket.store.pipeline import ScoringSample
@@ -55,6 +61,10 @@ SAMPLE_EVERY_S = 15.0  # how often a sample of the follower goes into scoring_sa
 # A dataset version is looked for this long before the last one seen (or the cursor's last
 # save, at start): a registration that committed late is still found.
 DATASET_MARGIN = timedelta(seconds=60)
+# Idle sessions are looked for this often, from this long before the last look (a turn that
+# committed late is still found); each look reads the runs projection grouped by session.
+SESSIONS_EVERY_S = 15.0
+SESSION_MARGIN = timedelta(seconds=60)
 
 
 class Follower:
@@ -72,10 +82,12 @@ class Follower:
         self.store = store
         self.reopen = reopen  # a new store after the database went away (else: the same)
         self.config = config
-        self.chosen = list(chosen) if chosen is not None else resolve(config)
-        if not self.chosen:
+        every = list(chosen) if chosen is not None else resolve(config)
+        if not every:
             raise ConfigFileError("no scorers to follow with")
-        self.key = follower_key(config, self.chosen)
+        self.key = follower_key(config, every)
+        self.chosen = [f for f in every if f.scorer.scope != "session"]
+        self.sessions = [f for f in every if f.scorer.scope == "session"]
         from agentdocket.costs.prices import PriceBook  # genai-prices: loaded by followers only
 
         self.prices: PriceBook = PriceBook(config.prices)  # what the judges' calls cost
@@ -93,6 +105,11 @@ class Follower:
         saved_at = store.arrivals.saved_at(self.key)
         self._datasets_after = (saved_at or datetime.now(UTC)) - DATASET_MARGIN
         self._datasets_seen: set[tuple[str, str]] = set()
+        # idle sessions are looked for from here (None: from the first; a restart goes back
+        # to before its last save)
+        idle = timedelta(seconds=config.session_idle_seconds)
+        self._sessions_from = None if saved_at is None else saved_at - idle - SESSION_MARGIN
+        self._sessions_at = float("-inf")
 
     # --- one round ----------------------------------------------------------------------------
 
@@ -141,6 +158,7 @@ class Follower:
         finally:
             following.release(self.key, mine)
         self._advance(arrivals, first, received, put_off)
+        self.judge_idle_sessions()
         self.stats.rounds += 1
         self._count_behind()
         return len(arrivals) >= limit
@@ -195,6 +213,60 @@ class Follower:
             at = received.get(tid)
             if at is not None:
                 self.stats.observe_lag(max(0.0, (stored - at).total_seconds()))
+
+    def judge_idle_sessions(self, force: bool = False) -> None:
+        """Judge the sessions gone idle since the last look with the session scorers (every
+        ``SESSIONS_EVERY_S``, or now with ``force``). A session's rule is read on its last
+        turn; sessions a budget puts off are looked at again next time."""
+        if not self.sessions or (not force and self.clock() - self._sessions_at < SESSIONS_EVERY_S):
+            return
+        self._sessions_at = self.clock()
+        until = datetime.now(UTC) - timedelta(seconds=self.config.session_idle_seconds)
+        ids = self.store.sessions.ids(active_from=self._sessions_from, active_until=until)
+        kinds = input_kinds([f.scorer for f in self.sessions])
+        put_off = False
+        for start in range(0, len(ids), self.config.batch):
+            found = conversations(self.store, ids[start : start + self.config.batch], kinds, {})
+            last = self.store.arrivals.finished([c.last.trace_id for c in found])
+            for f in self.sessions:
+                subset = [
+                    c
+                    for c in found
+                    if c.last.trace_id in last and f.rule.admits(last[c.last.trace_id])
+                ]
+                put_off |= self._judge_sessions(f, subset)
+        if not put_off:
+            self._sessions_from = until - SESSION_MARGIN
+
+    def _judge_sessions(self, f: Followed, subset: list[Conversation]) -> bool:
+        """Judge ``subset`` with ``f`` as its budgets allow; True when some were put off."""
+        allowed = len(subset)
+        for budget in (f.budget, f.money):
+            if budget is not None and allowed:
+                allowed = budget.allow(allowed)
+        add(self.stats.deferred, f.label, len(subset) - allowed)
+        if not allowed:
+            return bool(subset)
+        result = score_conversations(
+            self.store, [f.scorer], subset[:allowed], judge_concurrency=f.rule.concurrency
+        )
+        spent, unpriced = self._cost(f, result.judge_call_events)
+        if f.budget is not None:
+            f.budget.spend(result.judge_calls, allowed)
+        if f.money is not None:
+            f.money.spend(float(spent), allowed)
+        if spent:
+            self.stats.spend_usd[f.label] = self.stats.spend_usd.get(f.label, 0.0) + float(spent)
+        add(self.stats.unpriced_calls, f.label, unpriced)
+        tally = result.tallies[(f.scorer.name, f.scorer.version)]
+        add(self.stats.added, f.label, tally.added)
+        add(self.stats.kept, f.label, tally.kept)
+        add(self.stats.errors, f.label, tally.errors)
+        add(self.stats.judge_calls, f.label, result.judge_calls)
+        add(self.stats.cache_hits, f.label, result.judge_cache_hits)
+        for line in result.errors:
+            log.warning("%s", line)
+        return allowed < len(subset)
 
     def _cost(self, f: Followed, calls: Sequence[Event]) -> tuple[Decimal, int]:
         """What the judge calls just made for ``f`` cost, priced from their ``llm.called``
@@ -336,6 +408,7 @@ class Follower:
         not have been judged), on a new connection when the database went away."""
         self.position = self.saved
         self.deferred = {}
+        self._sessions_at = float("-inf")  # look for idle sessions again at once
         self._datasets_seen.clear()  # looked for again from the last one seen
         if self.reopen is not None:
             with contextlib.suppress(Exception):  # the old connection is gone anyway

@@ -46,7 +46,7 @@ class FollowerCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         f = self.follower
         s = f.stats
-        labels = [x.label for x in f.chosen]
+        labels = [x.label for x in [*f.chosen, *f.sessions]]
 
         def per_scorer(name: str, text: str, counts: Mapping[str, float]) -> CounterMetricFamily:
             family = CounterMetricFamily(f"agentdocket_{name}", text, labels=["scorer"])

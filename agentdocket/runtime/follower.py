@@ -50,7 +50,9 @@ class Status:
 
 
 def describe(follower: Follower) -> str:
-    return f"as {follower.key} with " + ", ".join(f.label for f in follower.chosen)
+    return f"as {follower.key} with " + ", ".join(
+        f.label for f in [*follower.chosen, *follower.sessions]
+    )
 
 
 class FollowerThread(threading.Thread):

@@ -157,8 +157,7 @@ class Sessions:
     def of_runs(self, trace_ids: Sequence[str]) -> list[str]:
         """The sessions the runs among ``trace_ids`` are turns of, the oldest first."""
         rows = self.db.read_among(
-            f"SELECT {self._id}, started_at FROM runs "
-            f"WHERE {self._id} IS NOT NULL AND {{among}}",
+            f"SELECT {self._id}, started_at FROM runs WHERE {self._id} IS NOT NULL AND {{among}}",
             "trace_id",
             list(trace_ids),
             [],

@@ -140,3 +140,46 @@ def test_score_runs_session_scorers_from_the_command_line(url: str, tmp_path: Pa
     assert [(s["scorer"], s["added"]) for s in out["scorers"]] == [("session.resolution", 2)]
     again = json.loads(cli(url, "score", "--scorer", "session.resolution", "--format", "json"))
     assert [(s["added"], s["kept"]) for s in again["scorers"]] == [(0, 2)]
+
+
+def _session_verdicts(url: str) -> list[tuple[str, str]]:
+    with open_store(url) as store:
+        rows = store.recorder.read(
+            "SELECT trace_id, input_hash FROM verdicts WHERE scorer = 'session.resolution'"
+        )
+    return sorted((str(r[0]), str(r[1])) for r in rows)
+
+
+def test_a_follower_judges_idle_sessions_once_per_input(url: str, tmp_path: Path) -> None:
+    from agentdocket.follow.config import FollowConfig, Rule
+    from agentdocket.follow.follower import Follower
+
+    def follower(store: object, idle: float) -> Follower:
+        rules = (Rule(name="session.resolution"),)
+        config = FollowConfig(rules=rules, name=f"idle-{idle:g}", session_idle_seconds=idle)
+        return Follower(store, config)  # type: ignore[arg-type]
+
+    _record(
+        url, tmp_path / "a", [("c-1", "Book a room", "Which nights?"), ("c-1", "Friday", "Booked.")]
+    )
+    with open_store(url) as store:
+        patient = follower(store, 3600)
+        patient.round()  # the session has not been quiet for an hour: not judged yet
+        assert sum(patient.stats.added.values()) == 0
+        live = follower(store, 0)
+        live.round()
+        assert sum(live.stats.added.values()) == 1
+        live.judge_idle_sessions(force=True)  # the same input: nothing new
+        assert (sum(live.stats.added.values()), sum(live.stats.kept.values())) == (1, 1)
+    [(first, _)] = _session_verdicts(url)
+
+    _record(url, tmp_path / "b", [("c-1", "And breakfast?", "Included.")])
+    with open_store(url) as store:
+        live.store = store
+        live.judge_idle_sessions(force=True)  # a late turn: judged again, as a new input
+        assert sum(live.stats.added.values()) == 2
+        restarted = follower(store, 0)  # resumes from its saved cursor: nothing to do
+        restarted.round()
+        assert sum(restarted.stats.added.values()) == 0
+    judged = _session_verdicts(url)
+    assert len(judged) == 2 and first in {t for t, _ in judged}
