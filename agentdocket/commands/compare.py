@@ -82,6 +82,7 @@ def run_comparison(
         calls=calls,
         primary=primary,
         max_drop=max_drop,
+        sessions=_sessions(store, sides) if any(n.startswith("session.") for n in names) else None,
     )
     result["dataset"] = dataset
     for name, entry in result["scorers"].items():
@@ -113,6 +114,28 @@ def _sides(runs: list[CaseRun], dataset: str, baseline: str, candidate: str) -> 
         by_case = group_runs([(r["trace_id"], r["case_id"]) for r in chosen])
         sides.append(Side(selection, by_case, errors))
     return sides
+
+
+def _sessions(store: Store, sides: list[Side]) -> tuple[Side, Side]:
+    """Each side's sessions, as their last turns (which hold the session scorers' verdicts),
+    by case: a conversation is one unit, however many turns it took."""
+    from agentdocket.experiments.compare import Side
+
+    ids = [t for side in sides for traces in side.runs.values() for t in traces]
+    last = store.sessions.last_turns(ids)
+    base, cand = (
+        Side(
+            side.label,
+            {
+                c: kept
+                for c, traces in side.runs.items()
+                if (kept := [t for t in traces if t in last])
+            },
+            {t: e for t, e in side.errors.items() if t in last},
+        )
+        for side in sides
+    )
+    return base, cand
 
 
 def _version(

@@ -45,11 +45,25 @@ def compare(
     calls: Callable[[str], Sequence[Call]] | None = None,
     primary: Sequence[str] = (),
     max_drop: float | None = None,
+    sessions: tuple[Side, Side] | None = None,
 ) -> dict[str, Any]:
     """The comparison as JSON: ``verdicts`` maps scorer -> trace id -> its verdict; ``calls``
     gives a run's tool calls, for the trajectory diffs of the cases that changed;
-    ``primary`` and ``max_drop`` set the gate (:mod:`agentdocket.experiments.gate`)."""
-    pairs = {name: pair(name, baseline, candidate, judged) for name, judged in verdicts.items()}
+    ``primary`` and ``max_drop`` set the gate (:mod:`agentdocket.experiments.gate`).
+    ``sessions``: the two sides' sessions, each as its last turn (where a session scorer's
+    verdict is kept), by case: session scorers (``session.*``) pair those."""
+    pairs = {
+        name: pair(
+            name,
+            *(
+                sessions
+                if sessions is not None and name.startswith("session.")
+                else (baseline, candidate)
+            ),
+            judged,
+        )
+        for name, judged in verdicts.items()
+    }
     scorers, gate = decide(pairs, alpha=alpha, primary=primary, max_drop=max_drop)
     return {
         "baseline": baseline.label,

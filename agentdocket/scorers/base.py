@@ -193,6 +193,10 @@ class Scorer:
                 f"scorer {self.name}: a session scorer (scope 'session') needs a conversations "
                 "function, and only a session scorer has one"
             )
+        if (self.scope == "session") != self.name.startswith("session."):
+            raise ValueError(
+                f"scorer {self.name}: session scorers, and only they, are named session.*"
+            )
         if not self.options:
             return
         unknown = sorted(set(self.config) - set(self.options))

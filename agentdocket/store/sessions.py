@@ -167,3 +167,9 @@ class Sessions:
             if session_id not in first or str(started) < str(first[session_id]):
                 first[str(session_id)] = started
         return sorted(first, key=lambda s: (str(first[s]), s))
+
+    def last_turns(self, trace_ids: Sequence[str]) -> set[str]:
+        """The last turn of each session the runs among ``trace_ids`` are turns of (a session
+        scorer's verdict is kept there)."""
+        turns = self.turn_ids(self.of_runs(trace_ids))
+        return {ids[-1] for ids in turns.values()}

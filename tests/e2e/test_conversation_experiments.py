@@ -28,6 +28,13 @@ async def converse(case, messages):
 
 def answer(case):
     return "one answer only"
+
+
+def forgetful(case, messages):
+    """Answers the opening, then fails on every later turn."""
+    if len(messages) > 1:
+        raise RuntimeError("lost the thread")
+    return "Noted."
 '''
 
 USERS = '''
@@ -171,3 +178,49 @@ def test_an_agent_that_cannot_converse_is_refused(url: str, tmp_path: Path) -> N
     assert "case sim has a simulated user: give its chat model (--user-model)" in no_model.stderr
     with open_store(url) as store:
         assert store.sessions.count() == 0
+
+
+def test_compare_pairs_sessions_by_case(url: str, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from agentdocket.cli import main
+
+    (tmp_path / "talker.py").write_text(AGENT)
+    cases = [
+        {
+            "case_id": f"c{i}",
+            "question": f"Room {i}, please.",
+            "user_turns": ["Two nights.", "Book it."],
+        }
+        for i in range(3)
+    ]
+    cli(url, "datasets", "add", str(_cases(tmp_path, cases)), "--name", "talks", "--version", "1")
+    assert _run(url, tmp_path, "--agent", "talker:converse").returncode == 0
+    worse = _run(url, tmp_path, "--agent", "talker:forgetful", "--agent-version", "2")
+    assert worse.returncode == 0, worse.stderr
+    compared = CliRunner().invoke(
+        main,
+        [
+            "--database",
+            url,
+            "compare",
+            "--dataset",
+            "talks",
+            "--baseline",
+            "experiment:talker@1",
+            "--candidate",
+            "experiment:talker@2",
+            "--scorer",
+            "session.resolution",
+            "--format",
+            "json",
+        ],
+    )
+    result = json.loads(compared.output)
+    resolution = result["scorers"]["session.resolution"]
+    # three conversations a side, one unit each: three turns each on the baseline, two on the
+    # candidate (it failed its second), none of them left unjudged
+    assert (resolution["baseline"]["runs"], resolution["candidate"]["runs"]) == (3, 3)
+    assert (resolution["baseline"]["unjudged"], resolution["candidate"]["unjudged"]) == (0, 0)
+    assert (resolution["baseline"]["rate"], resolution["candidate"]["rate"]) == (1.0, 0.0)
+    assert resolution["regressed"] == 3

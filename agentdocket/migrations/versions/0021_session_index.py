@@ -31,8 +31,7 @@ MEMBER = {
 def upgrade() -> None:
     member = MEMBER[op.get_bind().dialect.name]
     op.execute(
-        f"CREATE INDEX runs_conversation ON runs ({member}, started_at) "
-        f"WHERE {member} IS NOT NULL"
+        f"CREATE INDEX runs_conversation ON runs ({member}, started_at) WHERE {member} IS NOT NULL"
     )
 
 
