@@ -34,7 +34,13 @@ def make_report(
                 + (f" in dataset {dataset!r}" if dataset else "")
                 + f" (experiments: {', '.join(sorted(map(str, named))) or 'none'})"
             )
-    report = build_report(dataset, runs, store.scoring.report_verdicts(chosen, dataset), by)
+    verdicts = store.scoring.report_verdicts(chosen, dataset)
+    last = (
+        store.sessions.last_turns([r.trace_id for r in runs])
+        if any(name.startswith("session.") for name in chosen)
+        else None
+    )
+    report = build_report(dataset, runs, verdicts, by, last_turns=last)
     costs = {r["trace_id"]: r for r in store.costs.by("run")}
     priced_by = store.costs.priced_by()
     report["cost"] = _cost([r.trace_id for r in runs], costs, priced_by)

@@ -25,7 +25,8 @@ agent configuration:
 pass@1 with a case-clustered interval, pass@k, pass^k, flaky cases, the variance split;
 :mod:`.repeats`). Only the latest verdict per run of the chosen version counts. Pure
 functions of the rows the store gives (:class:`~agentdocket.store.reading.ReportRun`,
-``ReportVerdict``).
+``ReportVerdict``). Session scorers (``session.*``) are reported over sessions: ``scored``
+counts conversations, each by the verdict on its last turn.
 """
 
 from __future__ import annotations
@@ -257,13 +258,19 @@ def _section(
     verdicts: Mapping[tuple[str, str], list[ReportVerdict]],
     specs: Mapping[tuple[str, str], Mapping[str, Metric]],
     judged_cases: Mapping[tuple[str, str], set[str]],
+    last_turns: set[str] | None = None,
 ) -> dict[str, Any]:
     ids = {r.trace_id for r in runs}
+    # a session scorer's unit is a session, as its last turn (an earlier turn's verdict was
+    # given before a later turn arrived: superseded)
+    sessions = [r for r in runs if r.trace_id in (last_turns or set())]
     scorers: dict[str, Any] = {}
     for (scorer, version), found in sorted(verdicts.items()):
-        mine = [v for v in found if v.trace_id in ids]
+        population = sessions if scorer.startswith("session.") else runs
+        within = ids if population is runs else {r.trace_id for r in sessions}
+        mine = [v for v in found if v.trace_id in within]
         summary = _scorer_summary(
-            mine, specs[(scorer, version)], runs, judged_cases[(scorer, version)]
+            mine, specs[(scorer, version)], population, judged_cases[(scorer, version)]
         )
         summary["version"] = version
         scorers[scorer] = summary
@@ -279,8 +286,12 @@ def build_report(
     runs: Sequence[ReportRun],
     verdicts: Sequence[ReportVerdict],
     by: str | None = None,
+    *,
+    last_turns: set[str] | None = None,
 ) -> dict[str, Any]:
-    """The report object (see the module's docstring for its shape)."""
+    """The report object (see the module's docstring for its shape). ``last_turns``: the
+    last turn of each session among ``runs``, where session scorers (``session.*``) keep
+    their verdicts: those scorers are reported over sessions, one each."""
     if by is not None and by not in GROUPINGS:
         raise ReportError(f"--by {by}: choose one of {', '.join(GROUPINGS)}")
     grouped: dict[tuple[str, str], list[ReportVerdict]] = defaultdict(list)
@@ -293,7 +304,7 @@ def build_report(
         for key, found in grouped.items()
     }
     report: dict[str, Any] = {"dataset": dataset if dataset is not None else "(all)"}
-    report.update(_section(runs, grouped, specs, judged_cases))
+    report.update(_section(runs, grouped, specs, judged_cases, last_turns))
     if by is not None:
         members: dict[str, list[ReportRun]] = defaultdict(list)
         for run in runs:
@@ -303,7 +314,7 @@ def build_report(
         for value, group_runs in sorted(members.items()):
             ids = {r.trace_id for r in group_runs}
             part = {key: [v for v in found if v.trace_id in ids] for key, found in grouped.items()}
-            report["groups"][value] = _section(group_runs, part, specs, judged_cases)
+            report["groups"][value] = _section(group_runs, part, specs, judged_cases, last_turns)
     return report
 
 

@@ -224,3 +224,7 @@ def test_compare_pairs_sessions_by_case(url: str, tmp_path: Path) -> None:
     assert (resolution["baseline"]["unjudged"], resolution["candidate"]["unjudged"]) == (0, 0)
     assert (resolution["baseline"]["rate"], resolution["candidate"]["rate"]) == (1.0, 0.0)
     assert resolution["regressed"] == 3
+    report = json.loads(cli(url, "report", "--dataset", "talks", "--format", "json"))
+    reported = report["scorers"]["session.resolution"]
+    assert (report["runs"], reported["scored"], reported["unjudged"]) == (9 + 6, 6, 0)
+    assert (reported["passed"], reported["missing_kinds"]) == (3, {"agent:error": 3})
