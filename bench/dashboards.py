@@ -8,7 +8,9 @@ over ``--days`` days, with 10 events each (started, plan, 3 tool calls with thei
 response, finished: 10M events for 1M runs) and their verdicts: planner, slot filling,
 procedural and similarity on every run, a second planner version on half of them, reference
 judgements on 30%, peer review (3 sub-tasks) on 10%, GRAMMAR on one dataset's 10%; the costs of
-two model calls a run (``call_costs``) and two annotators' labels on 1% of the runs. The rows are
+two model calls a run (``call_costs``) and two annotators' labels on 1% of the runs; 30% of the
+runs are turns of conversations (an agent's turns within two minutes) whose last turns carry
+four session scorers' verdicts. The rows are
 written with set-based SQL straight into the tables (the store's append path is measured by
 bench/ingest.py); the projections are written consistently with the events. Then each panel's
 SQL, expanded as Grafana expands it for the default range (the last ``--range-days`` days) with
@@ -311,7 +313,7 @@ def panel_times(
     # the run dashboard: the newest run that failed a scorer; the list unfiltered
     newest = "SELECT trace_id FROM dashboard_failing_runs ORDER BY time DESC LIMIT 1"
     values["trace_id"] = [str(conn.execute(newest).fetchall()[0][0])]
-    for name in ("case_id", "failing_scorer", "failure_type", "tool"):
+    for name in ("case_id", "failing_scorer", "failure_type", "tool", "session_id"):
         values[name] = [""]
     for spec in panels.PANELS:
         sql = expand(spec.sql, values, *window)

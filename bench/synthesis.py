@@ -13,7 +13,8 @@ KINDS = (
 )
 
 SYNTHESIS = [
-    # Runs: 5 agents x 3 versions x 3 strategies x 4 models x 10 datasets, 5% errors.
+    # Runs: 5 agents x 3 versions x 3 strategies x 4 models x 10 datasets, 5% errors; 30% are
+    # turns of a conversation: an agent's turns within two minutes (about three a session).
     """
     INSERT INTO runs (trace_id, agent, agent_version, strategy, models, question, dataset,
         dataset_version, case_id, attributes, status, error, started_at, ended_at, first_ts,
@@ -22,7 +23,9 @@ SYNTHESIS = [
     SELECT md5('run' || i), 'agent-' || (i % 5), 'v' || (i % 3),
         (ARRAY['sequential', 'iterative', 'no-interaction'])[1 + i % 3],
         jsonb_build_object('planner', 'model-' || (i % 4)), 'question ' || (i % 1000),
-        'dataset-' || (i % 10), '1', 'case-' || (i % 1000), '{}'::jsonb,
+        'dataset-' || (i % 10), '1', 'case-' || (i % 1000),
+        CASE WHEN i % 10 < 3 THEN jsonb_build_object('conversation_id',
+            'conv-' || (i % 5) || '-' || floor(extract(epoch FROM t) / 120)) ELSE '{}'::jsonb END,
         CASE WHEN i % 20 = 0 THEN 'error' ELSE 'ok' END,
         CASE WHEN i % 20 = 0 THEN 'boom' END,
         t, t + make_interval(secs => (200 + (i * 7919) % 9000) / 1000.0), t,
@@ -40,7 +43,8 @@ SYNTHESIS = [
     SELECT md5(r.trace_id || '/' || k)::uuid, r.trace_id, substr(md5(r.trace_id || k), 1, 16),
         NULL, k, r.started_at + make_interval(secs => k / 10.0), ({KINDS})[k + 1], 1,
         CASE WHEN k = 0 THEN jsonb_build_object('agent', r.agent, 'question', r.question,
-                                                'dataset', r.dataset, 'case_id', r.case_id)
+                                                'dataset', r.dataset, 'case_id', r.case_id,
+                                                'attributes', r.attributes)
              WHEN k = 1 THEN jsonb_build_object('steps', jsonb_build_array(
                  jsonb_build_object('tool', 'tool-' || (abs(hashtext(r.trace_id)::bigint) % 8))))
              WHEN k IN (2, 4, 6) THEN jsonb_build_object('call_id', 'c' || k,
@@ -197,6 +201,29 @@ SYNTHESIS = [
     FROM (SELECT r.*, abs(hashtext(r.trace_id)::bigint) AS h FROM runs r) r
     CROSS JOIN (VALUES ('ana'), ('ben')) x(a)
     WHERE r.h % 100 = 7
+    """,
+    # Session scorers' verdicts on each conversation's last turn: goal completion (a judge),
+    # resolution, repetition and unanswered errors.
+    """
+    INSERT INTO verdicts (verdict_id, trace_id, subject_span_id, scorer, scorer_version,
+        input_hash, passed, score, label, failure_type, rationale, details, judge_trace_id, ts,
+        run_month)
+    SELECT md5(l.trace_id || s.scorer), l.trace_id, NULL, s.scorer, '1', md5(l.trace_id || 's'),
+        p, CASE WHEN p THEN 1.0 ELSE 0.0 END, NULL, CASE WHEN NOT p THEN s.failure END,
+        CASE WHEN NOT p THEN 'synthesised' END,
+        jsonb_build_object('session_id', l.session_id), NULL, l.ended_at + interval '10 minutes',
+        l.run_month
+    FROM (SELECT DISTINCT ON (attributes->>'conversation_id') attributes->>'conversation_id'
+                 AS session_id, trace_id, ended_at, run_month,
+                 abs(hashtext(trace_id)::bigint) AS h
+          FROM runs WHERE attributes->>'conversation_id' IS NOT NULL
+          ORDER BY attributes->>'conversation_id', started_at DESC) l
+    CROSS JOIN (VALUES ('session.goal', 'session:goal_not_reached', 7),
+                       ('session.resolution', 'session:unresolved', 8),
+                       ('session.repetition', 'session:repeated_answer', 9),
+                       ('session.unanswered_error', 'session:unanswered_error', 9))
+         s(scorer, failure, pass_in_10)
+    CROSS JOIN LATERAL (SELECT (l.h + length(s.scorer)) % 10 < s.pass_in_10 AS p) v
     """,
     # Every hour stale, as the store marks the hours it writes.
     """

@@ -11,6 +11,7 @@ Where everything about the dashboards lives:
 - Declarations, here, one per view, rollup object, panel and alert rule:
   :mod:`~agentdocket.dashboards.views` (the row-level views),
   :mod:`~agentdocket.dashboards.run` (the run dashboard's views),
+  :mod:`~agentdocket.dashboards.sessions` (the sessions dashboard's),
   :mod:`~agentdocket.dashboards.rollups` (the pending views, the refresh function and the
   ``dashboard_*_stats`` views over the hourly rollups) and
   :mod:`~agentdocket.dashboards.measures` (what the measures rollup holds and how each
@@ -46,9 +47,10 @@ def objects() -> list[Derived]:
     the store imports this package's upkeep, which needs none of them)."""
     from agentdocket.dashboards.rollups import objects as rollup_objects
     from agentdocket.dashboards.run import objects as run_objects
+    from agentdocket.dashboards.sessions import objects as session_objects
     from agentdocket.dashboards.views import objects as view_objects
 
-    return view_objects() + run_objects() + rollup_objects()
+    return view_objects() + run_objects() + session_objects() + rollup_objects()
 
 
 __all__ = ["objects"]

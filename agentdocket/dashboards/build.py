@@ -39,6 +39,7 @@ from agentdocket.dashboards.panels import (
     people,
     pipeline,
     run,
+    sessions,
 )
 from agentdocket.dashboards.spec import PanelSpec
 
@@ -101,6 +102,13 @@ def variables(uid: str) -> list[cogbuilder.Builder[models.VariableModel]]:
     if uid == run.UID:  # one run, or a list of failing runs filtered by what a link carried
         return [source] + [
             dash.TextBoxVariable(name).label(label) for name, label in run.VARIABLES.items()
+        ]
+    if uid == sessions.UID:  # the agent, the dataset, and one session a link may carry
+        return [
+            source,
+            query_variable("agent", "Agent", VARIABLE_SQL["agent"]),
+            query_variable("dataset", "Dataset", VARIABLE_SQL["dataset"]),
+            *(dash.TextBoxVariable(n).label(label) for n, label in sessions.VARIABLES.items()),
         ]
     if uid == EXPERIMENTS:
         return [
@@ -171,6 +179,7 @@ LINK_TITLES = {
     "failure_type": "Runs that failed this way",
     "scorer": "Failing runs of this scorer",
     "tool": "Failing runs that called this tool",
+    "session_id": "Open this session",
     "*": "Failing runs in this time range",
 }
 

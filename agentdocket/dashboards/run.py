@@ -63,7 +63,8 @@ RUN_HEADER = """
             SELECT d.time, d.trace_id, d.agent, d.agent_version, d.strategy,
                 CAST(r.models AS text) AS models, d.dataset, d.dataset_version, d.case_id,
                 d.status, r.error, d.latency_ms, d.n_steps, d.n_tool_calls, d.n_llm_calls,
-                d.n_errors, t.input_tokens, t.output_tokens, d.question, d.answer
+                d.n_errors, t.input_tokens, t.output_tokens, d.question, d.answer,
+                r.attributes->>'conversation_id' AS session_id
             FROM dashboard_runs d
             JOIN runs r ON r.trace_id = d.trace_id AND r.run_month = d.run_month
             CROSS JOIN LATERAL (

@@ -19,6 +19,7 @@ from agentdocket.demo import run_demo
 from agentdocket.events import Event
 from agentdocket.scorers.base import Outcome
 from agentdocket.scorers.runner import score_runs
+from agentdocket.scorers.session_runner import score_sessions
 from agentdocket.store import DeadLetter, Store, open_store
 from agentdocket.store.migrate import upgrade
 from agentdocket.store.pipeline import PipelineSample, ScoringSample
@@ -87,7 +88,8 @@ def seed(url: str, tmp: Path) -> None:
     results = tmp / "grammar.json"
     results.write_text(json.dumps(RECORDS))
     cli(url, "import", "grammar-results", str(results), "--dataset", "grammar-toy")
-    cli(url, "score")
+    _conversations(url, tmp / "talks")
+    cli(url, "score")  # the session rule scorers among the others
     with open_store(url) as store:
         demo = [r["trace_id"] for r in store.reader.list_runs(dataset="concerts-demo", limit=None)]
         judge = scorers.get("answer.reference", "1")
@@ -109,6 +111,11 @@ def seed(url: str, tmp: Path) -> None:
         score_runs(store, [judge, *peers, stricter], trace_ids=demo)
         ibm = [r["trace_id"] for r in store.reader.list_runs(dataset="ibm-mistral", limit=None)]
         score_runs(store, [stricter], trace_ids=ibm)
+        goal = scorers.get("session.goal", "1")
+        goal = dataclasses.replace(
+            goal, config={**goal.config, "model": FakeListChatModel(responses=GOAL)}
+        )
+        score_sessions(store, [goal])
         store.dead_letters.keep([DeadLetter.of_raw('{"x": 1}', "test: refused", "seed")])
         _pipeline_samples(store)
         _labels(store, demo)
@@ -160,6 +167,43 @@ def _labels(store: Store, runs: list[str]) -> None:
             )
     events.append(label_event(Label("app-1", runs[0], "thumbs", "user:7", "api", False)))
     store.append(events)
+
+
+GOAL = [
+    '{"reason": "booked", "is_hit": "yes"}',
+    '{"reason": "never answered", "is_hit": "no"}',
+    '{"reason": "the seat was not changed", "is_hit": "no"}',
+]
+# Three conversations of a support agent: one booked, one that looped and failed, one lost.
+TALKS = {
+    "s-book": [("A room in Paris", "For which nights?"), ("The 3rd to the 5th", "Booked.")],
+    "s-loop": [
+        ("Where is my parcel?", "It is on its way."),
+        ("Where is my parcel? It has not come", "It is on its way."),
+        ("Cancel the order", None),
+    ],
+    "s-lost": [("Change my seat", None)],
+}
+
+
+def _conversations(url: str, spool: Path) -> None:
+    from tests.helpers.recorder import Recorder
+
+    recorder = Recorder(url, spool)
+    try:
+        for session, turns in TALKS.items():
+            for question, answer in turns:
+                run = recorder.tracer.run("support", question=question, conversation=session)
+                try:
+                    with run:
+                        if answer is None:
+                            raise RuntimeError("the booking service is away")
+                        run.respond(answer)
+                except RuntimeError:
+                    pass
+        recorder.flush()
+    finally:
+        recorder.close()
 
 
 def _pipeline_samples(store: Store) -> None:

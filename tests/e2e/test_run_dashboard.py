@@ -128,7 +128,9 @@ def test_the_failing_runs_list_filters_on_the_boxes_filled_and_no_other(seeded: 
         _, listed = rows_of(conn, expand(spec.sql, values))
         [(failing,)] = conn.execute("SELECT count(*) FROM dashboard_failing_runs").fetchall()
         assert failing > 0 and len(listed) == min(failing, 100)
-        scorer, case_id, failure = next((r[4], r[3], r[6]) for r in listed if r[6] is not None)
+        scorer, case_id, failure = next(
+            (r[4], r[3], r[6]) for r in listed if r[6] is not None and r[3] is not None
+        )
         [(tool,)] = conn.execute(
             "SELECT min(t.tool) FROM dashboard_run_tools t JOIN dashboard_failing_runs f "
             "USING (trace_id)"
@@ -193,3 +195,50 @@ def test_every_data_link_lands_on_a_dashboard_and_its_variables() -> None:
         if spec.kind == "table":
             assert wanted <= set(spec.links), (spec.dashboard, spec.title, wanted)
     assert found >= 20
+
+
+def test_the_sessions_panels_show_the_seeded_conversations(seeded: str) -> None:
+    """Three conversations: booked in two turns, looped and failed in three, lost in one."""
+    from agentdocket.dashboards.panels import sessions
+
+    def panel_rows(title: str, **given: list[str]) -> list[tuple[Any, ...]]:
+        [spec] = [p for p in PANELS if p.dashboard == sessions.UID and p.title == title]
+        return rows_of(conn, expand(spec.sql, dict(values, **given)))[1]
+
+    with _connect(seeded) as conn:
+        values = variables(conn)
+        listed = {r[0]: r for r in panel_rows("Sessions")}
+        assert {k: (v[2], v[3]) for k, v in listed.items() if k.startswith("s-")} == {
+            "s-book": (2, 0),
+            "s-loop": (3, 1),
+            "s-lost": (1, 1),
+        }
+        assert {(r[0].strip(), r[1]) for r in panel_rows("Turns per session")} >= {
+            ("1", 1),
+            ("2", 1),
+            ("3", 1),
+        }
+        completed = {r[1]: r[2] for r in panel_rows("Goal completion")}
+        assert completed["session.goal"] == pytest.approx(1 / 3)
+        assert completed["session.resolution"] == pytest.approx(1 / 3)
+        wrong = {(r[1], r[3]) for r in panel_rows("Sessions that ended in an error or a loop")}
+        assert {
+            ("s-loop", "session:repeated_answer"),
+            ("s-loop", "session:unanswered_error"),
+            ("s-loop", "turn:error"),
+            ("s-lost", "session:unanswered_error"),
+            ("s-lost", "turn:error"),
+        } <= wrong
+        assert "s-book" not in {s for s, _ in wrong}
+        turns = panel_rows("Turns of the session", session_id=["s-loop"])
+        assert [(r[0], r[4]) for r in turns] == [
+            (1, "Where is my parcel?"),
+            (2, "Where is my parcel? It has not come"),
+            (3, "Cancel the order"),
+        ]
+        [(trace_id,)] = conn.execute(
+            "SELECT trace_id FROM dashboard_session_turns WHERE session_id = 's-book' "
+            "ORDER BY started_at LIMIT 1"
+        ).fetchall()
+        [header] = rows_of(conn, expand(_spec("Run").sql, dict(values, trace_id=[trace_id])))[1]
+        assert header[-1] == "s-book"  # the run dashboard names (and links to) its session

@@ -22,6 +22,7 @@ CONVERSATIONS = {
         ("Thanks!", "Enjoy your visit."),
     ],
     "conv-openinference": [("Book a table for two", "Done: 20:00, table 4.")],
+    "conv-openllmetry": [("Any vegan dishes?", "Two: the curry and the salad.")],
 }
 
 
@@ -62,18 +63,50 @@ def _openinference_turn(
         pass
 
 
+def _openllmetry_turn(
+    provider: TracerProvider, conversation: str, question: str, answer: str
+) -> None:
+    """OpenLLMetry's workflow span, its session an association property (before its SDK set
+    gen_ai.conversation.id)."""
+    attributes = {
+        "traceloop.span.kind": "workflow",
+        "traceloop.association.properties.session_id": conversation,
+        "traceloop.entity.input": json.dumps({"inputs": {"question": question}}),
+        "traceloop.entity.output": json.dumps({"outputs": {"answer": answer}}),
+    }
+    tracer = provider.get_tracer("concierge")
+    with tracer.start_as_current_span("concierge.workflow", attributes=attributes):
+        pass
+
+
 def test_turns_over_otlp_form_one_session_per_conversation(url: str, server: Server) -> None:
     with exporting(server.endpoint) as provider:
         for question, answer in CONVERSATIONS["conv-genai"]:
             _genai_turn(provider, "conv-genai", question, answer)
         for question, answer in CONVERSATIONS["conv-openinference"]:
             _openinference_turn(provider, "conv-openinference", question, answer)
+        for question, answer in CONVERSATIONS["conv-openllmetry"]:
+            _openllmetry_turn(provider, "conv-openllmetry", question, answer)
     server.settled()
     listed = json.loads(cli(url, "sessions", "list", "--format", "json"))
     assert {s["session_id"]: s["turns"] for s in listed["sessions"]} == {
         "conv-genai": 3,
         "conv-openinference": 1,
+        "conv-openllmetry": 1,
     }
     for conversation, expected in CONVERSATIONS.items():
+        if conversation == "conv-openllmetry":  # its input and output are its own JSON
+            continue
         shown = json.loads(cli(url, "sessions", "show", conversation, "--format", "json"))
         assert [(t["question"], t["answer"]) for t in shown["turns"]] == expected
+    # a session scorer judges each conversation as a whole
+    scored = json.loads(cli(url, "score", "--scorer", "session.resolution", "--format", "json"))
+    assert scored["sessions"] == 3
+    assert [(s["scorer"], s["added"]) for s in scored["scorers"]] == [("session.resolution", 3)]
+    shown = json.loads(cli(url, "sessions", "show", "conv-genai", "--format", "json"))
+    [verdict] = shown["verdicts"]
+    assert (verdict["scorer"], verdict["passed"], verdict["current"]) == (
+        "session.resolution",
+        True,
+        True,
+    )

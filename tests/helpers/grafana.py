@@ -45,7 +45,7 @@ def variables(conn: psycopg.Connection[Any]) -> dict[str, list[str]]:
         "USING (trace_id) WHERE f.dataset = 'concerts-demo' ORDER BY f.trace_id LIMIT 1",
     )
     values["trace_id"] = [rows[0][0]]
-    for name in ("case_id", "failing_scorer", "failure_type", "tool"):
+    for name in ("case_id", "failing_scorer", "failure_type", "tool", "session_id"):
         values[name] = [""]
     return values
 

@@ -15,7 +15,7 @@ from agentdocket.dashboards import alerts, panels
 from agentdocket.dashboards.declared import detail, family, scorer
 from agentdocket.dashboards.macros import expand
 from agentdocket.dashboards.measures import MEASURES
-from agentdocket.dashboards.panels import run
+from agentdocket.dashboards.panels import run, sessions
 from agentdocket.dashboards.panels.common import measures
 
 # What scripts/build_dashboards.py writes: the dashboards' JSON and the alert rules.
@@ -115,7 +115,7 @@ def test_every_query_takes_its_variables_quoted_by_grafana() -> None:
     """Grafana pastes a single value in a variable's default format unescaped: every panel,
     template variable and alert rule takes a variable in the sqlstring format, outside
     quotes, and only Grafana's macros otherwise."""
-    declared = set(panels.VARIABLE_SQL) | set(run.VARIABLES)
+    declared = set(panels.VARIABLE_SQL) | set(run.VARIABLES) | set(sessions.VARIABLES)
     texts = _sql_texts()
     assert len([t for t in texts if t.endswith(".json #0")]) == len(panels.TITLES) + 1
     found = {where: bad for where, sql in texts.items() if (bad := _unescaped(sql, declared))}

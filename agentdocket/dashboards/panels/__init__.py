@@ -30,6 +30,7 @@ from agentdocket.dashboards.panels import (
     pipeline,
     responses,
     run,
+    sessions,
     tool_use,
     versions,
 )
@@ -53,6 +54,7 @@ PANELS: tuple[PanelSpec, ...] = (
     *experiments.PANELS,
     *people.PANELS,
     *costs.PANELS,
+    *sessions.PANELS,
 )
 
 # Each dashboard's uid -> its title and description, in the order they are built.
@@ -66,6 +68,7 @@ TITLES: dict[str, tuple[str, str]] = {
     experiments.UID: experiments.TITLE,
     people.UID: people.TITLE,
     costs.UID: costs.TITLE,
+    sessions.UID: sessions.TITLE,
     pipeline.UID: pipeline.TITLE,
     run.UID: run.TITLE,
 }

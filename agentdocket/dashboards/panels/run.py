@@ -65,6 +65,9 @@ TO_RUN = {
 # from a chart: the failing runs of its time range
 FAILING = f"/d/{UID}/?${{__url_time_range}}"
 
+# the sessions dashboard, showing a run's session (its uid, as the sessions panels declare it)
+SESSION_LINK = "/d/agentdocket-sessions/?var-session_id=${__value.raw}&${__url_time_range}"
+
 # --- panels -----------------------------------------------------------------------------------
 
 PANELS: tuple[PanelSpec, ...] = (
@@ -74,12 +77,12 @@ PANELS: tuple[PanelSpec, ...] = (
         "table",
         "SELECT trace_id, agent, agent_version, strategy, models, dataset, dataset_version, "
         "case_id, question, answer, status, error, latency_ms, n_steps, n_tool_calls, "
-        "n_llm_calls, n_errors, input_tokens, output_tokens FROM dashboard_run_header "
-        f"WHERE {THE_RUN}",
+        "n_llm_calls, n_errors, input_tokens, output_tokens, session_id "
+        f"FROM dashboard_run_header WHERE {THE_RUN}",
         "trace_id agent agent_version strategy models dataset dataset_version case_id question "
         "answer status error latency_ms n_steps n_tool_calls n_llm_calls n_errors input_tokens "
-        "output_tokens",
-        links={"case_id": runs_link("case_id")},
+        "output_tokens session_id",
+        links={"case_id": runs_link("case_id"), "session_id": SESSION_LINK},
         width=24,
         height=4,
     ),

@@ -18,6 +18,9 @@ ASSOCIATION = A.TRACELOOP_ASSOCIATION  # + a run setting's name
 FIELDS: dict[str, tuple[str, ...]] = {
     "tool_arguments": (A.TRACELOOP_ENTITY_INPUT,),
     "tool_result": (A.TRACELOOP_ENTITY_OUTPUT,),
+    # Its SDK sets gen_ai.conversation.id (read first, by the GenAI module); before it, a
+    # session was an association property its users named themselves.
+    "conversation": (ASSOCIATION + "conversation_id", ASSOCIATION + "session_id"),
 }
 
 
