@@ -42,7 +42,7 @@ from agentdocket.follow.selection import Followed, follower_key, resolve
 from agentdocket.follow.stats import Stats, add
 from agentdocket.scorers.embeddings import EmbeddingsUnavailable
 from agentdocket.scorers.judges.client import JudgeUnavailable
-from agentdocket.scorers.runner import input_kinds, score_batch
+from agentdocket.scorers.runner import Result, input_kinds, score_batch
 from agentdocket.scorers.session_runner import conversations, score_conversations
 from agentdocket.store import Store, StoreError, StoreUnavailable
 from agentdocket.store.arrivals import Arrival, Position
@@ -193,22 +193,7 @@ class Follower:
             return
         result = score_batch(self.store, [f.scorer], subset, judge_concurrency=f.rule.concurrency)
         stored = datetime.now(UTC)
-        spent, unpriced = self._cost(f, result.judge_call_events)
-        if f.budget is not None:
-            f.budget.spend(result.judge_calls, len(subset))
-        if f.money is not None:
-            f.money.spend(float(spent), len(subset))
-        if spent:
-            self.stats.spend_usd[f.label] = self.stats.spend_usd.get(f.label, 0.0) + float(spent)
-        add(self.stats.unpriced_calls, f.label, unpriced)
-        tally = result.tallies[(f.scorer.name, f.scorer.version)]
-        add(self.stats.added, f.label, tally.added)
-        add(self.stats.kept, f.label, tally.kept)
-        add(self.stats.errors, f.label, tally.errors)
-        add(self.stats.judge_calls, f.label, result.judge_calls)
-        add(self.stats.cache_hits, f.label, result.judge_cache_hits)
-        for line in result.errors:
-            log.warning("%s", line)
+        self._account(f, result, len(subset))
         for tid in result.judged:
             at = received.get(tid)
             if at is not None:
@@ -250,11 +235,17 @@ class Follower:
         result = score_conversations(
             self.store, [f.scorer], subset[:allowed], judge_concurrency=f.rule.concurrency
         )
+        self._account(f, result, allowed)
+        return allowed < len(subset)
+
+    def _account(self, f: Followed, result: Result, judged: int) -> None:
+        """What judging ``judged`` runs (or sessions) with ``f`` did: its budgets spent, its
+        counts, its errors logged."""
         spent, unpriced = self._cost(f, result.judge_call_events)
         if f.budget is not None:
-            f.budget.spend(result.judge_calls, allowed)
+            f.budget.spend(result.judge_calls, judged)
         if f.money is not None:
-            f.money.spend(float(spent), allowed)
+            f.money.spend(float(spent), judged)
         if spent:
             self.stats.spend_usd[f.label] = self.stats.spend_usd.get(f.label, 0.0) + float(spent)
         add(self.stats.unpriced_calls, f.label, unpriced)
@@ -266,7 +257,6 @@ class Follower:
         add(self.stats.cache_hits, f.label, result.judge_cache_hits)
         for line in result.errors:
             log.warning("%s", line)
-        return allowed < len(subset)
 
     def _cost(self, f: Followed, calls: Sequence[Event]) -> tuple[Decimal, int]:
         """What the judge calls just made for ``f`` cost, priced from their ``llm.called``

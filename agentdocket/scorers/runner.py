@@ -21,13 +21,13 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
 from agentdocket.events import Event, Trace, Verdict
 from agentdocket.events.model import check_trace_id, now, utc
-from agentdocket.scorers.base import Scorer, shared_outcomes
+from agentdocket.scorers.base import Outcome, Scorer, shared_outcomes
 from agentdocket.scorers.batch_io import frozen_heap, prefetched, written_behind
 from agentdocket.scorers.embeddings import EmbeddingsUnavailable
 from agentdocket.scorers.groups import group_batches, group_digests, group_of
@@ -40,6 +40,7 @@ VERDICT_SEQ = 2**31 - 1
 VERDICT_FIELDS = tuple(f.name for f in dataclasses.fields(Verdict))
 MAX_ERRORS_KEPT = 20
 Progress = Callable[[int, int], None]
+T = TypeVar("T")
 
 
 @dataclass
@@ -229,12 +230,26 @@ def _group_outcomes(
 def _outcomes(
     scorer: Scorer, todo: list[tuple[Trace, str]], tally: Tally, errors: list[str]
 ) -> Iterator[tuple[tuple[Trace, str], Any]]:
-    """Each trace with its outcome; a batch that raises is retried trace by trace so that only
-    the traces that fail lose their verdict."""
+    """Each trace with its outcome (see :func:`isolated`)."""
+    label = f"{scorer.name}@{scorer.version}"
+    return isolated(label, todo, scorer.outcomes, lambda t: t.trace_id, tally, errors)
+
+
+def isolated(
+    label: str,
+    todo: list[tuple[T, str]],
+    judge: Callable[[list[T]], Sequence[Outcome | None]],
+    name: Callable[[T], str],
+    tally: Tally,
+    errors: list[str],
+) -> Iterator[tuple[tuple[T, str], Outcome | None]]:
+    """Each item of ``todo`` (with its input hash) and its outcome; a batch that raises is
+    judged again item by item so that only the items that fail lose their verdict (counted,
+    and the first few errors kept). A model or a judge that is unavailable stops it all."""
     if not todo:
         return
     try:
-        yield from zip(todo, scorer.outcomes([t for t, _ in todo]), strict=True)
+        yield from zip(todo, judge([t for t, _ in todo]), strict=True)
         return
     except (EmbeddingsUnavailable, JudgeUnavailable):
         raise
@@ -242,16 +257,13 @@ def _outcomes(
         pass
     for item in todo:
         try:
-            outcome = scorer.outcomes([item[0]])[0]
+            outcome = judge([item[0]])[0]
         except (EmbeddingsUnavailable, JudgeUnavailable):
             raise
         except Exception as exc:
             tally.errors += 1
             if len(errors) < MAX_ERRORS_KEPT:
-                errors.append(
-                    f"{scorer.name}@{scorer.version} on {item[0].trace_id}: "
-                    f"{type(exc).__name__}: {exc}"
-                )
+                errors.append(f"{label} on {name(item[0])}: {type(exc).__name__}: {exc}")
             continue
         yield item, outcome
 

@@ -11,21 +11,20 @@ with them), so an interrupted run resumes with the sessions it had not committed
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
 from agentdocket.events import Conversation, Event
 from agentdocket.events.model import now
 from agentdocket.scorers.base import Outcome, Scorer, shared_outcomes
-from agentdocket.scorers.embeddings import EmbeddingsUnavailable
-from agentdocket.scorers.judges.client import JudgeSession, JudgeUnavailable, judging
+from agentdocket.scorers.judges.client import JudgeSession, judging
 from agentdocket.scorers.runner import (
-    MAX_ERRORS_KEPT,
     Progress,
     Result,
     Tally,
     input_kinds,
+    isolated,
     verdict_event,
 )
 from agentdocket.store import Store
@@ -109,31 +108,17 @@ def score_conversations(
 
 def _outcomes(
     scorer: Scorer, todo: list[tuple[Conversation, str]], tally: Tally, errors: list[str]
-) -> list[tuple[tuple[Conversation, str], Outcome | None]]:
+) -> Iterator[tuple[tuple[Conversation, str], Outcome | None]]:
     judge = scorer.conversations
     assert judge is not None
-    if not todo:
-        return []
-    try:
-        return list(zip(todo, judge([c for c, _ in todo], scorer.config), strict=True))
-    except (EmbeddingsUnavailable, JudgeUnavailable):
-        raise
-    except Exception:
-        pass
-    found: list[tuple[tuple[Conversation, str], Outcome | None]] = []
-    for item in todo:
-        try:
-            found.append((item, judge([item[0]], scorer.config)[0]))
-        except (EmbeddingsUnavailable, JudgeUnavailable):
-            raise
-        except Exception as exc:
-            tally.errors += 1
-            if len(errors) < MAX_ERRORS_KEPT:
-                errors.append(
-                    f"{scorer.name}@{scorer.version} on session {item[0].session_id}: "
-                    f"{type(exc).__name__}: {exc}"
-                )
-    return found
+    return isolated(
+        f"{scorer.name}@{scorer.version}",
+        todo,
+        lambda found: judge(found, scorer.config),
+        lambda c: f"session {c.session_id}",
+        tally,
+        errors,
+    )
 
 
 def score_sessions(
