@@ -34,8 +34,10 @@ def server(url: str, tmp_path: Path) -> Iterator[Server]:
 
 
 def _genai_turn(provider: TracerProvider, conversation: str, question: str, answer: str) -> None:
+    """An agent's turn; the last one as the conventions' ``handle_conversation_turn``."""
+    last = question == CONVERSATIONS[conversation][-1][0]
     attributes = {
-        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.operation.name": "handle_conversation_turn" if last else "invoke_agent",
         "gen_ai.agent.name": "concierge",
         "gen_ai.conversation.id": conversation,
         "gen_ai.input.messages": json.dumps(
@@ -46,7 +48,8 @@ def _genai_turn(provider: TracerProvider, conversation: str, question: str, answ
         ),
     }
     tracer = provider.get_tracer("concierge")
-    with tracer.start_as_current_span("invoke_agent concierge", attributes=attributes):
+    name = "handle_conversation_turn" if last else "invoke_agent concierge"
+    with tracer.start_as_current_span(name, attributes=attributes):
         pass
 
 

@@ -3,7 +3,8 @@ repository), in their current form and the older ones instrumentations still sen
 MCP conventions beside them.
 
 - The operation (``gen_ai.operation.name``) names the step: ``invoke_agent`` and
-  ``invoke_workflow`` an agent or a workflow (the run, at a trace's root), ``execute_tool`` a
+  ``invoke_workflow`` an agent or a workflow, ``handle_conversation_turn`` a turn of a
+  conversation (each the run, at a trace's root), ``execute_tool`` a
   tool, ``chat`` / ``text_completion`` / ``generate_content`` a model call, ``retrieval`` and
   ``search_memory`` a retrieval.
 - A model call's messages: ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (JSON parts:
@@ -30,6 +31,7 @@ from agentdocket.ingest.decode import jsonable
 KINDS = {
     A.OP_INVOKE_AGENT: RUN,
     A.OP_INVOKE_WORKFLOW: RUN,
+    "handle_conversation_turn": RUN,  # a turn of a conversation (gen_ai.conversation.id)
     A.OP_EXECUTE_TOOL: TOOL,
     A.OP_RETRIEVAL: RETRIEVAL,
     "search_memory": RETRIEVAL,
