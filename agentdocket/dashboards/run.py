@@ -52,7 +52,8 @@ def _first_of_span(span: str, alias: str, before: str = "") -> str:
 
 FAILING_RUNS = """
             SELECT d.time, d.trace_id, d.agent, d.agent_version, d.dataset, d.case_id,
-                d.question, v.scorer, v.scorer_version, v.failure_type, v.rationale
+                d.question, v.scorer, v.scorer_version, v.failure_type, v.rationale,
+                d.session_id
             FROM verdicts_latest v
             JOIN dashboard_runs d ON d.trace_id = v.trace_id AND d.run_month = v.run_month
             WHERE v.passed = false AND v.subject_span_id IS NULL

@@ -74,7 +74,8 @@ RUNS = """
                 CAST(extract(epoch FROM r.ended_at - r.started_at) * 1000 AS double precision)
                     AS latency_ms,
                 r.n_steps, r.n_tool_calls, r.n_sql, r.n_llm_calls, r.n_retrievals, r.n_errors,
-                r.run_month, r.question, r.answer, r.attributes->>'experiment' AS experiment
+                r.run_month, r.question, r.answer, r.attributes->>'experiment' AS experiment,
+                r.attributes->>'conversation_id' AS session_id
             FROM runs r WHERE r.started_at IS NOT NULL
         """
 

@@ -5,8 +5,9 @@ one session's turns in order. Its views are in :mod:`agentdocket.dashboards.sess
 from __future__ import annotations
 
 from agentdocket.dashboards import macros
-from agentdocket.dashboards.declared import names, scorer
+from agentdocket.dashboards.declared import names
 from agentdocket.dashboards.panels import run
+from agentdocket.dashboards.panels.common import RUNS, ratio
 from agentdocket.dashboards.spec import PanelSpec, panel
 
 UID = "agentdocket-sessions"
@@ -35,20 +36,32 @@ THE_SESSION = (
     f"dashboard_session_turns l WHERE {in_range('l')} "
     "ORDER BY l.time DESC, l.trace_id DESC LIMIT 1))"
 )
-# Each session's last turn in the time range: the verdicts kept on it are the session's (as of
-# the range's end); one on an earlier turn was given before a later turn came.
-LAST = (
-    "JOIN (SELECT session_id, max(started_at) AS last_start FROM dashboard_session_turns "
-    f"WHERE {IN_RANGE} GROUP BY session_id) l "
-    "ON l.session_id = v.session_id AND l.last_start = v.started_at"
-)
 GOAL = names("session.goal", "session.resolution")
-# What a session that went wrong shows: its last failing verdict of these, or a failed turn.
-WRONG = names("session.unanswered_error", "session.repetition")
+# The verdicts that say a session went wrong: unresolved (its last turn failed or gave no
+# answer), an error left unanswered, the agent repeating itself.
+WRONG = names("session.resolution", "session.unanswered_error", "session.repetition")
+NEWEST_TURNS = 1000  # the sessions listed are those of the newest turns in the range
+RECENT = (
+    "SELECT session_id, max(time) AS last_turn FROM (SELECT session_id, time "
+    f"FROM dashboard_session_turns WHERE {IN_RANGE} ORDER BY time DESC LIMIT {NEWEST_TURNS}) n "
+    "GROUP BY session_id ORDER BY last_turn DESC, session_id LIMIT 100"
+)
 TURNS_IN_RANGE = (
-    "SELECT session_id, min(agent) AS agent, count(*) AS turns, sum(is_error) AS errors, "
-    "min(time) AS started, max(coalesce(ended_at, time)) AS last_activity "
+    "SELECT session_id, count(*) AS turns "
     f"FROM dashboard_session_turns WHERE {IN_RANGE} GROUP BY session_id"
+)
+# The newest failing verdicts of WRONG, those on their session's last turn (one on an earlier
+# turn was given before a later turn came): up to 50 of the newest 200.
+FAILING = (
+    "SELECT time, session_id, agent, failure_type, rationale, trace_id "
+    f"FROM dashboard_failing_runs WHERE {IN_RANGE} AND session_id IS NOT NULL "
+    f"AND scorer IN {WRONG} ORDER BY time DESC, trace_id, scorer LIMIT 200"
+)
+# A few sessions' turns, looked up by session (migration 0021's index): ``= ANY(ARRAY(...))``
+# makes the planner take the index, where an IN (subquery) lets it scan every turn and hash.
+LAST_STARTS = (
+    "SELECT session_id, max(time) AS last_turn FROM dashboard_session_turns "
+    "WHERE session_id = ANY(ARRAY(SELECT session_id FROM failing)) GROUP BY session_id"
 )
 
 PANELS: tuple[PanelSpec, ...] = (
@@ -56,14 +69,19 @@ PANELS: tuple[PanelSpec, ...] = (
         UID,
         "Sessions",
         "table",
-        "SELECT session_id, agent, turns, errors, started, last_activity, "
-        "CAST(extract(epoch from last_activity - started) AS double precision) AS duration_s "
-        f"FROM ({TURNS_IN_RANGE}) s ORDER BY last_activity DESC, session_id LIMIT 100",
+        "SELECT r.session_id, min(t.agent) AS agent, count(*) AS turns, "
+        "sum(t.is_error) AS errors, min(t.time) AS started, "
+        "max(coalesce(t.ended_at, t.time)) AS last_activity, "
+        "CAST(extract(epoch from max(coalesce(t.ended_at, t.time)) - min(t.time)) "
+        "AS double precision) AS duration_s "
+        f"FROM ({RECENT}) r JOIN dashboard_session_turns t ON t.session_id = r.session_id "
+        f"WHERE {in_range('t')} AND t.session_id = ANY(ARRAY(SELECT session_id FROM ({RECENT}) a)) "
+        "GROUP BY r.session_id ORDER BY max(r.last_turn) DESC, r.session_id",
         "session_id agent turns errors started last_activity duration_s",
         width=24,
         links={"session_id": SESSION_LINK},
-        description="The sessions active in the time range, the latest first; their turns in "
-        "the range.",
+        description=f"The sessions of the newest {NEWEST_TURNS:,} turns in the time range "
+        "(up to 100), the latest first, with their turns in the range.",
     ),
     panel(
         UID,
@@ -78,33 +96,29 @@ PANELS: tuple[PanelSpec, ...] = (
         UID,
         "Goal completion",
         "timeseries",
-        "SELECT $__timeGroupAlias(v.time, $__interval), v.scorer AS metric, "
-        "CAST(avg(CASE WHEN v.passed THEN 1.0 ELSE 0.0 END) AS double precision) AS completed "
-        f"FROM dashboard_session_verdicts v {LAST} WHERE {in_range('v')} "
-        f"AND v.scorer IN {GOAL} AND v.passed IS NOT NULL GROUP BY 1, 2 ORDER BY 1",
+        "SELECT $__timeGroupAlias(time, $__interval), scorer AS metric, "
+        f"{ratio('passed', 'decided')} AS completed FROM dashboard_verdict_stats "
+        f"WHERE {RUNS} AND scorer IN {GOAL} GROUP BY 1, 2 ORDER BY 1, 2",
         "time metric completed",
         unit="percentunit",
-        description="The share of sessions whose goal was reached (session.goal, a judge) and "
-        "that ended resolved (session.resolution), by the time of their last turn.",
+        description="The share of judged sessions whose goal was reached (session.goal, a "
+        "judge) and that ended resolved (session.resolution), by the hour of the last turn "
+        "judged; a session judged again after a later turn counts at each judgement.",
     ),
     panel(
         UID,
         "Sessions that ended in an error or a loop",
         "table",
-        "SELECT time, session_id, agent, reason, detail FROM ("
-        "SELECT v.time, v.session_id, v.agent, v.failure_type AS reason, v.rationale AS detail "
-        f"FROM dashboard_session_verdicts v {LAST} WHERE {in_range('v')} "
-        f"AND v.scorer IN {WRONG} AND v.passed = false "
-        "UNION ALL SELECT v.time, v.session_id, v.agent, 'turn:error' AS reason, "
-        f"v.question AS detail FROM dashboard_session_turns v {LAST} "
-        f"WHERE {in_range('v')} AND v.is_error = 1"
-        ") w ORDER BY time DESC, session_id, reason LIMIT 50",
+        f"WITH failing AS ({FAILING}) "
+        "SELECT f.time, f.session_id, f.agent, f.failure_type AS reason, f.rationale AS detail "
+        f"FROM failing f JOIN ({LAST_STARTS}) l ON l.session_id = f.session_id "
+        "WHERE l.last_turn = f.time ORDER BY f.time DESC, f.session_id, f.failure_type LIMIT 50",
         "time session_id agent reason detail",
         width=24,
         links={"session_id": SESSION_LINK},
-        description="Sessions whose last turn failed, or that a session scorer found leaving "
-        f"an error unanswered or repeating itself ({scorer('session.unanswered_error')}, "
-        f"{scorer('session.repetition')}).",
+        description="The newest sessions that ended unresolved (the last turn failed or gave "
+        "no answer), left an error unanswered, or repeated themselves (the session scorers "
+        "session.resolution, session.unanswered_error, session.repetition).",
     ),
     panel(
         UID,

@@ -8,6 +8,10 @@ idle are read from it. The expression is the one the store's queries use (``->>`
 PostgreSQL and Citus, ``json_extract`` on SQLite), as an index on an expression serves only
 queries that spell it the same way.
 
+On PostgreSQL a second partial index holds the same runs by time (``coalesce(started_at,
+first_ts)``, the dashboards' time): the sessions dashboard reads a time range's turns without
+reading the runs of no conversation.
+
 Revision ID: 0021
 Revises: 0020
 Create Date: 2026-11-28
