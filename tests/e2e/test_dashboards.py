@@ -104,7 +104,7 @@ def test_dashboards_follow_grafanas_conventions() -> None:
             unknown = {u for u in used if not u.startswith("__") and u not in variables}
             assert not unknown, f"{p['title']}: undefined variables {unknown}"
             relations = set(re.findall(r"(?<!DISTINCT )\b(?:FROM|JOIN)\s+([a-z_]+)", t["rawSql"]))
-            named = set(re.findall(r"\bWITH\s+([a-z_]+)\s+AS\s*\(", t["rawSql"]))  # a CTE's
+            named = set(re.findall(r"(?:\bWITH|,)\s+([a-z_]+)\s+AS\s*\(", t["rawSql"]))  # CTEs
             assert relations - named, relations
             assert all(r in VIEW_NAMES for r in relations - named), relations
     assert uids == set(panels.TITLES)
