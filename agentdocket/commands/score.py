@@ -190,10 +190,13 @@ def score(
     for line in result.errors:
         err.print(f"[red]error:[/] {line}")
     if result.error_count:
-        raise click.ClickException(
-            f"{result.error_count} runs or sessions could not be scored (no verdict written for "
-            "them)"
+        failed = result.error_count - sessions.error_count
+        what = " and ".join(
+            f"{n} {noun}"
+            for n, noun in ((failed, "runs"), (sessions.error_count, "sessions"))
+            if n or (noun == "runs" and not sessions.error_count)
         )
+        raise click.ClickException(f"{what} could not be scored (no verdict written for them)")
 
 
 def _score_runs(

@@ -178,7 +178,8 @@ def test_every_panel_joins_trace_tables_on_trace_id(
     window = ("2026-11-01T00:00:00Z", "2026-11-08T00:00:00Z")
     names = ("agent", "dataset", "version", "scorer", "version_a", "version_b", "trace_id")
     values = {name: ["x"] for name in names}
-    values |= {name: [""] for name in ("case_id", "failing_scorer", "failure_type", "tool")}
+    boxes = ("case_id", "failing_scorer", "failure_type", "tool", "session_id")
+    values |= {name: [""] for name in boxes}
     values |= {name: ["x"] for name in ("experiment_dataset", "baseline", "candidate")}
     found = {}
     for spec in panels.PANELS:

@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from agentdocket import dashboards
-from agentdocket.dashboards import run
+from agentdocket.dashboards import run, sessions
 from agentdocket.store import Derived, open_store
 from agentdocket.store.arrivals import Position
 from agentdocket.store.backends import backend_of
@@ -107,6 +107,7 @@ def test_up_to_head_down_to_base_and_up_again(bare_url: str) -> None:
             "dashboard_experiment_stats",
             "rollup_experiments_pending",
             *(o.name for o in run.objects()),
+            *(o.name for o in sessions.objects()),
         }
         assert made_by_migrations | later == INSTALLED
         assert _objects(bare_url) == (
