@@ -23,6 +23,9 @@ call no rate covers is **unpriced**, with the reason: never a cost of zero. The 
   or maps the provider to one it knows (``[[provider]] priced_as``); it is never priced as any
   provider's list price. A call naming no provider is priced by its model's name alone, and
   its rate says so.
+- **Local models cost nothing.** A call of provider ``local`` (a judge named ``local:NAME``,
+  run on this machine: :mod:`agentdocket.scorers.judges.local`) costs zero, by the rate
+  ``local model: no charge``: not unpriced, since there is no price to find.
 """
 
 from __future__ import annotations
@@ -75,6 +78,7 @@ RULES = 2
 # under that name, which is that provider's model.
 JUDGE_PROVIDERS = frozenset(
     {
+        "local",  # agentdocket's own: a model run on this machine
         "openai",
         "anthropic",
         "azure_openai",
@@ -179,6 +183,11 @@ class Priced:
     unpriced: str | None = None
 
 
+# The provider of models run on this machine (judges named local:NAME), and the rate they are at.
+LOCAL = "local"
+LOCAL_RATE = "local model: no charge"
+
+
 class PriceBook:
     """Prices calls: the user's rates (``overrides``), then ``genai-prices``."""
 
@@ -193,6 +202,8 @@ class PriceBook:
         return f"{TABLE}, rules {RULES} + {self.overrides.source}@{self.overrides.digest}"
 
     def price(self, usage: Usage) -> Priced:
+        if usage.provider == LOCAL:
+            return Priced(Decimal(0), LOCAL_RATE)
         if usage.input_tokens is None or usage.output_tokens is None:
             missing = "input" if usage.input_tokens is None else "output"
             both = usage.input_tokens is None and usage.output_tokens is None

@@ -30,10 +30,14 @@ from agentdocket.scorers.judges.parse import Unparseable
 NAME = "examiner.points"
 EVAL_TOOL = "examiner.eval_code"
 _FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
+_HIT = re.compile(r"[\"']?\bis_hit[\"']?\s*[:=]\s*[\"']?(yes|no)\b", re.IGNORECASE)
+_REASON = re.compile(r"[\"']?\breason[\"']?\s*[:=]\s*\"((?:[^\"\\\n]|\\.)*)\"", re.IGNORECASE)
 
 
 def parse_hit(reply: str) -> tuple[bool, str]:
-    """``(is_hit, reason)`` from a reply holding the JSON object the judge was asked for."""
+    """``(is_hit, reason)`` from a reply holding the JSON object the judge was asked for; a
+    reply whose object does not parse as JSON (a small model's often does not) is read for its
+    last ``"is_hit": "yes"`` or ``"no"`` (any case) and its last ``"reason"``."""
     fenced = _FENCE.search(reply)
     text = fenced.group(1) if fenced else reply.strip()
     start, end = text.find("{"), text.rfind("}")
@@ -42,10 +46,13 @@ def parse_hit(reply: str) -> tuple[bool, str]:
     except json.JSONDecodeError:
         data = None
     hit = data.get("is_hit") if isinstance(data, dict) else None
-    if not isinstance(hit, str) or hit.strip().lower() not in ("yes", "no"):
+    if isinstance(data, dict) and isinstance(hit, str) and hit.strip().lower() in ("yes", "no"):
+        return hit.strip().lower() == "yes", str(data.get("reason", ""))
+    stated = _HIT.findall(reply)
+    if not stated:
         raise Unparseable('a JSON object with "is_hit": "yes" or "no"', reply)
-    assert isinstance(data, dict)
-    return hit.strip().lower() == "yes", str(data.get("reason", ""))
+    reasons = _REASON.findall(reply)
+    return stated[-1].lower() == "yes", reasons[-1] if reasons else ""
 
 
 def _history(trace: Trace, stop: str) -> list[dict[str, str]]:
