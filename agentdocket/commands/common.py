@@ -203,3 +203,33 @@ def progress_bar(description: str) -> Iterator[Callable[[int, int], None]]:
             bar.update(task, completed=done, total=total)
 
         yield advance
+
+
+@contextmanager
+def scoring_progress(description: str) -> Iterator[Callable[[int, int], None]]:
+    """:func:`progress_bar`, with a second line counting the judge calls made as each returns
+    (a judge's batch may take minutes before its runs count as done; in this process only:
+    worker processes of ``--workers`` count their runs alone)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from agentdocket.scorers.judges.client import observing_calls
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=real(err),
+        transient=True,
+    ) as bar:
+        task = bar.add_task(description, total=None)
+        calls = bar.add_task("judge calls made", total=None, visible=False)
+
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        def called(model: str) -> None:
+            bar.update(calls, advance=1, visible=True, description=f"judge calls made ({model})")
+
+        with observing_calls(called):
+            yield advance

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -302,7 +303,7 @@ def calibrate_command(
       agentdocket calibrate --judge review.peer=1 --truth answer.reference --dataset db-qa
     """
     from agentdocket.people.majority import majority
-    from agentdocket.people.selection import SelectionError, decisions
+    from agentdocket.people.selection import SelectionError, decisions, undecided
     from agentdocket.scorers.calibration import calibrate
 
     note = ""
@@ -310,6 +311,7 @@ def calibrate_command(
         errored = {r.trace_id for r in store.scoring.report_runs(dataset) if r.status == "error"}
         try:
             judged = decisions(store, judge_name, dataset, "--judge")
+            silent = undecided(store, judge_name, dataset, "--judge")
             if truth.startswith("people:"):
                 rubric = truth.removeprefix("people:")
                 found = store.labels.rubric(rubric)
@@ -327,9 +329,16 @@ def calibrate_command(
             raise click.ClickException(str(exc)) from None
     both = sorted((judged.keys() & truths.keys()) - errored)
     pairs = [(judged[t], truths[t]) for t in both]
-    if not pairs:
+    # runs the truth decided and the judge judged without deciding: not in the figures, said
+    left = Counter(k for t, k in silent.items() if t in truths and t not in errored)
+    if not pairs and not left:
         raise click.ClickException(f"no run has a pass / fail from both {judge_name} and {truth}")
     result = calibrate(pairs, samples=samples, seed=seed)
+    coverage = {
+        "decided": len(pairs),
+        "undecided": sum(left.values()),
+        "undecided_kinds": dict(sorted(left.items())),
+    }
     disagree = [
         {"trace_id": t, "judge": judged[t], "truth": truths[t]}
         for t in both
@@ -337,19 +346,33 @@ def calibrate_command(
     ]
     if fmt == "json":
         out = dataclasses.asdict(result)
+        out["judge_coverage"] = coverage
         out["disagreements"] = disagree
         click.echo(json.dumps(out, indent=2))
         return
-    _print_calibration(result, f"{judge_name} as a judge of {truth}{note}", samples, disagree)
+    title = f"{judge_name} as a judge of {truth}{note}"
+    _print_calibration(result, title, samples, disagree, coverage)
 
 
 def _print_calibration(
-    result: Any, title: str, samples: int, disagree: list[dict[str, Any]]
+    result: Any,
+    title: str,
+    samples: int,
+    disagree: list[dict[str, Any]],
+    coverage: dict[str, Any],
 ) -> None:
     console.print(
         f"{title}: {result.n} runs ({result.level:.0%} intervals, {samples} resamples)",
         markup=False,
     )
+    if coverage["undecided"]:
+        kinds = ", ".join(f"{k} {v}" for k, v in coverage["undecided_kinds"].items())
+        total = coverage["decided"] + coverage["undecided"]
+        console.print(
+            f"the judge decided {coverage['decided']} of the {total} runs the truth decided; "
+            f"no decision on {coverage['undecided']} ({kinds}), which the figures leave out",
+            markup=False,
+        )
     matrix = new_table("", "truth: pass", "truth: fail")
     matrix.add_row("judge: pass", f"TP {result.tp}", f"FP {result.fp}")
     matrix.add_row("judge: fail", f"FN {result.fn}", f"TN {result.tn}")

@@ -17,7 +17,7 @@ from agentdocket.commands.common import (
     err,
     new_table,
     open_from,
-    progress_bar,
+    scoring_progress,
 )
 
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ def score(
             result = _score_runs(store, per_run, dataset, since, workers, batch_size)
             sessions = Result()
             if per_session:
-                with progress_bar("scoring sessions") as advance:
+                with scoring_progress("scoring sessions") as advance:
                     sessions = score_sessions(
                         store,
                         per_session,
@@ -212,7 +212,7 @@ def _score_runs(
 
     if not chosen:
         return Result()
-    with progress_bar("scoring runs") as advance:
+    with scoring_progress("scoring runs") as advance:
         return score_runs(
             store,
             chosen,
@@ -222,6 +222,11 @@ def _score_runs(
             batch_size=batch_size,
             progress=advance,
         )
+
+
+def _rate(rate: float) -> str:
+    """Runs a second: whole numbers, and two significant digits below 10 (a judge's rate)."""
+    return f"{rate:,.0f}" if rate >= 10 else f"{rate:.2g}"
 
 
 def chosen_scorers(
@@ -243,7 +248,7 @@ def chosen_scorers(
 def _print_tallies(result: Result, rate: float, sessions: int) -> None:
     also = f" and {sessions} sessions" if sessions else ""
     table = new_table(
-        title=f"scored {result.runs} runs{also} in {result.seconds:.1f}s ({rate:,.0f} runs/s)",
+        title=f"scored {result.runs} runs{also} in {result.seconds:.1f}s ({_rate(rate)} runs/s)",
         title_justify="left",
     )
     for col in (

@@ -19,6 +19,8 @@ def _cell(side: dict[str, Any], score: bool) -> str:
     text = f"{_pct(side['rate'], score)} (n={side['n']}"
     if side["missing"]:
         text += f", {side['missing']} missing"
+        if side.get("unparseable"):
+            text += f" ({side['unparseable']} unparseable)"
     return text + ")"
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentdocket.experiments import signed_rank, stats
-from agentdocket.scorers.outcomes import RunOutcome, outcome
+from agentdocket.scorers.outcomes import UNPARSEABLE, RunOutcome, outcome
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,7 @@ class CaseValues:
             "rate": total / n if n else None,
             "missing": sum(kinds.values()),
             "missing_kinds": dict(sorted(kinds.items())),
+            "unparseable": kinds.get(UNPARSEABLE, 0),  # judge replies that never parsed
             "coverage": sum(self.answered.values()) / runs if runs else None,
             "unjudged": self.unjudged,
         }

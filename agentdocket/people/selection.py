@@ -17,6 +17,7 @@ from agentdocket.errors import AgentdocketError
 from agentdocket.scorers.calibration import decision
 from agentdocket.scorers.report import ReportError, choose_versions
 from agentdocket.store import Store
+from agentdocket.store.scoring_reads import ReportVerdict
 
 
 class SelectionError(AgentdocketError, ValueError):
@@ -38,7 +39,26 @@ class Selection:
 
 def decisions(store: Store, given: str, dataset: str | None, option: str) -> dict[str, bool]:
     """Each run's pass/fail by the latest verdict of scorer ``given`` (NAME[=VERSION]); runs
-    it decides neither way are left out."""
+    it decides neither way are left out (:func:`undecided` names them)."""
+    found: dict[str, bool] = {}
+    for v in _latest(store, given, dataset, option):
+        d = decision(v.passed, v.label)
+        if d is not None:
+            found[v.trace_id] = d
+    return found
+
+
+def undecided(store: Store, given: str, dataset: str | None, option: str) -> dict[str, str]:
+    """The runs scorer ``given`` judged without deciding either way, and why: the verdict's
+    failure type (``judge:unparseable``, ...), else ``no decision``."""
+    return {
+        v.trace_id: v.failure_type or "no decision"
+        for v in _latest(store, given, dataset, option)
+        if decision(v.passed, v.label) is None
+    }
+
+
+def _latest(store: Store, given: str, dataset: str | None, option: str) -> list[ReportVerdict]:
     name, _, version = given.partition("=")
     stored = store.scoring.scorer_versions(dataset)
     if name not in stored:
@@ -47,12 +67,7 @@ def decisions(store: Store, given: str, dataset: str | None, option: str) -> dic
         chosen = choose_versions({name: stored[name]}, [given] if version else [])
     except ReportError as exc:
         raise SelectionError(f"{option}: {exc}") from None
-    found: dict[str, bool] = {}
-    for v in store.scoring.report_verdicts(chosen, dataset):
-        d = decision(v.passed, v.label)
-        if d is not None:
-            found[v.trace_id] = d
-    return found
+    return list(store.scoring.report_verdicts(chosen, dataset))
 
 
 def _order(queue: str, trace_id: str) -> str:

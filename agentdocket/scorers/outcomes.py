@@ -29,6 +29,7 @@ from typing import Literal
 Status = Literal["passed", "failed", "scored", "measured", "missing"]
 AGENT_ERROR, AGENT_TIMEOUT = "agent:error", "agent:timeout"
 NO_RESPONSE = "response:missing"
+UNPARSEABLE = "judge:unparseable"  # no reply of the judge stated a verdict in its format
 _TIMEOUT = re.compile(r"timed out|timeout", re.IGNORECASE)
 
 

@@ -4,7 +4,8 @@ The JSON shape is a contract::
 
     {"dataset": str, "runs": int, "errored": int,
      "scorers": {NAME: {"version": str, "scored": int, "passed": int|null, "failed": int|null,
-                        "missing": int, "missing_kinds": {KIND: count}, "unjudged": int,
+                        "missing": int, "missing_kinds": {KIND: count}, "unparseable": int,
+                        "unjudged": int,
                         "pass_rate": float|null, "pass_rate_answered": float|null,
                         "coverage": float|null, "score_mean": float|null,
                         "metrics": {METRIC: value}, "failure_types": {TYPE: count},
@@ -15,9 +16,10 @@ With ``by``, the same object also carries ``"by": FIELD`` and ``"groups": {VALUE
 
 Every run a scorer was asked to judge counts (:mod:`.outcomes`): ``scored`` is how many, each
 ``passed``, ``failed`` or ``missing`` (no answer, an agent's error or timeout, a judge that
-failed; ``missing_kinds`` says which), so ``pass_rate`` is over all of them and
-``pass_rate_answered`` over the answered ones (the IBM study's rate: it left errored tests
-out). An errored run counts for a scorer that judged it or another run of its case; a run
+failed; ``missing_kinds`` says which, and ``unparseable`` how many of them are a judge's replies
+that never stated a verdict in its format, retries included), so ``pass_rate`` is over all of
+them and ``pass_rate_answered`` over the answered ones (the IBM study's rate: it left errored
+tests out). An errored run counts for a scorer that judged it or another run of its case; a run
 with no verdict otherwise is ``unjudged`` (not scored yet, or outside the scorer's reach).
 ``coverage`` is the share of judged runs with an answer, beside ``score_mean`` and the
 metrics, which average the answered runs. ``repeats`` (when a case ran more than once by one
@@ -41,7 +43,7 @@ from typing import Any
 from agentdocket.errors import AgentdocketError
 from agentdocket.scorers import repeats
 from agentdocket.scorers.base import Metric, get, version_key
-from agentdocket.scorers.outcomes import RunOutcome, outcome
+from agentdocket.scorers.outcomes import UNPARSEABLE, RunOutcome, outcome
 from agentdocket.store.scoring_reads import ReportRun, ReportVerdict
 
 GROUPINGS = ("agent", "version", "strategy", "model")
@@ -173,6 +175,7 @@ def _scorer_summary(
         "failed": failed if pass_fail else None,
         "missing": count["missing"],
         "missing_kinds": dict(sorted(missing.items())),
+        "unparseable": missing.get(UNPARSEABLE, 0),
         "unjudged": unjudged,
         "pass_rate": passed / (decided + count["missing"]) if pass_fail else None,
         "pass_rate_answered": passed / decided if pass_fail else None,

@@ -12,6 +12,7 @@ import pytest
 
 from agentdocket.experiments import power, stats
 from agentdocket.experiments.compare import WORSE, Judged, Side, compare
+from agentdocket.experiments.comparison_text import rows
 
 CASES = [f"c{i:02d}" for i in range(20)]
 
@@ -210,7 +211,8 @@ def test_a_judge_that_failed_is_nobodys_failure_but_is_counted() -> None:
     result = compare(_side("A", 6), _side("B", 6), verdicts)
     entry = result["scorers"]["answer.reference"]
     assert entry["paired"] == 4 and entry["regressed"] == 0 and not entry["lost_answers"]
-    assert entry["candidate"]["missing"] == 2
+    assert entry["candidate"]["missing"] == 2 and entry["candidate"]["unparseable"] == 1
+    assert "(n=4, 2 missing (1 unparseable))" in rows(result)[0][2]
     assert (
         "answer.reference: 2 cases the judge could not decide on the candidate"
         in (result["gate"]["unseen"])
