@@ -187,17 +187,32 @@ def schemas(kind: str | None) -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Keep the demo's concerts database at this path (default: a temporary file).",
 )
+@click.option(
+    "--judge",
+    help="Also judge the answers with answer.reference through this model (local:smollm2, "
+    "the one run here; or PROVIDER:MODEL), then calibrate that judge against answer.exact.",
+)
 @click.pass_context
-def demo(ctx: click.Context, concerts_db: Path | None) -> None:
+def demo(ctx: click.Context, concerts_db: Path | None, judge: str | None) -> None:
     """Run a scripted database-QA agent over its own concerts database in three strategies
     (sequential, iterative, no-interaction), recording every step through the tracer; list the
-    runs, score them with every scorer and print the report by strategy.
+    runs, score them with every scorer and print the report by strategy. With --judge, an LLM
+    judge scores the answers too, and is measured against the exact-match verdicts.
 
     \b
     Examples:
       agentdocket demo
       agentdocket --database sqlite:///demo.db demo --concerts-db concerts.db
+      agentdocket demo --judge local:smollm2
     """
+    if judge is not None:  # its model found before anything is recorded
+        from agentdocket.scorers.judges.client import JudgeUnavailable, resolve_model
+
+        try:
+            resolve_model(judge)
+        except JudgeUnavailable as exc:
+            raise click.BadParameter(str(exc), param_hint="--judge") from None
+        judge_scorer = scoring.chosen_scorers(("answer.reference",), {}, judge)
     from rich.progress import Progress
 
     from agentdocket.demo import DATASET, QUESTIONS, STRATEGIES, run_demo
@@ -228,6 +243,8 @@ def demo(ctx: click.Context, concerts_db: Path | None) -> None:
         console.print(f"concerts database kept at {concerts_db}")
     ctx.invoke(runs_commands.runs_list, dataset=DATASET, agent=None, limit=len(result.trace_ids))
     _score_demo(ctx, result.trace_ids)
+    if judge is not None:
+        _judge_demo(ctx, result.trace_ids, judge_scorer)
     _next_steps(result.trace_ids[0][:8] if result.trace_ids else "TRACE_ID")
 
 
@@ -256,6 +273,39 @@ def _score_demo(ctx: click.Context, trace_ids: list[str]) -> None:
         refresh(store, price_book(PRICES))
         report = reports.make_report(store, DATASET, "strategy", ())
     reports.print_report(report)
+
+
+def _judge_demo(ctx: click.Context, trace_ids: list[str], chosen: list[Any]) -> None:
+    """The demo's answers judged by ``answer.reference`` through the model asked for, then
+    that judge calibrated against ``answer.exact`` (the demo's reference answers are what a
+    right answer says word for word)."""
+    from agentdocket.commands.common import scoring_progress
+    from agentdocket.demo import DATASET
+    from agentdocket.scorers.judges.client import JudgeUnavailable
+    from agentdocket.scorers.runner import score_runs
+
+    (scorer,) = chosen
+    model = scorer.config["model"]
+    console.print(f"judging the answers with answer.reference through {model}", markup=False)
+    with open_from(ctx) as store, scoring_progress("judging the answers") as advance:
+        try:
+            done = score_runs(store, chosen, trace_ids=trace_ids, progress=advance)
+        except JudgeUnavailable as exc:
+            raise click.ClickException(str(exc)) from None
+    console.print(
+        f"{done.judge_calls} judge calls in {done.seconds:.0f}s "
+        f"({done.judge_cache_hits} answered from the judge-call cache)",
+        markup=False,
+    )
+    ctx.invoke(
+        reports.calibrate_command,
+        judge_name=f"answer.reference={scorer.version}",
+        truth="answer.exact",
+        dataset=DATASET,
+        samples=1000,
+        seed=0,
+        fmt="table",
+    )
 
 
 def _next_steps(run: str) -> None:

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 # Each scorer is declared beside its function (name, version, options, details, metrics); these
 # imports register them.
-from agentdocket.scorers import grammar, interaction, sessions, similarity, tool_use  # noqa: F401
+from agentdocket.scorers import (  # noqa: F401
+    exact,
+    grammar,
+    interaction,
+    sessions,
+    similarity,
+    tool_use,
+)
 from agentdocket.scorers.base import (
     Option,
     Outcome,

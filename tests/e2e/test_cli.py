@@ -44,7 +44,7 @@ def test_demo_records_runs_of_three_strategies_through_the_tracer(
     runs = store.reader.list_runs(dataset="concerts-demo", limit=None)
     assert len(runs) == 30 and all(r["status"] == "ok" for r in runs)
     # then scored by every scorer, and the report printed by strategy
-    assert store.reader.counts()["verdicts"] == 30 * 5
+    assert store.reader.counts()["verdicts"] == 30 * 6
     assert "Loading weights" not in out
     report = json.loads(
         cli(
@@ -73,6 +73,52 @@ def test_demo_records_runs_of_three_strategies_through_the_tracer(
     for step in steps:
         args = step.split()[1:]
         cli(f"sqlite:///{tmp_path / 'agentdocket.db'}", *args)
+
+
+def test_demo_with_a_judge_calibrates_it_against_exact_match(url: str) -> None:
+    """A judge that says Match to everything, in the conclusive format only: the interpretive
+    questions' replies do not parse, and calibrate says so beside its figures."""
+    judge = "python:tests.helpers.examined:match_judge"
+    out = cli(url, "demo", "--judge", judge)
+    assert f"judging the answers with answer.reference through {judge}" in out
+    with open_store(url) as store:
+        cases = store.datasets.get("concerts-demo", "1").cases
+    interpretive = 3 * sum(c.question_type == "interpretive" for c in cases)
+    assert 0 < interpretive < 30
+    decided = 30 - interpretive
+    assert f"answer.reference=1 as a judge of answer.exact: {decided} runs" in out
+    assert (
+        f"the judge decided {decided} of the 30 runs the truth decided; no decision on "
+        f"{interpretive} (judge:unparseable {interpretive}), which the figures leave out"
+    ) in out
+    exact = json.loads(cli(url, "report", "--dataset", "concerts-demo", "--format", "json"))
+    scorers = exact["scorers"]
+    assert scorers["answer.reference"]["unparseable"] == interpretive
+    assert scorers["answer.exact"]["unparseable"] == 0
+    assert (scorers["answer.exact"]["passed"], scorers["answer.exact"]["failed"]) == (17, 13)
+    calibrated = json.loads(
+        cli(
+            url,
+            *("calibrate", "--judge", "answer.reference", "--against", "answer.exact"),
+            "--format",
+            "json",
+        )
+    )
+    # every decided run judged passing: precision is the share the truth passes
+    assert calibrated["fn"] == calibrated["tn"] == 0
+    assert calibrated["precision"] == calibrated["tp"] / decided
+    assert calibrated["judge_coverage"] == {
+        "decided": decided,
+        "undecided": interpretive,
+        "undecided_kinds": {"judge:unparseable": interpretive},
+    }
+
+
+def test_demo_refuses_a_judge_it_cannot_load_before_recording(url: str) -> None:
+    done = CliRunner().invoke(main, ["--database", url, "demo", "--judge", "local:nothing"])
+    assert done.exit_code == 2 and "no local model 'local:nothing'" in done.output
+    with open_store(url) as store:
+        assert store.reader.counts()["runs"] == 0
 
 
 def _sample(runner: CliRunner, url: str) -> None:

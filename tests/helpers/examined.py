@@ -43,6 +43,12 @@ def yes_judge() -> FakeListChatModel:
     )
 
 
+def match_judge() -> FakeListChatModel:
+    """A judge that says Match to everything, in the conclusive questions' format only (so an
+    interpretive question's reply, which wants a score, does not parse)."""
+    return FakeListChatModel(responses=["The answers agree.\nConclusion: Match"])
+
+
 def polite_examiner() -> FakeListChatModel:
     """Asks for the task once, then stops; cycles, so one model serves every case in turn."""
     return FakeListChatModel(responses=["Please do the task described.", "TASK_FINISHED"])

@@ -15,7 +15,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from agentdocket.scorers.judges.client import Ask, JudgeSession
+from agentdocket.scorers.judges.client import Ask, JudgeSession, observing_calls
 from agentdocket.scorers.judges.parse import (
     Unparseable,
     parse_conclusion,
@@ -291,3 +291,18 @@ def test_a_second_pass_is_served_from_the_cache_retries_included() -> None:
     cut = [a for a in answers if a.failure]
     assert all((a.error or "").startswith("cut off at 64 tokens") for a in cut)
     assert all((a.error or "").startswith("expected") for a in repeated if a.failure)
+
+
+def test_each_call_made_is_told_to_the_observer_as_it_returns() -> None:
+    """What score's progress counts: every call made, retries included; none from the cache."""
+    model = Scripted(replies=[(RAMBLE, "length"), ("Conclusion: Match", "stop")], sent=[])
+    other = Ask("b" * 32, "Another question...\n\nConclusion:", parse_conclusion)
+    seen: list[str] = []
+    session = JudgeSession()
+    with observing_calls(seen.append):
+        session.ask(model, "scripted", 0.0, [ASK, other], retries=2)
+    assert len(model.sent) >= 3 and seen == ["scripted"] * len(model.sent)
+    cached = JudgeSession(_lookup(_stored(session)))
+    with observing_calls(seen.append):
+        cached.ask(model, "scripted", 0.0, [ASK, other], retries=2)
+    assert len(seen) == len(model.sent) and cached.calls_made == 0

@@ -154,6 +154,7 @@ def test_a_verdict_is_tagged_and_its_input_hash_is_stable() -> None:
     other = scorer.input_hash(_trace([("sql", {"q": "a"}), ("sql", {"q": "b"})], case, ["sql"]))
     assert other != first.input_hash
     assert [s.name for s in scorers.scorers()] == [
+        "answer.exact",
         "answer.reference",
         "examiner.points",
         "grammar.groups",
