@@ -71,9 +71,9 @@ def judge_calls(url: str) -> int:
 
 
 def unparseable(url: str, version: str) -> int:
-    _, out = run(url, "report", "--format", "json", "--version", version)
-    kinds = json.loads(out)["scorers"]["answer.reference"]["missing_kinds"]
-    return int(kinds.get("judge:unparseable", 0))
+    """The verdicts of answer.reference ``version`` whose judge never stated one."""
+    _, out = run(url, "report", "--format", "json", "--version", f"answer.reference={version}")
+    return int(json.loads(out)["scorers"]["answer.reference"]["unparseable"])
 
 
 def load_seconds() -> float:

@@ -16,6 +16,8 @@ Run with the fresh virtualenv's Python, agentdocket installed there:
   serve               `agentdocket serve` on free ports answers GET /healthz with 200 within a
                       minute, then stops on SIGTERM with status 0 and no traceback
   trace-id            the first run's trace id of `agentdocket runs list --format json` (stdin)
+  judged              `agentdocket report --format json` (stdin) has answer.reference's verdict
+                      on every run, each passed, failed or missing, and counts the unparseable
 """
 
 from __future__ import annotations
@@ -225,6 +227,22 @@ def trace_id() -> None:
     print(runs[0]["trace_id"])
 
 
+def judged() -> None:
+    report = json.load(sys.stdin)
+    found = report["scorers"].get("answer.reference")
+    if found is None:
+        raise CheckFailed("report: no verdicts of answer.reference")
+    decided = (found["passed"] or 0) + (found["failed"] or 0)
+    if found["scored"] != report["runs"] or decided + found["missing"] != found["scored"]:
+        raise CheckFailed(f"report: answer.reference did not judge every run: {found}")
+    if not isinstance(found.get("unparseable"), int):
+        raise CheckFailed(f"report: answer.reference has no count of unparseable replies: {found}")
+    print(
+        f"answer.reference: {found['scored']} runs judged, {decided} decided, "
+        f"{found['unparseable']} unparseable"
+    )
+
+
 def main(argv: list[str]) -> int:
     commands: dict[str, tuple[Callable[..., None], int]] = {
         "extras": (extras, 0),
@@ -233,6 +251,7 @@ def main(argv: list[str]) -> int:
         "help": (help_all, 0),
         "serve": (serve, 0),
         "trace-id": (trace_id, 0),
+        "judged": (judged, 0),
     }
     if not argv or argv[0] not in commands or len(argv) - 1 != commands[argv[0]][1]:
         print(__doc__, file=sys.stderr)

@@ -10,7 +10,7 @@ poor judge, and most of its replies do not parse.
 They need the ``local`` extra and the weights (scripts/setup installs both); without them they
 skip, except in CI, where they fail. The model is loaded once per test process (the module's
 fixture, about 15-30 s); then each database kind makes about 15 calls of 2-8 s each (64
-output tokens at most, one torch thread): about 2 minutes a kind on the 2-core machine.
+output tokens at most, one torch thread): 144 s for both kinds on the idle 2-core machine.
 """
 
 from __future__ import annotations
