@@ -47,6 +47,7 @@ FEATURES: dict[str, tuple[str, ...]] = {
     ),
     "embeddings": ("agentdocket.scorers.embeddings",),
     "local": ("agentdocket.scorers.judges.local",),  # local:smollm2, the judge run here
+    "otlp": ("agentdocket.outbound.otlp",),  # export verdicts --otlp
 }
 # The developers' extras (the test suite, the checks, the docs): the package imports none of
 # them, but for modules only the developers' tools use, which no other module imports.

@@ -108,6 +108,7 @@ class VerdictRow(TypedDict):
 
     verdict_id: str
     trace_id: str
+    subject_span_id: str | None  # a step verdict's span; None: the run as a whole
     dataset: str | None
     case_id: str | None
     agent: str | None

@@ -55,9 +55,9 @@ class ReportVerdict:
 
 
 VERDICT_EXPORT_SQL = (
-    "SELECT v.verdict_id, v.trace_id, r.dataset, r.case_id, r.agent, r.agent_version, "
-    "r.strategy, v.scorer, v.scorer_version, v.passed, v.score, v.label, v.failure_type, "
-    "v.rationale, v.details, v.input_hash, v.judge_trace_id, v.ts "
+    "SELECT v.verdict_id, v.trace_id, v.subject_span_id, r.dataset, r.case_id, r.agent, "
+    "r.agent_version, r.strategy, v.scorer, v.scorer_version, v.passed, v.score, v.label, "
+    "v.failure_type, v.rationale, v.details, v.input_hash, v.judge_trace_id, v.ts "
     "FROM verdicts v LEFT JOIN runs r ON r.trace_id = v.trace_id"
 )
 
@@ -268,6 +268,13 @@ class ScoringReader:
         order = " ORDER BY v.scorer, v.scorer_version, v.trace_id, v.ts"
         for row in self.db.dicts(sql + order, params):
             yield typed(VerdictRow, row)
+
+    def root_spans(self, trace_ids: Sequence[str]) -> dict[str, str]:
+        """Each run's root span id (the span of its ``run.started`` event), by trace id: the
+        span a run-level verdict is about."""
+        sql = "SELECT trace_id, span_id FROM events WHERE kind = 'run.started' AND {among}"
+        rows = self.db.read_among(sql, "trace_id", sorted(set(trace_ids)))
+        return {trace_id: span_id for trace_id, span_id in rows}
 
     def judge_replies(self, keys: Sequence[str]) -> dict[str, tuple[str, str]]:
         """Cached judge replies by cache key: (reply, trace id of the recorded call)."""

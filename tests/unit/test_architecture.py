@@ -17,7 +17,7 @@ LAYERS = [
     {"events"},
     {"store"},
     {"migrations"},  # run by the store through Alembic, which the store finds by path
-    {"ingest", "importers", "scorers", "generators", "costs"},
+    {"ingest", "importers", "scorers", "generators", "costs", "outbound"},
     {"tracer", "examiner", "demo", "dashboards", "experiments", "follow", "people"},
     {"runtime"},
     {"commands"},

@@ -1,0 +1,1 @@
+"""What agentdocket sends out: its verdicts as the GenAI conventions' evaluation events."""
