@@ -185,8 +185,9 @@ def open_from(ctx: click.Context, *, create: bool = False) -> Iterator[Store]:
 
 
 @contextmanager
-def progress_bar(description: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr, gone when done; yields ``advance(done, total)``."""
+def _progress(description: str) -> Iterator[tuple[Any, Callable[[int, int], None]]]:
+    """A rich progress display on stderr, gone when done, with one task for ``description``:
+    the display, and ``advance(done, total)`` for that task."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
     with Progress(
@@ -202,6 +203,13 @@ def progress_bar(description: str) -> Iterator[Callable[[int, int], None]]:
         def advance(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
+        yield bar, advance
+
+
+@contextmanager
+def progress_bar(description: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr, gone when done; yields ``advance(done, total)``."""
+    with _progress(description) as (_, advance):
         yield advance
 
 
@@ -210,23 +218,10 @@ def scoring_progress(description: str) -> Iterator[Callable[[int, int], None]]:
     """:func:`progress_bar`, with a second line counting the judge calls made as each returns
     (a judge's batch may take minutes before its runs count as done; in this process only:
     worker processes of ``--workers`` count their runs alone)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
     from agentdocket.scorers.judges.client import observing_calls
 
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=real(err),
-        transient=True,
-    ) as bar:
-        task = bar.add_task(description, total=None)
+    with _progress(description) as (bar, advance):
         calls = bar.add_task("judge calls made", total=None, visible=False)
-
-        def advance(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
 
         def called(model: str) -> None:
             bar.update(calls, advance=1, visible=True, description=f"judge calls made ({model})")

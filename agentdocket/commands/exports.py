@@ -151,9 +151,9 @@ def _send_verdicts(
     sent = external = measured = orphans = 0
     try:
         with open_from(ctx) as store, progress_bar("sending verdicts") as advance:
-            rows = store.scoring.verdict_export_rows(dataset, scorer)
+            rows = (dict(r) for r in store.scoring.verdict_export_rows(dataset, scorer))
             while chunk := list(itertools.islice(rows, SEND_BATCH)):
-                ours = [dict(r) for r in chunk if not received(dict(r))]
+                ours = [r for r in chunk if not received(r)]
                 external += len(chunk) - len(ours)
                 chosen: list[dict[str, Any]] = [r for r in ours if says_something(r)]
                 measured += len(ours) - len(chosen)
