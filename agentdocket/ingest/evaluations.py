@@ -30,7 +30,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from agentdocket.events import Event, validate_payload
+from agentdocket.events import Event, PayloadError, check_trace_id, validate_payload
 from agentdocket.ingest.decode import attribute_json, ts_of
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
@@ -137,11 +137,11 @@ def _failure(value: Any) -> str | None:
 
 
 def _trace_id(value: Any) -> str | None:
+    """A sent judge trace id, when it is one (the events' own check); else none."""
     text = _text(value)
-    if text is None or len(text) != 32:
+    if text is None:
         return None
     try:
-        int(text, 16)
-    except ValueError:
+        return check_trace_id(text.lower(), SENT_JUDGE_TRACE)
+    except PayloadError:
         return None
-    return text.lower()
