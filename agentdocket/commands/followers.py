@@ -7,13 +7,17 @@ import click
 from agentdocket.commands.common import FORMAT, console, echo_json, new_table, open_from
 from agentdocket.events import JUDGEMENT_KINDS, format_ts
 
+EXPORT_PREFIX = "export:"  # agentdocket.outbound.forward.cursor_name's
+
 
 @click.command()
 @FORMAT
 @click.pass_context
 def followers(ctx: click.Context, fmt: str) -> None:
     """List the followers' cursors (`score --follow`, `serve --score`): where each resumes,
-    when it last moved, and the events and finished runs stored after it.
+    when it last moved, and the events and finished runs stored after it. A cursor named
+    export:NAME:ENDPOINT is a follower's [export]: its events behind are the verdicts not sent
+    yet.
 
     \b
     Examples:
@@ -24,15 +28,23 @@ def followers(ctx: click.Context, fmt: str) -> None:
     with open_from(ctx) as store:
         following = store.arrivals
         for name, position, moved in following.cursors():
+            sending = name.startswith(EXPORT_PREFIX)  # a forwarder's: it reads verdicts
             rows.append(
                 {
                     "follower": name,
                     "position": str(position),
                     "moved_at": None if moved is None else format_ts(moved),
-                    "events_behind": following.count_after(position, skip_kinds=JUDGEMENT_KINDS),
-                    "finished_runs_behind": following.count_after(
-                        position, only_kinds=("run.finished",)
+                    "events_behind": following.count_after(
+                        position,
+                        **(
+                            {"only_kinds": ("verdict",)}
+                            if sending
+                            else {"skip_kinds": JUDGEMENT_KINDS}
+                        ),
                     ),
+                    "finished_runs_behind": None
+                    if sending
+                    else following.count_after(position, only_kinds=("run.finished",)),
                 }
             )
     if fmt == "json":
@@ -50,6 +62,6 @@ def followers(ctx: click.Context, fmt: str) -> None:
             str(r["position"]),
             str(r["moved_at"] or "-"),
             str(r["events_behind"]),
-            str(r["finished_runs_behind"]),
+            str("-" if r["finished_runs_behind"] is None else r["finished_runs_behind"]),
         )
     console.print(table)

@@ -24,6 +24,14 @@ A TOML file (``--config FILE``)::
     usd_per_hour = 2.50              # and in money: what its calls cost, priced at their time
     concurrency = 4                  # judge calls in flight at once
 
+    [export]                         # optional: send each new verdict as it is stored
+    otlp = "http://tempo:4318"       # as gen_ai.evaluation.result log records (otlp extra)
+    protocol = "http/protobuf"       # or "grpc" (then otlp = "host:port")
+    headers = { authorization = "Bearer ..." }
+    insecure = false                 # grpc without TLS
+    timeout_seconds = 10             # how long one request may take
+    batch = 500                      # records per request
+
 A relative ``prices`` path is read from the config file's folder.
 
 Sampling is deterministic by trace id: a run is in or out for every follower, every restart
@@ -61,6 +69,8 @@ SCORER_KEYS = {
     "options",
 }
 LIST_KEYS = ("agents", "agent_versions", "datasets", "statuses")
+EXPORT_KEYS = {"otlp", "protocol", "headers", "insecure", "timeout_seconds", "batch"}
+EXPORT_PROTOCOLS = ("http/protobuf", "grpc")
 
 
 class ConfigFileError(AgentdocketError, ValueError):
@@ -122,6 +132,18 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class ExportConfig:
+    """Where a follower sends each new verdict (``[export]``)."""
+
+    otlp: str
+    protocol: str = "http/protobuf"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    insecure: bool = False
+    timeout_seconds: float = 10.0
+    batch: int = 500
+
+
+@dataclass(frozen=True)
 class FollowConfig:
     """A follower's name, pace and rules (one per scorer name or prefix)."""
 
@@ -132,6 +154,7 @@ class FollowConfig:
     typed: bool = True  # the rules' options are typed values (TOML), else text (a command line)
     prices: Overrides | None = None  # a price file over genai-prices (judges' money budgets)
     session_idle_seconds: float = SESSION_IDLE_S
+    export: ExportConfig | None = None  # where each new verdict is sent, if anywhere
 
 
 def _where(path: str | None, place: str) -> str:
@@ -209,10 +232,10 @@ def _positive(value: Any, where: str) -> float:
 
 def parse(data: Mapping[str, Any], path: str | None = None) -> FollowConfig:
     """A config from parsed TOML; ``path`` names the file in errors."""
-    unknown = sorted(set(data) - {"follow", "scorer"})
+    unknown = sorted(set(data) - {"follow", "scorer", "export"})
     if unknown:
         raise ConfigFileError(
-            _where(path, f"unknown table {unknown[0]!r} (known: [follow], [[scorer]])")
+            _where(path, f"unknown table {unknown[0]!r} (known: [follow], [[scorer]], [export])")
         )
     follow = data.get("follow", {})
     if not isinstance(follow, dict):
@@ -244,6 +267,54 @@ def parse(data: Mapping[str, Any], path: str | None = None) -> FollowConfig:
             _where(path, "follow.session_idle_seconds"),
             low=0,
         ),
+        export=None if "export" not in data else _export(data["export"], path),
+    )
+
+
+def _export(table: Any, path: str | None) -> ExportConfig:
+    """The ``[export]`` table: an OTLP endpoint and how to reach it."""
+    if not isinstance(table, dict):
+        raise ConfigFileError(_where(path, "[export] must be a table"))
+    bad = sorted(set(table) - EXPORT_KEYS)
+    if bad:
+        raise ConfigFileError(
+            _where(
+                path, f"export: unknown key {bad[0]!r} (known: {', '.join(sorted(EXPORT_KEYS))})"
+            )
+        )
+    endpoint = table.get("otlp")
+    if not isinstance(endpoint, str) or not endpoint.strip():
+        raise ConfigFileError(_where(path, "export.otlp: the OTLP endpoint is required"))
+    protocol = table.get("protocol", "http/protobuf")
+    if protocol not in EXPORT_PROTOCOLS:
+        raise ConfigFileError(
+            _where(
+                path,
+                f"export.protocol: {protocol!r} (expected one of {', '.join(EXPORT_PROTOCOLS)})",
+            )
+        )
+    headers = table.get("headers", {})
+    if not isinstance(headers, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+    ):
+        raise ConfigFileError(
+            _where(path, f"export.headers: expected a table of strings, got {headers!r}")
+        )
+    insecure = table.get("insecure", False)
+    if not isinstance(insecure, bool):
+        raise ConfigFileError(
+            _where(path, f"export.insecure: expected true or false, got {insecure!r}")
+        )
+    timeout = _number(
+        table.get("timeout_seconds", 10.0), _where(path, "export.timeout_seconds"), low=0.1
+    )
+    return ExportConfig(
+        otlp=endpoint.strip(),
+        protocol=protocol,
+        headers={k.lower(): v for k, v in headers.items()},
+        insecure=insecure,
+        timeout_seconds=timeout,
+        batch=int(_number(table.get("batch", 500), _where(path, "export.batch"), low=1)),
     )
 
 

@@ -88,6 +88,13 @@ class EvaluationSender:
         if result != LogRecordExportResult.SUCCESS:
             raise SendFailed(f"{self.endpoint} did not take {len(batch)} evaluation records")
 
+    def reachable(self) -> bool:
+        """Whether the endpoint takes a request now (an empty one): told apart from a batch
+        it refuses, a failure to send is then an outage."""
+        from opentelemetry.sdk._logs.export import LogRecordExportResult
+
+        return bool(self.exporter.export([]) == LogRecordExportResult.SUCCESS)
+
     def close(self) -> None:
         self.exporter.shutdown()
 

@@ -120,7 +120,8 @@ def follow(
     metrics: tuple[str, int] | None = None,
 ) -> Follower:
     """Follow in this thread until ``stop`` is set (``score --follow``), with metrics on
-    ``metrics`` (host, port) if given and the rollups refreshed every minute (PostgreSQL)."""
+    ``metrics`` (host, port) if given, the rollups refreshed every minute (PostgreSQL), and
+    each new verdict sent to the config's ``[export]`` endpoint, if any."""
     follower = make_follower(store, config, store.sibling)
     services = Services()
     try:
@@ -128,6 +129,10 @@ def follow(
             services.start(MetricsServer(follower, *metrics))
         if backend_of(store.url).rollups:
             services.start(Refresher(store.sibling, 60.0))
+        if config.export is not None:
+            from agentdocket.runtime.forwarder import ForwarderThread
+
+            services.start(ForwarderThread(store.sibling, config.export, config.name, say))
         say(
             f"agentdocket: following {describe(follower)} from {follower.position}"
             + (f"; metrics on http://{metrics[0]}:{metrics[1]}/metrics" if metrics else "")

@@ -100,6 +100,20 @@ class Arrivals:
             for r in rows
         ]
 
+    def events_after(
+        self, position: Position, limit: int, kinds: Sequence[str]
+    ) -> list[tuple[Position, str]]:
+        """Up to ``limit`` events of ``kinds`` stored after ``position``, in arrival order, as
+        (position, event id): what an outbound cursor reads (the verdicts to send)."""
+        where, params = self._after(position, (), kinds)
+        tx, order = self.order.arrival_order()
+        rows = self.db.read(
+            f"SELECT {tx}, position, event_id FROM events "
+            f"WHERE {where} ORDER BY {', '.join(order)} LIMIT ?",
+            [*params, limit],
+        )
+        return [(Position(int(r[0]), int(r[1])), str(r[2])) for r in rows]
+
     def count_after(
         self,
         position: Position,

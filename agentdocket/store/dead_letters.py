@@ -32,6 +32,11 @@ DEAD_LETTER_COLUMNS = (
     "raw",
 )
 
+# Letters of records sent out that their endpoint refused (``export:otlp ENDPOINT``): not
+# events to append; the verdicts they carry are in the log, and sent again from there.
+OUTBOUND = "export:"
+OUTBOUND_RETRY = "a record an endpoint refused, not an event: agentdocket export verdicts --otlp"
+
 
 def raw_json(value: Any) -> str:
     """``value`` as JSON text of ASCII characters only, so that any string survives in any
@@ -182,6 +187,9 @@ class DeadLetters:
             letter = DeadLetter(**{c: row[c] for c in DEAD_LETTER_COLUMNS})  # type: ignore[literal-required]
             if row["resolved"]:
                 out.append(Retried(letter.letter_id, "resolved"))
+                continue
+            if letter.source.startswith(OUTBOUND):
+                out.append(Retried(letter.letter_id, "undecodable", OUTBOUND_RETRY))
                 continue
             try:
                 event = letter.event()

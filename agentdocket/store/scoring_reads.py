@@ -17,7 +17,7 @@ from typing import Any
 from agentdocket.events import Case, Event, Trace
 from agentdocket.store.datasets import Datasets
 from agentdocket.store.reading import Reader
-from agentdocket.store.recorder import Recorder
+from agentdocket.store.recorder import AMONG_CHUNK, Recorder
 from agentdocket.store.roles import EventLog
 from agentdocket.store.rows import CaseRun, VerdictRow, typed
 
@@ -257,7 +257,8 @@ class ScoringReader:
     ) -> Iterator[VerdictRow]:
         """Every stored verdict (all versions) with its run's dataset, case, agent and
         strategy."""
-        clauses, params = [], []
+        clauses: list[str] = []
+        params: list[Any] = []
         if dataset is not None:
             clauses.append("r.dataset = ?")
             params.append(dataset)
@@ -268,6 +269,19 @@ class ScoringReader:
         order = " ORDER BY v.scorer, v.scorer_version, v.trace_id, v.ts"
         for row in self.db.dicts(sql + order, params):
             yield typed(VerdictRow, row)
+
+    def verdict_rows_of(self, verdict_ids: Sequence[str]) -> list[VerdictRow]:
+        """The verdicts of ``verdict_ids`` (their events' ids), as :meth:`verdict_export_rows`
+        gives them, in no particular order; ids of no stored verdict are left out."""
+        ids = sorted(set(verdict_ids))
+        out: list[VerdictRow] = []
+        for start in range(0, len(ids), AMONG_CHUNK):
+            where, params = self.db.any_of("v.verdict_id", ids[start : start + AMONG_CHUNK])
+            out += [
+                typed(VerdictRow, r)
+                for r in self.db.dicts(f"{VERDICT_EXPORT_SQL} WHERE {where}", params)
+            ]
+        return out
 
     def root_spans(self, trace_ids: Sequence[str]) -> dict[str, str]:
         """Each run's root span id (the span of its ``run.started`` event), by trace id: the

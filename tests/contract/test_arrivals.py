@@ -65,6 +65,11 @@ def test_arrivals_come_in_the_order_they_were_stored(store: Store) -> None:
     assert store.arrivals.count_after(head[-1].position) == len(rest)
     assert store.arrivals.count_after(Position(), only_kinds=("run.finished",)) == 3
     assert store.arrivals.head() == arrived[-1].position
+    # events of some kinds, with their ids (what an outbound cursor reads)
+    ends = store.arrivals.events_after(Position(), 1000, ("run.finished",))
+    assert [p for p, _ in ends] == [a.position for a in arrived if a.kind == "run.finished"]
+    assert [i for _, i in ends] == [str(r[-1].event_id) for r in runs]
+    assert store.arrivals.events_after(ends[0][0], 1, ("run.finished",)) == ends[1:2]
     # finished as of a position: not before its end arrived
     tid = runs[0][0].trace_id
     end = next(a.position for a in arrived if a.trace_id == tid and a.kind == "run.finished")
