@@ -301,14 +301,14 @@ def _start_beside(
     if s.scoring is not None:
         from agentdocket.follow.metrics import FollowerCollector
 
+        if s.scoring.export is not None:  # its cursor placed before the first verdict
+            from agentdocket.runtime.forwarder import ForwarderThread
+
+            services.start(ForwarderThread(opener, s.scoring.export, s.scoring.name, say))
         follower = FollowerThread(opener, s.scoring, say)
         receiver.collectors.append(FollowerCollector(follower.follower))
         services.start(follower)
         say(f"agentdocket: scoring runs as they finish, {describe(follower.follower)}")
-        if s.scoring.export is not None:
-            from agentdocket.runtime.forwarder import ForwarderThread
-
-            services.start(ForwarderThread(opener, s.scoring.export, s.scoring.name, say))
     services.start(Sampler(receiver, opener))
     if s.refresh_every and backend_of(s.url).rollups:
         services.start(Refresher(opener, s.refresh_every))

@@ -157,3 +157,30 @@ def test_live_export_sends_each_verdict_once_through_a_sigkill(
     ]
     assert sending["follower"] == f"export:live:{gate.endpoint}"
     assert sending["events_behind"] == 0 and sending["finished_runs_behind"] is None
+
+
+def test_serve_score_sends_every_verdict_it_makes(
+    sqlite_url: str, receiver: Server, gate: Gate, tmp_path: Path
+) -> None:
+    """The sender starts before the follower inside `serve`: none of its verdicts is made
+    before the sender's cursor is placed."""
+    run_demo(sqlite_url)
+    config = tmp_path / "scoring.toml"
+    config.write_text(
+        "".join(f'[[scorer]]\nname = "{n}"\n' for n in JUDGED)
+        + f'[export]\notlp = "{gate.endpoint}"\n'
+    )
+    server = Server(sqlite_url, tmp_path / "serve-spool", "--score", "--config", str(config))
+    server.start()
+    try:
+        until(
+            lambda: (
+                len(_ours(sqlite_url)) == 90 and set(_received(receiver.url)) == _ours(sqlite_url)
+            ),
+            "every verdict judged and received",
+            detail=lambda: f"{len(_received(receiver.url))} received\n{server.log.read_text()}",
+            seconds=120,
+        )
+    finally:
+        server.stop()
+    assert "sending each new verdict to" in server.log.read_text()
