@@ -13,9 +13,9 @@ names it after the graph). The rule, first found wins:
 3. the nearest agent span below the root in the same export batch (by depth, then start);
 4. the root's name, unless it names code or an operation rather than an agent: a framework's
    generic one (``LangGraph``, ``Agent workflow``), a dotted path (``FunctionAgent.run``,
-   OpenLLMetry's ``FunctionAgent.workflow``, ``haystack.agent.run``), or the root's own GenAI
-   operation alone (``invoke_agent``, which the GenAI conventions name an agent span that
-   knows no agent name);
+   OpenLLMetry's ``FunctionAgent.workflow``, a module path ``app.agent.run``), or the root's
+   own GenAI operation alone (``invoke_agent``, which the GenAI conventions name an agent
+   span that knows no agent name);
 5. the service name (``service.name``), unless the SDK's default ``unknown_service``;
 6. the root's name.
 
@@ -38,7 +38,7 @@ GENERIC_NAMES = frozenset(
     {"LangGraph", "Agent workflow", "RunnableSequence", "AgentExecutor", "RunnableLambda"}
 )
 _METHOD = re.compile(r"^[A-Za-z_]\w*\.\w+$")
-_CODE_PATH = re.compile(r"^[A-Za-z_]\w*(?:\.\w+)+$")  # FunctionAgent.run, haystack.agent.run
+_CODE_PATH = re.compile(r"^[A-Za-z_]\w*(?:\.\w+)+$")  # FunctionAgent.run, app.agent.run
 # a class's name rather than an agent's: two or more capitalised words (FunctionAgent)
 _CLASS = re.compile(r"^(?:[A-Z][a-z0-9]+){2,}$")
 

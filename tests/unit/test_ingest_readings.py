@@ -69,7 +69,8 @@ def test_a_run_that_names_no_agent_is_named_by_its_service() -> None:
     """A root whose name is code (a dotted path) or its own GenAI operation names no agent:
     the service does, where it is not the SDK's default."""
     svc = {"service.name": "weather"}
-    # OpenLLMetry's LlamaIndex root, Haystack's own tracing's root
+    # OpenLLMetry's LlamaIndex root; a module path (Haystack's own tracing names its agent
+    # span haystack.agent.run)
     assert fallback_name("FunctionAgent.workflow", svc) == "weather"
     assert fallback_name("haystack.agent.run", svc) == "weather"
     # the GenAI conventions' agent span when the agent has no name
