@@ -11,8 +11,11 @@ names it after the graph). The rule, first found wins:
    OpenInference agent span (``weather.run``, as the smolagents and CrewAI instrumentations
    name an agent's spans) unless ``{name}`` is a class's (``FunctionAgent.run``);
 3. the nearest agent span below the root in the same export batch (by depth, then start);
-4. the root's name, unless it is a framework's generic one (``LangGraph``, ``Agent workflow``,
-   a ``Class.method`` such as ``FunctionAgent.run``);
+4. the root's name, unless it names code or an operation rather than an agent: a framework's
+   generic one (``LangGraph``, ``Agent workflow``), a dotted path (``FunctionAgent.run``,
+   OpenLLMetry's ``FunctionAgent.workflow``, a module path ``app.agent.run``), or the root's
+   own GenAI operation alone (``invoke_agent``, which the GenAI conventions name an agent
+   span that knows no agent name);
 5. the service name (``service.name``), unless the SDK's default ``unknown_service``;
 6. the root's name.
 
@@ -35,6 +38,7 @@ GENERIC_NAMES = frozenset(
     {"LangGraph", "Agent workflow", "RunnableSequence", "AgentExecutor", "RunnableLambda"}
 )
 _METHOD = re.compile(r"^[A-Za-z_]\w*\.\w+$")
+_CODE_PATH = re.compile(r"^[A-Za-z_]\w*(?:\.\w+)+$")  # FunctionAgent.run, app.agent.run
 # a class's name rather than an agent's: two or more capitalised words (FunctionAgent)
 _CLASS = re.compile(r"^(?:[A-Z][a-z0-9]+){2,}$")
 
@@ -55,7 +59,8 @@ def own_name(name: str, attrs: Mapping[str, Any], meta: Mapping[str, Any]) -> st
 
 def fallback_name(name: str, attrs: Mapping[str, Any]) -> str:
     """Steps 4-6, for a root that names no agent and has no agent span below it."""
-    if name and name not in GENERIC_NAMES and not _METHOD.match(name):
+    operation = name in (A.OP_INVOKE_AGENT, attrs.get(A.GEN_AI_OPERATION))
+    if name and name not in GENERIC_NAMES and not _CODE_PATH.match(name) and not operation:
         return name
     service = attrs.get(A.SERVICE_NAME)
     if service and not str(service).startswith("unknown_service"):

@@ -30,6 +30,7 @@ JSON_MIME: Final = "application/json"
 TEXT_MIME: Final = "text/plain"
 METADATA: Final = "metadata"
 TOOL_NAME: Final = "tool.name"
+TOOL_ARGUMENTS: Final = "tool.arguments"  # OpenLLMetry's LlamaIndex instrumentation
 TOOL_ID: Final = "tool.id"
 TOOL_CALL_ID: Final = "tool_call.id"
 LLM_MODEL: Final = "llm.model_name"

@@ -16,7 +16,15 @@ from typing import Any
 from agentdocket.events import Event
 from agentdocket.ingest import attributes as A
 from agentdocket.ingest.agents import names_below_roots, settings_below_roots
-from agentdocket.ingest.conventions import LLM, RETRIEVAL, RUN, TOOL, kind_of
+from agentdocket.ingest.conventions import (
+    LLM,
+    RETRIEVAL,
+    RUN,
+    STEP,
+    TOOL,
+    carries_tool_call,
+    kind_of,
+)
 from agentdocket.ingest.evaluations import EVALUATION_EVENT
 from agentdocket.ingest.evaluations import check as check_evaluation
 from agentdocket.ingest.evaluations import verdict as evaluation_verdict
@@ -97,6 +105,10 @@ def _events_of(m: SpanReader, attrs: Mapping[str, Any], keep_unrecognized: bool)
 
 def _foreign_handler(m: SpanReader, keep_unrecognized: bool) -> Any:
     found = kind_of(m.span.name, m.attrs, getattr(m.span, "kind", None))
+    if found in (RUN, STEP) and m.parent is not None and carries_tool_call(m.attrs):
+        # a chain, workflow or task span below the root that names a tool and carries its
+        # input records a tool call (the conventions' docs: "tool call")
+        return SpanReader.tool
     if found == RUN:
         # A trace's root agent, workflow or chain is the run (LangChain's root is often a
         # chain, Google ADK's a workflow).

@@ -17,7 +17,11 @@ from agentdocket.ingest import attributes as A
 from agentdocket.ingest.agents import fallback_name, own_name, run_settings
 from agentdocket.ingest.conventions import FIELDS, tool_arguments
 from agentdocket.ingest.conventions import messages as call_messages
-from agentdocket.ingest.conventions.frameworks import FINAL_ANSWER_TOOLS, NO_CALL_ID
+from agentdocket.ingest.conventions.frameworks import (
+    FINAL_ANSWER_TOOLS,
+    NO_CALL_ID,
+    tool_call_record,
+)
 from agentdocket.ingest.conventions.genai import with_instructions
 from agentdocket.ingest.conventions.openllmetry import tool_output
 from agentdocket.ingest.decode import (
@@ -249,18 +253,23 @@ class SpanReader:
         result = self.tool_result()
         given = self.get(*FIELDS["tool_call_id"])
         call_id = given if given not in (None, NO_CALL_ID) else call_id
+        error = self.error
         if not self.ours:  # LangChain's tool result is a ToolMessage naming its call
             message = tool_message(result)
             if message is not None:
                 call_id = call_id or message.get("tool_call_id")
                 result = message.get("content", result)
+            record = tool_call_record(result)  # LlamaIndex's record of the call
+            if record is not None:
+                result, recorded_id, recorded_error = record
+                call_id, error = call_id or recorded_id, error or recorded_error
         call_id = str(call_id or self.span_id)
         called = {"call_id": call_id, "tool": name, "arguments": args}
         returned = {
             "call_id": call_id,
             "tool": name,
             "result": jsonable(result),
-            "error": self.error,
+            "error": error,
             "duration_ms": self.duration_ms,
         }
         return [

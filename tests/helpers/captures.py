@@ -35,9 +35,11 @@ class Capture:
     agent: str = "weather"
     model: str = "scripted-1"
     cases: bool = True  # the framework carries the run's dataset and case ids
+    # fields the capture carries in a form not read (yet): held to staying exactly these
+    lost: frozenset[str] = frozenset()
     answered_failure: bool = True  # the model answers after the tool raised
     error: str = FAILURE  # what the failing tool's error text holds, as the framework sends it
-    supported: bool = True  # held to every field by the tests
+    supported: bool = True  # held to every field (but `lost`) by the tests
 
 
 CAPTURED = (
@@ -83,6 +85,15 @@ CAPTURED = (
         "native MCP tracing, client and server",
         # mcp 2.x hands its client a generic error, the tool's own message stays in the server
         error="Error executing tool get_weather",
+    ),
+    Capture(
+        "llamaindex-openllmetry",
+        "LlamaIndex 0.14 (FunctionAgent)",
+        "OpenLLMetry (`opentelemetry-instrumentation-llamaindex` 0.62)",
+        cases=False,  # the instrumentation alone attaches no run settings
+        # the GenAI messages of its model spans leave out a streamed reply's tool calls: they
+        # are only in LlamaIndex's own message records, in the task spans' traceloop.entity.*
+        lost=frozenset({"plan"}),
     ),
     Capture(
         "adk-2-nocontent",

@@ -65,6 +65,25 @@ def test_the_agent_is_named_by_the_nearest_agent_span() -> None:
     assert fallback_name("LangGraph", {"service.name": "unknown_service:python"}) == "LangGraph"
 
 
+def test_a_run_that_names_no_agent_is_named_by_its_service() -> None:
+    """A root whose name is code (a dotted path) or its own GenAI operation names no agent:
+    the service does, where it is not the SDK's default."""
+    svc = {"service.name": "weather"}
+    # OpenLLMetry's LlamaIndex root; a module path (Haystack's own tracing names its agent
+    # span haystack.agent.run)
+    assert fallback_name("FunctionAgent.workflow", svc) == "weather"
+    assert fallback_name("haystack.agent.run", svc) == "weather"
+    # the GenAI conventions' agent span when the agent has no name
+    assert fallback_name("invoke_agent", svc) == "weather"
+    assert fallback_name("invoke_agent", {**svc, "gen_ai.operation.name": "invoke_agent"}) == (
+        "weather"
+    )
+    assert fallback_name("chat", {**svc, "gen_ai.operation.name": "chat"}) == "weather"
+    # a root named otherwise is named by its name; the default service names nothing
+    assert fallback_name("weather agent", {"service.name": "svc"}) == "weather agent"
+    assert fallback_name("invoke_agent", {"service.name": "unknown_service"}) == "invoke_agent"
+
+
 @dataclass
 class _Event:
     name: str

@@ -20,7 +20,8 @@ from tests.helpers import mapping_digests
 # Recorded from commit db8bcfc; the OpenAI captures' again when model calls began to keep the
 # service tier they were served at (openai.response.service_tier), which prices some calls;
 # CrewAI's again when model calls began to keep the cost their spans report (OpenInference's
-# llm.cost.total), beside the one agentdocket computes.
+# llm.cost.total), beside the one agentdocket computes. The LlamaIndex (OpenLLMetry) capture
+# recorded when it was added.
 RECORDED = {
     "adk-1/000-traces.json json": "51f03d3c5c5f9e8cee80ddce9093f00e",
     "adk-1/000-traces.json protobuf": "51f03d3c5c5f9e8cee80ddce9093f00e",
@@ -40,6 +41,8 @@ RECORDED = {
     "crewai/000-traces.json protobuf": "f8c9c35ab40821625fa3a0ae68d7d299",
     "langgraph-openllmetry/000-traces.json json": "5815e264811ca99be639422f29079f5c",
     "langgraph-openllmetry/000-traces.json protobuf": "5815e264811ca99be639422f29079f5c",
+    "llamaindex-openllmetry/000-traces.json json": "56e946822b7c82c3dde030be5584f2a2",
+    "llamaindex-openllmetry/000-traces.json protobuf": "56e946822b7c82c3dde030be5584f2a2",
     "mcp/000-traces.json json": "ea1ecfb74395ddb5ccee2f710492cee0",
     "mcp/000-traces.json protobuf": "ea1ecfb74395ddb5ccee2f710492cee0",
     "mcp/001-traces.json json": "e0a629ae58a11ae005573236680bc6d7",

@@ -36,6 +36,7 @@ __all__ = [
     "RUN",
     "STEP",
     "TOOL",
+    "carries_tool_call",
     "kind_of",
     "messages",
     "tool_arguments",
@@ -69,6 +70,19 @@ def kind_of(name: str, attrs: Mapping[str, Any], span_kind: Any) -> str | None:
         if found is not None:
             return found
     return None
+
+
+def carries_tool_call(attrs: Mapping[str, Any]) -> bool:
+    """Whether a span the conventions call a chain, workflow, task or other step records a tool
+    call all the same: it names the tool (a ``tool_name`` attribute: ``tool.name``,
+    ``gen_ai.tool.name``) and carries its input (a ``tool_arguments`` one). OpenLLMetry's
+    LlamaIndex instrumentation records a workflow agent's tool call only so (a ``task`` span
+    with ``tool.name`` and ``tool.arguments``). A span below a run's root that does is read as
+    the tool call (:func:`agentdocket.ingest.mapping.span_to_events`); a name alone (a step
+    about a tool) or an input alone (any chain's) is not enough."""
+    return any(attrs.get(k) is not None for k in FIELDS["tool_name"]) and any(
+        attrs.get(k) is not None for k in FIELDS["tool_arguments"]
+    )
 
 
 def messages(attrs: Mapping[str, Any], direction: str) -> list[dict[str, Any]]:

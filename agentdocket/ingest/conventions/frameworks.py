@@ -8,7 +8,11 @@ the exception; a framework that follows a convention needs none.
 - **smolagents**: its ``final_answer`` tool ends a run with the answer (the run's answer, not
   a tool call or a step of its plan); it records a tool's input as keyword arguments beside
   its own flag (``{"args": [], "sanitize_inputs_outputs": true, "kwargs": {...}}``).
-- **LlamaIndex**: a tool's input as keyword arguments (``{"args": [], "kwargs": {...}}``).
+- **LlamaIndex**: a tool's input as keyword arguments (``{"args": [], "kwargs": {...}}``); a
+  workflow agent's record of a tool call (``{"tool_name", "tool_kwargs", "tool_id",
+  "tool_output": {"raw_output", "is_error", ...}}``, what OpenLLMetry's instrumentation gives as
+  the output of the task span that records the call) holds the model's call id, the tool's
+  output, and whether the tool failed (its exception then caught: the span is not an error).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
 NO_CALL_ID = "<not specified>"  # Google ADK
 FINAL_ANSWER_TOOLS = A.FINAL_ANSWER_TOOLS  # smolagents
 _WRAPPER = frozenset({"args", "kwargs"})
+_TOOL_CALL_RECORD = frozenset({"tool_name", "tool_kwargs", "tool_id", "tool_output"})
 
 
 def kind(name: str, attrs: Mapping[str, Any], span_kind: Any) -> str | None:
@@ -42,3 +47,17 @@ def keyword_arguments(value: Mapping[str, Any]) -> Any:
     if isinstance(kwargs, dict) and not value.get("args") and flags:
         return kwargs
     return None
+
+
+def tool_call_record(value: Any) -> tuple[Any, str | None, str | None] | None:
+    """LlamaIndex's record of a tool call (its ``ToolCallResult``): the tool's output, the
+    model's call id and, when the tool failed, its error text; None for any other value."""
+    if not isinstance(value, Mapping) or not value.keys() >= _TOOL_CALL_RECORD:
+        return None
+    output = value["tool_output"]
+    if not isinstance(output, Mapping) or "raw_output" not in output:
+        return None
+    result = output["raw_output"]
+    error = str(result) if output.get("is_error") is True else None
+    call_id = value.get("tool_id")
+    return result, None if call_id is None else str(call_id), error

@@ -16,7 +16,9 @@ KINDS = {"workflow": RUN, "agent": RUN, "tool": TOOL, "task": STEP}
 ASSOCIATION = A.TRACELOOP_ASSOCIATION  # + a run setting's name
 
 FIELDS: dict[str, tuple[str, ...]] = {
-    "tool_arguments": (A.TRACELOOP_ENTITY_INPUT,),
+    # its LlamaIndex instrumentation records a workflow agent's tool call as a task span with
+    # tool.name (read as OpenInference's) and tool.arguments
+    "tool_arguments": (A.TRACELOOP_ENTITY_INPUT, A.TOOL_ARGUMENTS),
     "tool_result": (A.TRACELOOP_ENTITY_OUTPUT,),
     # Its SDK sets gen_ai.conversation.id (read first, by the GenAI module); before it, a
     # session was an association property its users named themselves.
