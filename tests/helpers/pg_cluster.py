@@ -23,12 +23,16 @@ def _as_postgres(*command: str) -> list[str]:
 
 
 class Cluster:
-    def __init__(self) -> None:
+    """``port``: its own (default: a free one); ``settings``: more ``-c`` settings of the
+    server (``shared_preload_libraries=citus``)."""
+
+    def __init__(self, port: int | None = None, settings: tuple[str, ...] = ()) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="agentdocket-pg-"))
         if os.getuid() == 0:
             shutil.chown(self.root, "postgres", "postgres")
         self.data = self.root / "data"
-        self.port = free_port()
+        self.port = port or free_port()
+        self.settings = settings
         self.log = self.root / "server.log"
         subprocess.run(
             _as_postgres(
@@ -52,7 +56,7 @@ class Cluster:
         options = (
             f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off"
-        )
+        ) + "".join(f" -c {setting}" for setting in self.settings)
         subprocess.run(
             _as_postgres(
                 str(BIN / "pg_ctl"),
