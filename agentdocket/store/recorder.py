@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from operator import attrgetter
 from typing import Any
@@ -196,12 +196,13 @@ class Recorder(ABC):
         rows: list[tuple[Any, ...]],
         conflict: str,
         *,
-        new: bool = False,
+        new: bool | Collection[tuple[Any, ...]] = False,
     ) -> None:
         """Insert rows into a table; rows whose key exists go through ``conflict`` (an
         ``ON CONFLICT ... DO ...`` clause; empty for tables where a clash is an error).
         ``new``: the rows are expected not to exist (keyed by events this transaction
-        inserted), so that a backend may skip looking for them first."""
+        inserted), or the keys of those expected not to (traces new in this batch), so that
+        a backend may skip looking for them first."""
 
     # --- values -------------------------------------------------------------------------------
 

@@ -76,13 +76,13 @@ class EventLog(ABC):
         return months
 
     def keep_months(self, conn: Any, months: dict[str, date]) -> None:
-        """Record the months of these traces, new here (``trace_months``); a trace another
-        writer recorded meanwhile keeps its own."""
+        """Record the months of these traces, new here (``trace_months``, copied straight in);
+        a trace another writer recorded meanwhile keeps its own."""
         if months:
             rows = [(t, self.db.to_db("run_month", m)) for t, m in sorted(months.items())]
             conflict = "ON CONFLICT (trace_id) DO NOTHING"
             columns = ("trace_id", "run_month")
-            self.db.merge(conn, "trace_months", columns, ("trace_id",), rows, conflict)
+            self.db.merge(conn, "trace_months", columns, ("trace_id",), rows, conflict, new=True)
 
     def lock_new_traces(self, conn: Any, trace_ids: Sequence[str]) -> bool:
         """Lock these traces, not yet stored, until the transaction ends; whether there are

@@ -1,8 +1,10 @@
 """The recorder and roles of a Citus coordinator (:mod:`.ops`): PostgreSQL's, with what a
 cluster changes.
 
-- Rows that may already be stored always go through the staging table: a duplicate key found
-  on a worker reaches the coordinator as an internal error, not as a unique violation.
+- New rows are copied straight into the distributed table (COPY routes each to its shard);
+  a duplicate key found on a worker reaches the coordinator as an internal error, not as a
+  unique violation, so that error too sends the rows through the staging table. Which keys
+  are stored is never asked first (a query to every shard): rows not known new are merged.
 - **Arrival order across nodes.** A follower reads events of transactions older than every
   transaction still running (``HORIZON``), which on a cluster is the coordinator's view only.
   A transaction that wrote to several workers commits on the coordinator first and then on
@@ -24,6 +26,7 @@ from sqlalchemy.engine import URL
 from agentdocket.events import Event
 from agentdocket.store.backends.citus.ops import IS_COORDINATOR, LEDGER_KEEP
 from agentdocket.store.backends.postgres.arrivals import HORIZON, PostgresArrivalOrder
+from agentdocket.store.backends.postgres.copy import CITUS_CLASHES
 from agentdocket.store.backends.postgres.errors import mapped_errors
 from agentdocket.store.backends.postgres.log import PostgresEventLog
 from agentdocket.store.backends.postgres.months import PostgresMonths
@@ -65,7 +68,10 @@ SHARDS_PER_WORKER = (
 class CitusRecorder(PostgresRecorder):
     """PostgreSQL's recorder on a Citus coordinator (see the module)."""
 
-    copy_first = False
+    # a worker's duplicate key reaches the coordinator as an internal error; and which keys
+    # are stored is a query to every shard, never asked
+    clashes = CITUS_CLASHES
+    probe_keys = False
 
     def __init__(self, url: URL) -> None:
         super().__init__(url)

@@ -3,7 +3,7 @@ staging table with ``ON CONFLICT`` where some rows are already stored."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Container, Iterator, Sequence
 from datetime import date
 from typing import Any
 
@@ -116,6 +116,13 @@ def _stage(conn: Any, table: str) -> str:
     return name
 
 
+# What a COPY of rows some of which are already stored raises: a unique violation; on Citus
+# the worker's error reaches the coordinator without its SQLSTATE, as an internal error (any
+# other cause of one is raised again, classified, by the staging path that follows).
+CLASHES: tuple[type[Exception], ...] = (errors.UniqueViolation,)
+CITUS_CLASHES: tuple[type[Exception], ...] = (errors.UniqueViolation, errors.InternalError_)
+
+
 def copy_events(
     conn: Any,
     events: Sequence[Event],
@@ -123,33 +130,32 @@ def copy_events(
     payloads: Sequence[bytes | None] | None = None,
     projected: Projection | None = None,
     *,
-    copy_first: bool = True,
+    clashes: tuple[type[Exception], ...] = CLASHES,
 ) -> tuple[int, Projection]:
     """Insert the new ones of ``events``: how many, and their projection. ``payloads`` and
-    ``projected`` as in :meth:`~agentdocket.store.recorder.Recorder.insert_events`. ``copy_first``
-    tries COPY into the table before the staging table (where a duplicate key is reported as
-    such: not on Citus, whose workers' errors reach the coordinator as internal errors)."""
+    ``projected`` as in :meth:`~agentdocket.store.recorder.Recorder.insert_events`. COPY into
+    the table is tried first; ``clashes``: the errors that send the batch to the staging
+    table instead (:data:`CLASHES`, :data:`CITUS_CLASHES`)."""
     if not events:
         return 0, Projection()
     # Fast path: a batch of new events goes straight in with COPY, and their projection is
     # computed while the server digests the rows. If any of them is already stored (a
     # retried batch), the savepoint rolls back and the batch goes through a staging table
     # with ON CONFLICT DO NOTHING, which tells which rows were new.
-    if copy_first:
-        made: list[Projection] = [] if projected is None else [projected]
-        try:
-            with conn.transaction():
-                _copy(
-                    conn,
-                    "events",
-                    STORED_EVENT_COLUMNS,
-                    EVENT_TYPES,
-                    _event_rows(events, months, payloads),
-                    meanwhile=None if made else lambda: made.append(project(events)),
-                )
-            return len(events), made[0]
-        except errors.UniqueViolation:
-            pass
+    made: list[Projection] = [] if projected is None else [projected]
+    try:
+        with conn.transaction():
+            _copy(
+                conn,
+                "events",
+                STORED_EVENT_COLUMNS,
+                EVENT_TYPES,
+                _event_rows(events, months, payloads),
+                meanwhile=None if made else lambda: made.append(project(events)),
+            )
+        return len(events), made[0]
+    except clashes:
+        pass
     staging = _stage(conn, "events")
     conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(staging)))
     rows = _event_rows(events, months, payloads)
@@ -192,30 +198,36 @@ def merge_rows(
     rows: list[tuple[Any, ...]],
     conflict: str,
     *,
-    copy_first: bool = True,
-    new: bool = False,
+    clashes: tuple[type[Exception], ...] = CLASHES,
+    probe: bool = True,
+    new: bool | Collection[tuple[Any, ...]] = False,
 ) -> None:
     """Insert ``rows``, or merge them into those with the same ``key`` by ``conflict``;
-    ``copy_first`` as in :func:`copy_events`; ``new``: the rows are expected new, so nothing
-    is looked up first (a clash takes the merge path all the same)."""
+    ``clashes`` as in :func:`copy_events`. Which rows are new: ``new`` True (all of them),
+    or the keys known new (the others are merged); else, with ``probe``, the stored keys are
+    looked up first (not on Citus, where that is a query to every shard: every row is merged
+    there). A clash in the new rows takes the merge path all the same."""
     types = _types(table, columns)
     index = [columns.index(k) for k in key]
     keyed = [(tuple(r[i] for i in index), r) for r in rows]
-    # Which keys are stored decides which rows COPY takes; without COPY first (Citus) every row
-    # is merged whatever the answer, so nothing is asked (a query to every shard on Citus).
-    probe = conflict and copy_first and not new
-    existing = _existing(conn, table, key, [k for k, _ in keyed]) if probe else set()
+    if new is True or not conflict:
+        existing: Container[tuple[Any, ...]] = ()
+    elif new:
+        known = set(new)
+        existing = {k for k, _ in keyed if k not in known}
+    elif probe:
+        existing = _existing(conn, table, key, [k for k, _ in keyed])
+    else:
+        existing = {k for k, _ in keyed}
     # Rows with a new key go straight in with COPY. Should another writer have inserted one
     # of those keys meanwhile, the savepoint rolls back and they take the upsert path too.
     fresh = [r for k, r in keyed if k not in existing]
     merge = [r for k, r in keyed if k in existing]
-    if fresh and conflict and not copy_first:
-        fresh, merge = [], rows
     if fresh:
         try:
             with conn.transaction():
                 _copy(conn, table, columns, types, fresh)
-        except errors.UniqueViolation:
+        except clashes:
             if not conflict:
                 raise
             merge = rows

@@ -109,4 +109,4 @@ class PostgresEventLog(EventLog):
         payloads: Sequence[bytes | None] | None = None,
         projected: Projection | None = None,
     ) -> tuple[int, Projection]:
-        return copy_events(conn, events, months, payloads, projected, copy_first=self.db.copy_first)
+        return copy_events(conn, events, months, payloads, projected, clashes=self.db.clashes)

@@ -5,7 +5,7 @@ transaction on it; rows merged by binary COPY (:mod:`.copy`). Its roles are in :
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 from sqlalchemy.engine import URL
 
-from agentdocket.store.backends.postgres.copy import adapt, jsonb, merge_rows
+from agentdocket.store.backends.postgres.copy import CLASHES, adapt, jsonb, merge_rows
 from agentdocket.store.backends.postgres.errors import classify, mapped_errors
 from agentdocket.store.backends.postgres.locks import TraceLocks
 from agentdocket.store.errors import RecordRefused
@@ -32,8 +32,10 @@ class PostgresRecorder(Recorder):
     least = "least"
     greatest = "greatest"
     json_member = "{column}->>'{key}'"
-    # COPY new rows straight in, falling back to the staging table on a duplicate key
-    copy_first = True
+    # COPY new rows straight in, falling back to the staging table on these errors (a
+    # duplicate key); whether a merge may look up which keys are stored first
+    clashes: tuple[type[Exception], ...] = CLASHES
+    probe_keys = True
 
     def __init__(self, url: URL) -> None:
         super().__init__(url)
@@ -136,6 +138,16 @@ class PostgresRecorder(Recorder):
         rows: list[tuple[Any, ...]],
         conflict: str,
         *,
-        new: bool = False,
+        new: bool | Collection[tuple[Any, ...]] = False,
     ) -> None:
-        merge_rows(conn, table, columns, key, rows, conflict, copy_first=self.copy_first, new=new)
+        merge_rows(
+            conn,
+            table,
+            columns,
+            key,
+            rows,
+            conflict,
+            clashes=self.clashes,
+            probe=self.probe_keys,
+            new=new,
+        )

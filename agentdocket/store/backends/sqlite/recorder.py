@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -210,7 +210,7 @@ class SqliteRecorder(Recorder):
         rows: list[tuple[Any, ...]],
         conflict: str,
         *,
-        new: bool = False,
+        new: bool | Collection[tuple[Any, ...]] = False,
     ) -> None:
         index = [columns.index(k) for k in key]
         rows = sorted(rows, key=lambda r: tuple(r[i] for i in index))
