@@ -54,8 +54,12 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "gen_ai.usage.cache_read.input_tokens",
         "gen_ai.usage.cache_read_input_tokens",
     ),
+    # renamed cache_write in autumn 2026 (semantic-conventions-genai #440, no alias kept);
+    # the older names are still sent (Strands, Pydantic AI, OpenInference's GenAI mirror)
     "cache_creation_tokens": (
+        "gen_ai.usage.cache_write.input_tokens",
         "gen_ai.usage.cache_creation.input_tokens",
+        "gen_ai.usage.cache_write_input_tokens",
         "gen_ai.usage.cache_creation_input_tokens",
     ),
     "reasoning_tokens": ("gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens"),
