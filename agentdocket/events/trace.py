@@ -19,9 +19,15 @@ from agentdocket.events.payloads import (
     ToolReturned,
     Verdict,
 )
-from agentdocket.events.readings import answer_candidate, best, question_candidate
+from agentdocket.events.readings import answer_candidate, best, final_text, question_candidate
 
 _CALLED, _RETURNED = ToolCalled.KIND, ToolReturned.KIND
+# a GenAI tool-call decision (agentdocket.ingest.decisions): a step, under the span it was
+# recorded on, with a tool.called of its own for a call that did not run
+DECISION_STEP = "gen_ai.tool.call.decision"
+DECISION_OUTCOME = "gen_ai.tool.call.decision.outcome"
+DECISION_CALL_ID = "gen_ai.tool.call.id"
+NOT_RUN = {"deny": "denied", "require_approval": "awaiting_approval"}
 
 
 def event_order(event: Event) -> tuple[int, Any, str]:
@@ -50,6 +56,15 @@ class ToolCall:
     error: str | None = None
     duration_ms: float | None = None
     returned: bool = False
+    decision: str | None = None  # a recorded decision on the call: allow, deny, require_approval
+
+    @property
+    def status(self) -> str:
+        """``ok`` or ``error`` for a call that returned; ``denied`` or ``awaiting_approval``
+        for one a decision kept from running (not an error); else ``running``."""
+        if self.returned:
+            return "error" if self.error is not None else "ok"
+        return NOT_RUN.get(self.decision or "", "running")
 
 
 class CallArguments(NamedTuple):
@@ -112,18 +127,41 @@ class Trace:
     # instead of re-validating each through ``Event.data``.
 
     def plan(self) -> list[PlanStep]:
-        """All planned steps in order (an iterative agent plans one step at a time)."""
-        return [
-            PlanStep(
-                tool=step.get("tool"),
-                text=step.get("text"),
-                arguments=step.get("arguments"),
-                call_id=step.get("call_id"),
+        """All planned steps in order (an iterative agent plans one step at a time). A plan of
+        no steps and no text (a GenAI ``plan`` span's) is its model call's reply: that call's
+        tool calls are its steps already (the call's own plan), a reply in words one step of
+        that text."""
+        out = []
+        for e in self.events:
+            if e.kind != "plan":
+                continue
+            steps = e.payload["steps"]
+            if not steps and e.payload.get("text") is None:
+                text = self.reply_below(e.span_id)
+                if text is not None:
+                    out.append(PlanStep(text=text))
+            out.extend(
+                PlanStep(
+                    tool=step.get("tool"),
+                    text=step.get("text"),
+                    arguments=step.get("arguments"),
+                    call_id=step.get("call_id"),
+                )
+                for step in steps
             )
-            for e in self.events
-            if e.kind == "plan"
-            for step in e.payload["steps"]
+        return out
+
+    def reply_below(self, span_id: str) -> str | None:
+        """The final text of the last model call directly below span ``span_id``: its own
+        output messages, else those recorded apart from it (``llm.messages``)."""
+        calls = [
+            e.span_id for e in self.events if e.kind == "llm.called" and e.parent_span_id == span_id
         ]
+        found = None
+        for e in self.events:
+            if e.span_id in calls and e.kind in ("llm.called", "llm.messages"):
+                found = final_text(e.payload.get("output_messages") or []) or found
+        return found
 
     def tool_calls(self) -> list[ToolCall]:
         """Executed tool calls in call order, each joined with its return."""
@@ -131,6 +169,16 @@ class Trace:
         returned: dict[str, Mapping[str, Any]] = {}
         for payload in returns:
             returned.setdefault(payload["call_id"], payload)
+        decided: dict[str, str] = {}
+        for e in self.events:
+            if e.kind == "step" and e.payload.get("name") == DECISION_STEP:
+                attributes = e.payload.get("attributes") or {}
+                call_id, outcome = (
+                    attributes.get(DECISION_CALL_ID),
+                    attributes.get(DECISION_OUTCOME),
+                )
+                if call_id is not None and isinstance(outcome, str):
+                    decided[str(call_id)] = outcome
         calls = []
         for e, arguments in executed:
             ret = returned.get(e.payload["call_id"])
@@ -144,6 +192,7 @@ class Trace:
                     error=ret.get("error") if ret else None,
                     duration_ms=ret.get("duration_ms") if ret else None,
                     returned=ret is not None,
+                    decision=decided.get(e.payload["call_id"]),
                 )
             )
         return calls
@@ -165,8 +214,11 @@ class Trace:
         plans: list[Mapping[str, Any]] = []
         called: list[Event] = []
         returns: list[Mapping[str, Any]] = []
+        decisions: set[str] = set()
         for e in self.events:
-            if e.kind == _CALLED:
+            if e.kind == "step" and e.payload.get("name") == DECISION_STEP:
+                decisions.add(e.span_id)
+            elif e.kind == _CALLED:
                 called.append(e)
             elif e.kind == _RETURNED:
                 if with_returns:
@@ -175,7 +227,7 @@ class Trace:
                 plans.append(e.payload)
         requested, unclaimed = _requested(plans, {e.payload["call_id"] for e in called})
         executed = []
-        for e in called:
+        for e in _ran_once(called, decisions) if decisions else called:
             payload = e.payload
             arguments = payload.get("arguments", {})
             if not isinstance(arguments, dict):
@@ -214,6 +266,13 @@ class Trace:
 
     def verdicts(self) -> list[Verdict]:
         return [e.data for e in self.of_kind(Verdict.KIND)]
+
+
+def _ran_once(called: list[Event], decisions: set[str]) -> list[Event]:
+    """The tool.called events, less those a decision made (of a call it kept from running:
+    their span is the decision step's) for a call a tool span also names: it ran after all."""
+    ran = {e.payload["call_id"] for e in called if e.span_id not in decisions}
+    return [e for e in called if e.span_id not in decisions or e.payload["call_id"] not in ran]
 
 
 def _requested(
