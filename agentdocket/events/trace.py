@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import pairwise
@@ -28,6 +29,13 @@ DECISION_STEP = "gen_ai.tool.call.decision"
 DECISION_OUTCOME = "gen_ai.tool.call.decision.outcome"
 DECISION_CALL_ID = "gen_ai.tool.call.id"
 NOT_RUN = {"deny": "denied", "require_approval": "awaiting_approval"}
+
+
+def decision_span(trace_id: str, call_id: str) -> str:
+    """The span id of the events the decisions on tool call ``call_id`` become: its decision
+    steps, and the tool.called of a call that did not run (one per call, however many
+    decisions), known by it whichever events a trace holds."""
+    return hashlib.sha256(f"decision/{trace_id}/{call_id}".encode()).hexdigest()[:16]
 
 
 def event_order(event: Event) -> tuple[int, Any, str]:
@@ -214,11 +222,8 @@ class Trace:
         plans: list[Mapping[str, Any]] = []
         called: list[Event] = []
         returns: list[Mapping[str, Any]] = []
-        decisions: set[str] = set()
         for e in self.events:
-            if e.kind == "step" and e.payload.get("name") == DECISION_STEP:
-                decisions.add(e.span_id)
-            elif e.kind == _CALLED:
+            if e.kind == _CALLED:
                 called.append(e)
             elif e.kind == _RETURNED:
                 if with_returns:
@@ -227,7 +232,7 @@ class Trace:
                 plans.append(e.payload)
         requested, unclaimed = _requested(plans, {e.payload["call_id"] for e in called})
         executed = []
-        for e in _ran_once(called, decisions) if decisions else called:
+        for e in _ran_once(called):
             payload = e.payload
             arguments = payload.get("arguments", {})
             if not isinstance(arguments, dict):
@@ -268,11 +273,30 @@ class Trace:
         return [e.data for e in self.of_kind(Verdict.KIND)]
 
 
-def _ran_once(called: list[Event], decisions: set[str]) -> list[Event]:
-    """The tool.called events, less those a decision made (of a call it kept from running:
-    their span is the decision step's) for a call a tool span also names: it ran after all."""
-    ran = {e.payload["call_id"] for e in called if e.span_id not in decisions}
-    return [e for e in called if e.span_id not in decisions or e.payload["call_id"] not in ran]
+def _ran_once(called: list[Event]) -> list[Event]:
+    """The tool.called events, that of a call a decision kept from running
+    (:func:`decision_span`) once, and not at all when a tool span names the same call: it ran
+    after all."""
+    seen: dict[str, int] = {}
+    for e in called:
+        seen[e.payload["call_id"]] = seen.get(e.payload["call_id"], 0) + 1
+    if len(seen) == len(called):  # no call recorded twice
+        return called
+    decided = {
+        id(e)
+        for e in called
+        if seen[e.payload["call_id"]] > 1
+        and e.span_id == decision_span(e.trace_id, e.payload["call_id"])
+    }
+    ran = {e.payload["call_id"] for e in called if id(e) not in decided}
+    out = []
+    for e in called:
+        if id(e) in decided:
+            if e.payload["call_id"] in ran:
+                continue
+            ran.add(e.payload["call_id"])  # kept once
+        out.append(e)
+    return out
 
 
 def _requested(

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentdocket.events import Event, validate_payload
+from agentdocket.events.trace import decision_span
 from agentdocket.ingest import attributes as A
 from agentdocket.ingest.decode import attribute_json, ts_of
 
@@ -67,9 +68,12 @@ def _decision(
     outcome = attributes.get(A.GEN_AI_DECISION_OUTCOME)
     call_id = attributes.get(A.GEN_AI_TOOL_CALL_ID)
     tool = attributes.get(A.GEN_AI_TOOL_NAME)
-    own = _own_span("decision", trace_id, span_id, call_id, outcome, time_ns)
+    if call_id is not None:
+        own = decision_span(trace_id, str(call_id))
+    else:
+        own = _own_span("decision", trace_id, span_id, outcome, time_ns)
 
-    def event(kind: str, payload: dict[str, Any]) -> Event:
+    def event(kind: str, payload: dict[str, Any], index: int) -> Event:
         return Event.assemble(
             trace_id=trace_id,
             span_id=own,
@@ -78,7 +82,7 @@ def _decision(
             ts=ts_of(time_ns),
             kind=kind,
             payload=validate_payload(kind, payload),
-            index=time_ns,
+            index=index,
         )
 
     step = {
@@ -86,10 +90,10 @@ def _decision(
         "status": "ok",
         "attributes": {k: attribute_json(v) for k, v in attributes.items()},
     }
-    out = [event("step", step)]
-    if outcome in NOT_RUN and call_id is not None:
+    out = [event("step", step, time_ns)]
+    if outcome in NOT_RUN and call_id is not None:  # one per call, however many decisions
         called = {"call_id": str(call_id), "tool": str(tool or "unknown"), "arguments": ""}
-        out.append(event("tool.called", called))
+        out.append(event("tool.called", called, 0))
     return out
 
 

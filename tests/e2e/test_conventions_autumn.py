@@ -432,10 +432,14 @@ def _decided(tracer: Tracer, approved_later: bool = False) -> None:
             ]
         )
         _chat(tracer, reply)
-        for call_id, tool, outcome in (
+        # call_2 is suspended for approval, then denied (or approved: it runs)
+        decisions = [
             ("call_1", "get_weather", "allow"),
-            ("call_2", "delete_files", "require_approval" if approved_later else "deny"),
-        ):
+            ("call_2", "delete_files", "require_approval"),
+        ]
+        if not approved_later:
+            decisions.append(("call_2", "delete_files", "deny"))
+        for call_id, tool, outcome in decisions:
             root.add_event(
                 "gen_ai.tool.call.decision",
                 {
@@ -456,8 +460,10 @@ def _decided(tracer: Tracer, approved_later: bool = False) -> None:
 
 
 def test_a_denied_tool_call_is_a_call_that_did_not_run() -> None:
-    calls = {c.call_id: c for c in _mapped(_decided).tool_calls()}
-    assert set(calls) == {"call_1", "call_2"}
+    found = _mapped(_decided).tool_calls()
+    # each once, however many decisions; in time order (call_2 was denied before call_1 ran)
+    assert [c.call_id for c in found] == ["call_2", "call_1"]
+    calls = {c.call_id: c for c in found}
     allowed, denied = calls["call_1"], calls["call_2"]
     assert (allowed.decision, allowed.status, allowed.result) == ("allow", "ok", "done")
     assert (denied.decision, denied.status, denied.returned) == ("deny", "denied", False)
@@ -471,6 +477,10 @@ def test_a_call_that_waited_for_approval_and_then_ran_is_counted_once() -> None:
     assert [(c.call_id, c.status) for c in calls] == [("call_1", "ok"), ("call_2", "ok")]
     assert calls[1].decision == "require_approval"
     assert [a.call_id for a in trace.call_arguments()] == ["call_1", "call_2"]
+    # as a scorer reads it: only the kinds it declares (no decision steps)
+    kinds = ("plan", "tool.called")
+    partial = Trace.partial(trace.trace_id, [e for e in trace.events if e.kind in kinds])
+    assert [a.call_id for a in partial.call_arguments()] == ["call_1", "call_2"]
 
 
 # --- through the receiver ------------------------------------------------------------------------
