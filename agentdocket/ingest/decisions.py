@@ -91,7 +91,9 @@ def _decision(
         "attributes": {k: attribute_json(v) for k, v in attributes.items()},
     }
     out = [event("step", step, time_ns)]
-    if outcome in NOT_RUN and call_id is not None:  # one per call, however many decisions
+    if (
+        isinstance(outcome, str) and outcome in NOT_RUN and call_id is not None
+    ):  # one per call, however many decisions
         called = {"call_id": str(call_id), "tool": str(tool or "unknown"), "arguments": ""}
         out.append(event("tool.called", called, 0))
     return out

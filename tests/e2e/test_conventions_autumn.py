@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 from agentdocket.events import Trace
+from agentdocket.ingest import decisions
 from agentdocket.ingest.mapping import spans_to_events
 from agentdocket.store import open_store
 from tests.helpers.captures import replay
@@ -481,6 +482,34 @@ def test_a_call_that_waited_for_approval_and_then_ran_is_counted_once() -> None:
     kinds = ("plan", "tool.called")
     partial = Trace.partial(trace.trace_id, [e for e in trace.events if e.kind in kinds])
     assert [a.call_id for a in partial.call_arguments()] == ["call_1", "call_2"]
+
+
+def test_decisions_of_unexpected_shapes_are_kept_not_fatal() -> None:
+    """Attribute values of any type (an outcome sent as an array, a score as text): the
+    decision is kept as a step, the guardrail's result as a verdict without a score."""
+
+    def build(tracer: Tracer) -> None:
+        with tracer.start_as_current_span(
+            "invoke_agent ops", attributes={OP: "invoke_agent"}
+        ) as root:
+            root.add_event(
+                "gen_ai.tool.call.decision",
+                {"gen_ai.tool.call.decision.outcome": ["deny"], "gen_ai.tool.call.id": "c1"},
+            )
+            root.add_event(
+                "gen_ai.guardrail.result",
+                {"gen_ai.guardrail.result.value": "6", "gen_ai.guardrail.risk.score": "high"},
+            )
+
+    trace = _mapped(build)
+    assert _steps(trace) == ["gen_ai.tool.call.decision"]
+    assert trace.tool_calls() == []
+    # as the receiver decodes an array (a list, unhashable)
+    received = {"gen_ai.tool.call.decision.outcome": ["deny"], "gen_ai.tool.call.id": "c1"}
+    made = decisions.events_of("gen_ai.tool.call.decision", "ab" * 16, "cd" * 8, received, 1)
+    assert [e.kind for e in made] == ["step"]
+    [verdict] = trace.verdicts()
+    assert (verdict.scorer, verdict.label, verdict.score) == ("external.guardrail", "6", None)
 
 
 # --- through the receiver ------------------------------------------------------------------------
