@@ -139,24 +139,17 @@ class Trace:
         no steps and no text (a GenAI ``plan`` span's) is its model call's reply: that call's
         tool calls are its steps already (the call's own plan), a reply in words one step of
         that text."""
+        plans = [e for e in self.events if e.kind == "plan"]
+        if all(e.payload["steps"] for e in plans):  # each states its steps
+            return [_step(step) for e in plans for step in e.payload["steps"]]
         out = []
-        for e in self.events:
-            if e.kind != "plan":
-                continue
+        for e in plans:
             steps = e.payload["steps"]
             if not steps and e.payload.get("text") is None:
                 text = self.reply_below(e.span_id)
                 if text is not None:
                     out.append(PlanStep(text=text))
-            out.extend(
-                PlanStep(
-                    tool=step.get("tool"),
-                    text=step.get("text"),
-                    arguments=step.get("arguments"),
-                    call_id=step.get("call_id"),
-                )
-                for step in steps
-            )
+            out += [_step(step) for step in steps]
         return out
 
     def reply_below(self, span_id: str) -> str | None:
@@ -173,20 +166,10 @@ class Trace:
 
     def tool_calls(self) -> list[ToolCall]:
         """Executed tool calls in call order, each joined with its return."""
-        executed, returns = self._executed(with_returns=True)
+        executed, returns, decided = self._executed(with_returns=True)
         returned: dict[str, Mapping[str, Any]] = {}
         for payload in returns:
             returned.setdefault(payload["call_id"], payload)
-        decided: dict[str, str] = {}
-        for e in self.events:
-            if e.kind == "step" and e.payload.get("name") == DECISION_STEP:
-                attributes = e.payload.get("attributes") or {}
-                call_id, outcome = (
-                    attributes.get(DECISION_CALL_ID),
-                    attributes.get(DECISION_OUTCOME),
-                )
-                if call_id is not None and isinstance(outcome, str):
-                    decided[str(call_id)] = outcome
         calls = []
         for e, arguments in executed:
             ret = returned.get(e.payload["call_id"])
@@ -215,24 +198,34 @@ class Trace:
 
     def _executed(
         self, *, with_returns: bool
-    ) -> tuple[list[tuple[Event, dict[str, Any] | str]], list[Mapping[str, Any]]]:
+    ) -> tuple[list[tuple[Event, dict[str, Any] | str]], list[Mapping[str, Any]], dict[str, str]]:
         """The tool.called events in trace order, each with its arguments (a call recorded
-        with a bare value takes its model's named arguments, see :func:`_requested`), and the
-        tool.returned payloads in trace order (when asked for). One pass over the events."""
+        with a bare value takes its model's named arguments, see :func:`_requested`), the
+        tool.returned payloads in trace order and the decisions on calls, by call id (the
+        last; when asked for). One pass over the events."""
         plans: list[Mapping[str, Any]] = []
         called: list[Event] = []
         returns: list[Mapping[str, Any]] = []
+        decided: dict[str, str] = {}
         for e in self.events:
-            if e.kind == _CALLED:
+            kind = e.kind
+            if kind == _CALLED:
                 called.append(e)
-            elif e.kind == _RETURNED:
+            elif kind == _RETURNED:
                 if with_returns:
                     returns.append(e.payload)
-            elif e.kind == "plan":
+            elif kind == "plan":
                 plans.append(e.payload)
-        requested, unclaimed = _requested(plans, {e.payload["call_id"] for e in called})
+            elif kind == "step" and with_returns and e.payload.get("name") == DECISION_STEP:
+                attributes = e.payload.get("attributes") or {}
+                call_id = attributes.get(DECISION_CALL_ID)
+                outcome = attributes.get(DECISION_OUTCOME)
+                if call_id is not None and isinstance(outcome, str):
+                    decided[str(call_id)] = outcome
+        ids = {e.payload["call_id"] for e in called}
+        requested, unclaimed = _requested(plans, ids)
         executed = []
-        for e in _ran_once(called):
+        for e in _ran_once(called, ids):
             payload = e.payload
             arguments = payload.get("arguments", {})
             if not isinstance(arguments, dict):
@@ -242,7 +235,7 @@ class Trace:
                     # a call recorded without the model's id: the first such step of its tool
                     arguments = unclaimed[payload["tool"]].pop(0)
             executed.append((e, arguments))
-        return executed, returns
+        return executed, returns, decided
 
     def sql(self) -> list[SqlExecuted]:
         return [SqlExecuted(**e.payload) for e in self.of_kind(SqlExecuted.KIND)]
@@ -273,15 +266,24 @@ class Trace:
         return [e.data for e in self.of_kind(Verdict.KIND)]
 
 
-def _ran_once(called: list[Event]) -> list[Event]:
+def _step(step: Mapping[str, Any]) -> PlanStep:
+    return PlanStep(
+        tool=step.get("tool"),
+        text=step.get("text"),
+        arguments=step.get("arguments"),
+        call_id=step.get("call_id"),
+    )
+
+
+def _ran_once(called: list[Event], ids: set[str]) -> list[Event]:
     """The tool.called events, that of a call a decision kept from running
     (:func:`decision_span`) once, and not at all when a tool span names the same call: it ran
     after all."""
+    if len(ids) == len(called):  # no call recorded twice
+        return called
     seen: dict[str, int] = {}
     for e in called:
         seen[e.payload["call_id"]] = seen.get(e.payload["call_id"], 0) + 1
-    if len(seen) == len(called):  # no call recorded twice
-        return called
     decided = {
         id(e)
         for e in called
