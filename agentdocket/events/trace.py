@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import pairwise
@@ -19,9 +20,22 @@ from agentdocket.events.payloads import (
     ToolReturned,
     Verdict,
 )
-from agentdocket.events.readings import answer_candidate, best, question_candidate
+from agentdocket.events.readings import answer_candidate, best, final_text, question_candidate
 
 _CALLED, _RETURNED = ToolCalled.KIND, ToolReturned.KIND
+# a GenAI tool-call decision (agentdocket.ingest.decisions): a step, under the span it was
+# recorded on, with a tool.called of its own for a call that did not run
+DECISION_STEP = "gen_ai.tool.call.decision"
+DECISION_OUTCOME = "gen_ai.tool.call.decision.outcome"
+DECISION_CALL_ID = "gen_ai.tool.call.id"
+NOT_RUN = {"deny": "denied", "require_approval": "awaiting_approval"}
+
+
+def decision_span(trace_id: str, call_id: str) -> str:
+    """The span id of the events the decisions on tool call ``call_id`` become: its decision
+    steps, and the tool.called of a call that did not run (one per call, however many
+    decisions), known by it whichever events a trace holds."""
+    return hashlib.sha256(f"decision/{trace_id}/{call_id}".encode()).hexdigest()[:16]
 
 
 def event_order(event: Event) -> tuple[int, Any, str]:
@@ -50,6 +64,15 @@ class ToolCall:
     error: str | None = None
     duration_ms: float | None = None
     returned: bool = False
+    decision: str | None = None  # a recorded decision on the call: allow, deny, require_approval
+
+    @property
+    def status(self) -> str:
+        """``ok`` or ``error`` for a call that returned; ``denied`` or ``awaiting_approval``
+        for one a decision kept from running (not an error); else ``running``."""
+        if self.returned:
+            return "error" if self.error is not None else "ok"
+        return NOT_RUN.get(self.decision or "", "running")
 
 
 class CallArguments(NamedTuple):
@@ -112,22 +135,38 @@ class Trace:
     # instead of re-validating each through ``Event.data``.
 
     def plan(self) -> list[PlanStep]:
-        """All planned steps in order (an iterative agent plans one step at a time)."""
-        return [
-            PlanStep(
-                tool=step.get("tool"),
-                text=step.get("text"),
-                arguments=step.get("arguments"),
-                call_id=step.get("call_id"),
-            )
-            for e in self.events
-            if e.kind == "plan"
-            for step in e.payload["steps"]
+        """All planned steps in order (an iterative agent plans one step at a time). A plan of
+        no steps and no text (a GenAI ``plan`` span's) is its model call's reply: that call's
+        tool calls are its steps already (the call's own plan), a reply in words one step of
+        that text."""
+        plans = [e for e in self.events if e.kind == "plan"]
+        if all(e.payload["steps"] for e in plans):  # each states its steps
+            return [_step(step) for e in plans for step in e.payload["steps"]]
+        out = []
+        for e in plans:
+            steps = e.payload["steps"]
+            if not steps and e.payload.get("text") is None:
+                text = self.reply_below(e.span_id)
+                if text is not None:
+                    out.append(PlanStep(text=text))
+            out += [_step(step) for step in steps]
+        return out
+
+    def reply_below(self, span_id: str) -> str | None:
+        """The final text of the last model call directly below span ``span_id``: its own
+        output messages, else those recorded apart from it (``llm.messages``)."""
+        calls = [
+            e.span_id for e in self.events if e.kind == "llm.called" and e.parent_span_id == span_id
         ]
+        found = None
+        for e in self.events:
+            if e.span_id in calls and e.kind in ("llm.called", "llm.messages"):
+                found = final_text(e.payload.get("output_messages") or []) or found
+        return found
 
     def tool_calls(self) -> list[ToolCall]:
         """Executed tool calls in call order, each joined with its return."""
-        executed, returns = self._executed(with_returns=True)
+        executed, returns, decided = self._executed(with_returns=True)
         returned: dict[str, Mapping[str, Any]] = {}
         for payload in returns:
             returned.setdefault(payload["call_id"], payload)
@@ -144,6 +183,7 @@ class Trace:
                     error=ret.get("error") if ret else None,
                     duration_ms=ret.get("duration_ms") if ret else None,
                     returned=ret is not None,
+                    decision=decided.get(e.payload["call_id"]),
                 )
             )
         return calls
@@ -158,24 +198,34 @@ class Trace:
 
     def _executed(
         self, *, with_returns: bool
-    ) -> tuple[list[tuple[Event, dict[str, Any] | str]], list[Mapping[str, Any]]]:
+    ) -> tuple[list[tuple[Event, dict[str, Any] | str]], list[Mapping[str, Any]], dict[str, str]]:
         """The tool.called events in trace order, each with its arguments (a call recorded
-        with a bare value takes its model's named arguments, see :func:`_requested`), and the
-        tool.returned payloads in trace order (when asked for). One pass over the events."""
+        with a bare value takes its model's named arguments, see :func:`_requested`), the
+        tool.returned payloads in trace order and the decisions on calls, by call id (the
+        last; when asked for). One pass over the events."""
         plans: list[Mapping[str, Any]] = []
         called: list[Event] = []
         returns: list[Mapping[str, Any]] = []
+        decided: dict[str, str] = {}
         for e in self.events:
-            if e.kind == _CALLED:
+            kind = e.kind
+            if kind == _CALLED:
                 called.append(e)
-            elif e.kind == _RETURNED:
+            elif kind == _RETURNED:
                 if with_returns:
                     returns.append(e.payload)
-            elif e.kind == "plan":
+            elif kind == "plan":
                 plans.append(e.payload)
-        requested, unclaimed = _requested(plans, {e.payload["call_id"] for e in called})
+            elif kind == "step" and with_returns and e.payload.get("name") == DECISION_STEP:
+                attributes = e.payload.get("attributes") or {}
+                call_id = attributes.get(DECISION_CALL_ID)
+                outcome = attributes.get(DECISION_OUTCOME)
+                if call_id is not None and isinstance(outcome, str):
+                    decided[str(call_id)] = outcome
+        ids = {e.payload["call_id"] for e in called}
+        requested, unclaimed = _requested(plans, ids)
         executed = []
-        for e in called:
+        for e in _ran_once(called, ids):
             payload = e.payload
             arguments = payload.get("arguments", {})
             if not isinstance(arguments, dict):
@@ -185,7 +235,7 @@ class Trace:
                     # a call recorded without the model's id: the first such step of its tool
                     arguments = unclaimed[payload["tool"]].pop(0)
             executed.append((e, arguments))
-        return executed, returns
+        return executed, returns, decided
 
     def sql(self) -> list[SqlExecuted]:
         return [SqlExecuted(**e.payload) for e in self.of_kind(SqlExecuted.KIND)]
@@ -214,6 +264,41 @@ class Trace:
 
     def verdicts(self) -> list[Verdict]:
         return [e.data for e in self.of_kind(Verdict.KIND)]
+
+
+def _step(step: Mapping[str, Any]) -> PlanStep:
+    return PlanStep(
+        tool=step.get("tool"),
+        text=step.get("text"),
+        arguments=step.get("arguments"),
+        call_id=step.get("call_id"),
+    )
+
+
+def _ran_once(called: list[Event], ids: set[str]) -> list[Event]:
+    """The tool.called events, that of a call a decision kept from running
+    (:func:`decision_span`) once, and not at all when a tool span names the same call: it ran
+    after all."""
+    if len(ids) == len(called):  # no call recorded twice
+        return called
+    seen: dict[str, int] = {}
+    for e in called:
+        seen[e.payload["call_id"]] = seen.get(e.payload["call_id"], 0) + 1
+    decided = {
+        id(e)
+        for e in called
+        if seen[e.payload["call_id"]] > 1
+        and e.span_id == decision_span(e.trace_id, e.payload["call_id"])
+    }
+    ran = {e.payload["call_id"] for e in called if id(e) not in decided}
+    out = []
+    for e in called:
+        if id(e) in decided:
+            if e.payload["call_id"] in ran:
+                continue
+            ran.add(e.payload["call_id"])  # kept once
+        out.append(e)
+    return out
 
 
 def _requested(

@@ -6,8 +6,9 @@ below a workflow root (the OpenAI Agents SDK), or only in the root span's name (
 names it after the graph). The rule, first found wins:
 
 1. the root's own attributes: ``gen_ai.agent.name``, ``agent.name``, ``agentdocket.agent`` in
-   its metadata;
-2. the root's name when it is ``invoke_agent {name}``, or ``{name}.{method}`` on an
+   its metadata, ``gen_ai.workflow.name`` (a workflow's, or a conversation turn's entry point);
+2. the root's name when it is ``invoke_agent {name}``, ``invoke_workflow {name}`` or
+   ``handle_conversation_turn {name}`` (a GenAI invocation's), or ``{name}.{method}`` on an
    OpenInference agent span (``weather.run``, as the smolagents and CrewAI instrumentations
    name an agent's spans) unless ``{name}`` is a class's (``FunctionAgent.run``);
 3. the nearest agent span below the root in the same export batch (by depth, then start);
@@ -33,7 +34,9 @@ from typing import Any
 
 from agentdocket.ingest import attributes as A
 
-INVOKE_PREFIX = A.OP_INVOKE_AGENT + " "
+INVOKE_PREFIXES = tuple(
+    op + " " for op in (A.OP_INVOKE_AGENT, A.OP_INVOKE_WORKFLOW, A.OP_HANDLE_TURN)
+)
 GENERIC_NAMES = frozenset(
     {"LangGraph", "Agent workflow", "RunnableSequence", "AgentExecutor", "RunnableLambda"}
 )
@@ -45,11 +48,17 @@ _CLASS = re.compile(r"^(?:[A-Z][a-z0-9]+){2,}$")
 
 def own_name(name: str, attrs: Mapping[str, Any], meta: Mapping[str, Any]) -> str | None:
     """Steps 1-2: what a span says of its own agent."""
-    found = attrs.get(A.GEN_AI_AGENT_NAME) or attrs.get(A.AGENT_NAME) or meta.get(A.AGENT)
+    found = (
+        attrs.get(A.GEN_AI_AGENT_NAME)
+        or attrs.get(A.AGENT_NAME)
+        or meta.get(A.AGENT)
+        or attrs.get(A.GEN_AI_WORKFLOW_NAME)
+    )
     if found:
         return str(found)
-    if name.startswith(INVOKE_PREFIX) and name[len(INVOKE_PREFIX) :].strip():
-        return name[len(INVOKE_PREFIX) :].strip()
+    for prefix in INVOKE_PREFIXES:
+        if name.startswith(prefix) and name[len(prefix) :].strip():
+            return name[len(prefix) :].strip()
     if attrs.get(A.OI_SPAN_KIND) == A.OI_AGENT and _METHOD.match(name):
         prefix = name.split(".", 1)[0]
         if prefix not in GENERIC_NAMES and not _CLASS.match(prefix):

@@ -103,6 +103,19 @@ GEN_AI_SYSTEM_OLD: Final = "gen_ai.system"
 GEN_AI_RETRIEVAL_QUERY: Final = "gen_ai.retrieval.query.text"
 GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
 GEN_AI_TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
+# the conventions of autumn 2026 (semantic-conventions-genai): invocations, steps, memory,
+# retrieved documents, guardrails, tool-call decisions, and A2A's spans beside them
+GEN_AI_WORKFLOW_NAME: Final = "gen_ai.workflow.name"
+GEN_AI_STEP_NAME: Final = "gen_ai.step.name"
+GEN_AI_MEMORY_RECORDS: Final = "gen_ai.memory.records"
+GEN_AI_RETRIEVAL_DOCUMENTS: Final = "gen_ai.retrieval.documents"
+GEN_AI_GUARDRAIL_EVENT: Final = "gen_ai.guardrail.result"
+GEN_AI_DECISION_EVENT: Final = "gen_ai.tool.call.decision"
+GEN_AI_DECISION_OUTCOME: Final = "gen_ai.tool.call.decision.outcome"
+A2A_METHOD: Final = "a2a.method.name"
+OP_PLAN: Final = "plan"
+OP_RUN_STEP: Final = "run_step"
+OP_HANDLE_TURN: Final = "handle_conversation_turn"
 # The older event-based form: a message per span event, its role from the event's name.
 GEN_AI_MESSAGE_EVENTS: Final = {
     "gen_ai.system.message": "system",

@@ -15,7 +15,9 @@ whichever order spans and records arrived. Read:
   and a ``gen_ai.choice`` record per output, the message in the record's body.
 
 An evaluation made elsewhere (``gen_ai.evaluation.result``) becomes a verdict about the run of
-the span it names (:mod:`agentdocket.ingest.evaluations`).
+the span it names (:mod:`agentdocket.ingest.evaluations`); a guardrail's result and a tool
+call's decision (``gen_ai.guardrail.result``, ``gen_ai.tool.call.decision``) the events
+:mod:`agentdocket.ingest.decisions` makes of them, when the record names a span.
 
 Other records (an application's own logs, records with no span to join) are acknowledged and
 not kept: agentdocket is no log store.
@@ -28,6 +30,7 @@ from typing import Any
 
 from agentdocket.events import Event, validate_payload
 from agentdocket.ingest import attributes as A
+from agentdocket.ingest import decisions
 from agentdocket.ingest.conventions import messages as call_messages
 from agentdocket.ingest.conventions.frameworks import FINAL_ANSWER_TOOLS
 from agentdocket.ingest.conventions.genai import with_instructions
@@ -59,6 +62,16 @@ def logs_to_events(records: Iterable[ReceivedLog]) -> list[Event]:
             calls.setdefault((record.trace_id, record.span_id), []).append(record)
         elif record.event_name == EVALUATION_EVENT:
             out.append(_evaluation(record))
+        elif record.event_name in decisions.EVENTS and record.trace_id and record.span_id:
+            out.extend(
+                decisions.events_of(
+                    record.event_name,
+                    record.trace_id,
+                    record.span_id,
+                    record.attributes,
+                    record.time,
+                )
+            )
     for (trace_id, span_id), found in calls.items():
         out.extend(_call_events(trace_id, span_id, found))
     return out

@@ -15,9 +15,11 @@ from typing import Any
 
 from agentdocket.events import Event
 from agentdocket.ingest import attributes as A
+from agentdocket.ingest import decisions
 from agentdocket.ingest.agents import names_below_roots, settings_below_roots
 from agentdocket.ingest.conventions import (
     LLM,
+    PLAN,
     RETRIEVAL,
     RUN,
     STEP,
@@ -74,14 +76,19 @@ def span_to_events(
 
 def evaluations(span: SpanLike, trace_id: str, span_id: str) -> list[Event]:
     """The verdicts of the evaluations recorded on a span (``gen_ai.evaluation.result``
-    events; :mod:`agentdocket.ingest.evaluations`), those that say what they must."""
+    events; :mod:`agentdocket.ingest.evaluations`), those that say what they must, and the
+    decisions recorded on it (a guardrail's result, a tool call's decision;
+    :mod:`agentdocket.ingest.decisions`)."""
     out = []
     for event in span.events or ():
-        if getattr(event, "name", None) != EVALUATION_EVENT:
+        name = getattr(event, "name", None)
+        if name != EVALUATION_EVENT and name not in decisions.EVENTS:
             continue
         attrs = getattr(event, "attributes", None) or {}
-        if check_evaluation(attrs) is None:  # the receiver refused the others already
-            time = getattr(event, "timestamp", None) or span.end_time or 0
+        time = getattr(event, "timestamp", None) or span.end_time or 0
+        if name in decisions.EVENTS:
+            out.extend(decisions.events_of(name, trace_id, span_id, attrs, time))
+        elif check_evaluation(attrs) is None:  # the receiver refused the others already
             out.append(evaluation_verdict(trace_id, span_id, attrs, time))
     return out
 
@@ -139,7 +146,12 @@ def _plain_attributes(span: SpanLike) -> dict[str, Any]:
     return attrs
 
 
-_FOREIGN = {TOOL: SpanReader.tool, LLM: SpanReader.llm, RETRIEVAL: SpanReader.retrieval}
+_FOREIGN = {
+    TOOL: SpanReader.tool,
+    LLM: SpanReader.llm,
+    RETRIEVAL: SpanReader.retrieval,
+    PLAN: SpanReader.genai_plan,
+}
 _OURS = {
     "run": SpanReader.run,
     "plan": SpanReader.plan,

@@ -17,6 +17,7 @@ from typing import Any
 
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 
+from agentdocket.ingest import attributes as A
 from agentdocket.ingest.evaluations import EVALUATION_EVENT
 from agentdocket.ingest.evaluations import check as check_evaluation
 from agentdocket.ingest.otlp_values import (
@@ -60,6 +61,8 @@ KEPT_EVENTS = frozenset(
         "gen_ai.choice",
         "gen_ai.client.inference.operation.details",
         EVALUATION_EVENT,
+        A.GEN_AI_GUARDRAIL_EVENT,
+        A.GEN_AI_DECISION_EVENT,
     }
 )
 

@@ -22,6 +22,7 @@ from agentdocket.ingest.conventions.frameworks import (
     NO_CALL_ID,
     tool_call_record,
 )
+from agentdocket.ingest.conventions.genai import documents as genai_documents
 from agentdocket.ingest.conventions.genai import with_instructions
 from agentdocket.ingest.conventions.openllmetry import tool_output
 from agentdocket.ingest.decode import (
@@ -318,6 +319,8 @@ class SpanReader:
 
     def retrieval(self) -> list[Event]:
         docs = documents(A.indexed(self.attrs, A.RETRIEVAL_DOCUMENTS))
+        if not docs:  # the GenAI conventions' JSON (retrieved documents, memory records)
+            docs = genai_documents(self.get(*FIELDS["retrieval_documents"]))
         query = self.get(*FIELDS["retrieval_query"])
         payload = {
             "query": str(query or ""),
@@ -371,6 +374,14 @@ class SpanReader:
                 events.append(self.event("plan", {"steps": steps}, at_end=True))
         return events
 
+    def genai_plan(self) -> list[Event]:
+        """A GenAI ``plan`` span: the agent's planning. The conventions carry no plan on it: its
+        plan is the reply of the model call below it, which states its steps (its tool calls)
+        as that call's own plan event, and its text when the trace is read
+        (:meth:`agentdocket.events.Trace.plans`). Here: a plan of no steps of its own, so
+        that the steps are counted once."""
+        return [self.event("plan", {"steps": []}, at_end=True)]
+
     def plan(self) -> list[Event]:
         steps = self.value(A.OUTPUT_VALUE, A.OUTPUT_MIME)
         if not isinstance(steps, list):
@@ -395,8 +406,9 @@ class SpanReader:
         )
         if problem is not None:
             attributes[MAPPING_ERROR] = problem
+        name = None if self.ours else self.get(*FIELDS["step_name"])  # GenAI run_step
         payload = {
-            "name": self.span.name,
+            "name": str(name or self.span.name),
             "status": "error" if self.error is not None else "ok",
             "error": self.error,
             "duration_ms": self.duration_ms,

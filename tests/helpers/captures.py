@@ -80,6 +80,11 @@ CAPTURED = (
         "`opentelemetry-instrumentation-openai-v2` 2.4, content on spans",
     ),
     Capture(
+        "openai-genai-1.3",
+        "OpenAI client",
+        "`opentelemetry-instrumentation-genai-openai` 1.3, content in logs",
+    ),
+    Capture(
         "mcp",
         "MCP tool call, mcp 2.3",
         "native MCP tracing, client and server",

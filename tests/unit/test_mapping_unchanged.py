@@ -21,7 +21,8 @@ from tests.helpers import mapping_digests
 # service tier they were served at (openai.response.service_tier), which prices some calls;
 # CrewAI's again when model calls began to keep the cost their spans report (OpenInference's
 # llm.cost.total), beside the one agentdocket computes. The LlamaIndex (OpenLLMetry) capture
-# recorded when it was added.
+# recorded when it was added; openai-genai-1.3 when it was captured (the autumn 2026
+# conventions: cache_write, the details record alone).
 RECORDED = {
     "adk-1/000-traces.json json": "51f03d3c5c5f9e8cee80ddce9093f00e",
     "adk-1/000-traces.json protobuf": "51f03d3c5c5f9e8cee80ddce9093f00e",
@@ -51,6 +52,10 @@ RECORDED = {
     "mcp/002-traces.json protobuf": "7973657d16b783bf2548299d726db7b1",
     "mcp/003-traces.json json": "575f1abaaf9613f354c09e1323ab5001",
     "mcp/003-traces.json protobuf": "575f1abaaf9613f354c09e1323ab5001",
+    "openai-genai-1.3/000-traces.json json": "5c1914459ad0d76803bac93a452a5902",
+    "openai-genai-1.3/000-traces.json protobuf": "5c1914459ad0d76803bac93a452a5902",
+    "openai-genai-1.3/001-logs.json json": "ec4fddb446f51663284d653ff9b1b981",
+    "openai-genai-1.3/001-logs.json protobuf": "ec4fddb446f51663284d653ff9b1b981",
     "openai-v2/000-traces.json json": "ecfa64e2a5fcfca41bb91a6a07b563c3",
     "openai-v2/000-traces.json protobuf": "ecfa64e2a5fcfca41bb91a6a07b563c3",
     "openai-v2/001-logs.json json": "ffc940f0adb4ff834b2b04441a0b35d6",

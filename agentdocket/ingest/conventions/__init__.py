@@ -24,7 +24,7 @@ from typing import Any
 
 from agentdocket.ingest import attributes as A
 from agentdocket.ingest.conventions import frameworks, genai, openinference, openllmetry
-from agentdocket.ingest.conventions.kinds import LLM, RETRIEVAL, RUN, STEP, TOOL
+from agentdocket.ingest.conventions.kinds import LLM, PLAN, RETRIEVAL, RUN, STEP, TOOL
 
 CONVENTIONS = (openinference, genai, openllmetry, frameworks)  # first to last
 
@@ -32,6 +32,7 @@ __all__ = [
     "CONVENTIONS",
     "FIELDS",
     "LLM",
+    "PLAN",
     "RETRIEVAL",
     "RUN",
     "STEP",

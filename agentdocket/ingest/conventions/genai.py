@@ -4,9 +4,12 @@ MCP conventions beside them.
 
 - The operation (``gen_ai.operation.name``) names the step: ``invoke_agent`` and
   ``invoke_workflow`` an agent or a workflow, ``handle_conversation_turn`` a turn of a
-  conversation (each the run, at a trace's root), ``execute_tool`` a
-  tool, ``chat`` / ``text_completion`` / ``generate_content`` a model call, ``retrieval`` and
-  ``search_memory`` a retrieval.
+  conversation (each the run, at a trace's root; an invocation below another is a step),
+  ``execute_tool`` a tool, ``chat`` / ``text_completion`` / ``generate_content`` a model call,
+  ``retrieval`` and ``search_memory`` a retrieval (documents in ``gen_ai.retrieval.documents``
+  / ``gen_ai.memory.records``), ``plan`` an agent's planning (its plan is the reply of the model
+  call below it), ``run_step`` a step named by ``gen_ai.step.name``; any other (the other memory
+  operations, ``apply_guardrail``) a step named as the span is.
 - A model call's messages: ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (JSON parts:
   text, ``tool_call``, ``tool_call_response``) and ``gen_ai.system_instructions``, as span
   attributes or as the attributes of a ``gen_ai.client.inference.operation.details`` event;
@@ -15,6 +18,9 @@ MCP conventions beside them.
   reply (:func:`agentdocket.ingest.messages.event_messages`).
 - MCP: an MCP server's span of a call (``mcp.method.name``, span kind ``SERVER``) is the
   server's side of a call its client records: a step, never a second tool call.
+- A2A (agent-to-agent, ``a2a.method.name``, no ``gen_ai.operation.name``): a client's call to a
+  remote agent is a step; the server's span is the remote agent's run when it is a trace's root
+  (where an A2A request enters a service), else the server's side of a call: a step.
 """
 
 from __future__ import annotations
@@ -25,22 +31,24 @@ from typing import Any
 from opentelemetry.trace import SpanKind
 
 from agentdocket.ingest import attributes as A
-from agentdocket.ingest.conventions.kinds import LLM, RETRIEVAL, RUN, STEP, TOOL
-from agentdocket.ingest.decode import jsonable
+from agentdocket.ingest.conventions.kinds import LLM, PLAN, RETRIEVAL, RUN, STEP, TOOL
+from agentdocket.ingest.decode import document_identity, jsonable
 
 KINDS = {
     A.OP_INVOKE_AGENT: RUN,
     A.OP_INVOKE_WORKFLOW: RUN,
-    "handle_conversation_turn": RUN,  # a turn of a conversation (gen_ai.conversation.id)
+    A.OP_HANDLE_TURN: RUN,  # a turn of a conversation (gen_ai.conversation.id)
     A.OP_EXECUTE_TOOL: TOOL,
     A.OP_RETRIEVAL: RETRIEVAL,
     "search_memory": RETRIEVAL,
+    A.OP_PLAN: PLAN,
     **dict.fromkeys(A.LLM_OPERATIONS, LLM),
 }
 MCP_SERVER_SIDE = frozenset({SpanKind.SERVER, SpanKind.CONSUMER})
 
 FIELDS: dict[str, tuple[str, ...]] = {
-    "agent_name": (A.GEN_AI_AGENT_NAME,),
+    "agent_name": (A.GEN_AI_AGENT_NAME, A.GEN_AI_WORKFLOW_NAME),
+    "step_name": (A.GEN_AI_STEP_NAME,),
     "agent_version": (A.GEN_AI_AGENT_VERSION,),
     "conversation": (A.GEN_AI_CONVERSATION_ID,),
     "tool_name": (A.GEN_AI_TOOL_NAME,),
@@ -54,20 +62,48 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "gen_ai.usage.cache_read.input_tokens",
         "gen_ai.usage.cache_read_input_tokens",
     ),
+    # renamed cache_write in autumn 2026 (semantic-conventions-genai #440, no alias kept);
+    # the older names are still sent (Strands, Pydantic AI, OpenInference's GenAI mirror)
     "cache_creation_tokens": (
+        "gen_ai.usage.cache_write.input_tokens",
         "gen_ai.usage.cache_creation.input_tokens",
+        "gen_ai.usage.cache_write_input_tokens",
         "gen_ai.usage.cache_creation_input_tokens",
     ),
     "reasoning_tokens": ("gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens"),
     "retrieval_query": (A.GEN_AI_RETRIEVAL_QUERY, "gen_ai.memory.query.text"),
+    "retrieval_documents": (A.GEN_AI_RETRIEVAL_DOCUMENTS, A.GEN_AI_MEMORY_RECORDS),
 }
+A2A_SERVER_SIDE = MCP_SERVER_SIDE
 
 
 def kind(name: str, attrs: Mapping[str, Any], span_kind: Any) -> str | None:
     if attrs.get(A.MCP_METHOD) is not None and span_kind in MCP_SERVER_SIDE:
         return STEP
     op = attrs.get(A.GEN_AI_OPERATION)
+    if op is None and attrs.get(A.A2A_METHOD) is not None:
+        return RUN if span_kind in A2A_SERVER_SIDE else STEP
     return None if op is None else KINDS.get(op, STEP)
+
+
+def documents(value: Any) -> list[dict[str, Any]]:
+    """Retrieved documents or memory records as JSON (``gen_ai.retrieval.documents``: ``id``,
+    ``score``; ``gen_ai.memory.records``: ``content``, any JSON, ``id``, ``score``,
+    ``metadata``): id (else the position), score, text and metadata; none for anything else."""
+    found = A.loads(value)
+    if not isinstance(found, list):
+        return []
+    out = []
+    for i, d in enumerate(found):
+        if not isinstance(d, dict):
+            d = {"content": d}
+        meta = d.get("metadata")
+        meta = jsonable(meta) if isinstance(meta, dict) else {}
+        found_id, score = document_identity(d.get("id"), d.get("score"), meta, i)
+        content = d.get("content")
+        text = content if isinstance(content, str) or content is None else A.dumps(content)
+        out.append({"id": found_id, "score": score, "text": text, "metadata": meta})
+    return out
 
 
 def messages(attrs: Mapping[str, Any], key: str, older: str) -> list[dict[str, Any]]:
