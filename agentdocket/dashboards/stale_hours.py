@@ -25,12 +25,13 @@ after instead (:meth:`StaleHours.mark_all`), and retention every hour of a month
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
-from agentdocket.store.projections import Projection
+from agentdocket.store.projections import Projection, RunRow
 from agentdocket.store.recorder import Recorder
 from agentdocket.store.roles import Rollups
 
@@ -62,6 +63,23 @@ class Keyed:
     experiment: str | None
 
 
+def keyed(run: RunRow) -> Keyed:
+    """What keys a run's rollup rows, from its projection row (as :meth:`StaleHours._keyed`
+    reads it from the table: the experiment as ``->>`` gives it, JSON text for a non-string)."""
+    experiment = (run.attributes or {}).get("experiment")
+    if experiment is not None and not isinstance(experiment, str):
+        experiment = json.dumps(experiment)
+    return Keyed(
+        hour(run.started_at if run.started_at is not None else run.first_ts),
+        run.agent,
+        run.dataset,
+        run.n_tool_calls,
+        run.agent_version,
+        run.case_id,
+        experiment,
+    )
+
+
 def hour(t: datetime | None) -> datetime | None:
     """The UTC hour of ``t``, as ``agentdocket_hour`` computes it in the database."""
     if t is None:
@@ -76,39 +94,57 @@ class StaleHours:
         self.db = db
         self.rollups = rollups
 
-    def before(self, conn: Any, proj: Projection, months: dict[str, date]) -> dict[str, Keyed]:
-        """Lock the runs ``proj`` changes and read what keys them now (before the upserts)."""
+    def before(
+        self,
+        conn: Any,
+        proj: Projection,
+        months: dict[str, date],
+        new: frozenset[str] = frozenset(),
+    ) -> dict[str, Keyed]:
+        """Lock the runs ``proj`` changes and read what keys them now (before the upserts);
+        the ``new`` traces have no row to read."""
         traces = sorted(set(proj.runs) | {v.trace_id for v in proj.verdicts})
         if not traces:
             return {}
         self.rollups.lock_runs(conn, traces)
-        return self._keyed(conn, sorted(proj.runs), months)
+        return self._keyed(conn, sorted(set(proj.runs) - new), months)
 
     def mark(
-        self, conn: Any, proj: Projection, months: dict[str, date], before: dict[str, Keyed]
+        self,
+        conn: Any,
+        proj: Projection,
+        months: dict[str, date],
+        before: dict[str, Keyed],
+        new: frozenset[str] = frozenset(),
     ) -> int:
         """Mark what ``proj`` changed (after its upserts); how many marks it wrote from what it
-        read back (the hours of runs only judged here are marked in the database, uncounted)."""
+        read back (the hours of runs only judged here are marked in the database, uncounted).
+        The rows of the ``new`` traces are ``proj``'s own: known without reading them back."""
         judged = {v.trace_id for v in proj.verdicts if v.subject_span_id is None}
         # runs only judged here (a scoring batch's): their hours marked by the database, with
-        # no reading back
-        only_judged = sorted(judged - set(proj.runs))
+        # no reading back (a new trace has no run to mark)
+        only_judged = sorted(judged - set(proj.runs) - new)
         for where, params in self._of(only_judged, months):
             self.db.execute(conn, MARK_JUDGED.format(t=RUN_TIME, where=where), params)
         judged -= set(only_judged)
-        after = self._keyed(conn, sorted(set(proj.runs) | judged), months)
-        with_verdicts = self._with_verdicts(conn, [t for t in proj.runs if t in after], months)
+        stored = sorted((set(proj.runs) | judged) - new)
+        after = self._keyed(conn, stored, months)
+        after.update((t, keyed(proj.runs[t])) for t in proj.runs if t in new)
+        with_verdicts = self._with_verdicts(
+            conn, [t for t in proj.runs if t in after and t not in new], months
+        )
+        with_verdicts |= {v.trace_id for v in proj.verdicts if v.trace_id in new}
         marks: set[tuple[datetime, str]] = set()
         for trace in proj.runs:
-            old, new = before.get(trace), after.get(trace)
-            hours = {k.hour for k in (old, new) if k is not None and k.hour is not None}
+            was, now = before.get(trace), after.get(trace)
+            hours = {k.hour for k in (was, now) if k is not None and k.hour is not None}
             marks.update((h, "runs") for h in hours)
-            if trace in with_verdicts and (old is None or old != new):
+            if trace in with_verdicts and (was is None or was != now):
                 marks.update((h, "verdicts") for h in hours)
         for trace in judged:
-            keyed = after.get(trace)
-            if keyed is not None and keyed.hour is not None:
-                marks.add((keyed.hour, "verdicts"))
+            found = after.get(trace)
+            if found is not None and found.hour is not None:
+                marks.add((found.hour, "verdicts"))
         if marks:
             ordered = sorted(marks)
             self.db.execute(conn, MARK, [[h for h, _ in ordered], [w for _, w in ordered]])

@@ -25,13 +25,20 @@ class RollupUpkeep(Upkeep):
         self.rollups = rollups
         self.stale = StaleHours(db, rollups)
 
-    def before(self, conn: Any, proj: Projection, months: dict[str, date]) -> dict[str, Keyed]:
-        return self.stale.before(conn, proj, months)
+    def before(
+        self, conn: Any, proj: Projection, months: dict[str, date], new: frozenset[str]
+    ) -> dict[str, Keyed]:
+        return self.stale.before(conn, proj, months, new)
 
     def after(
-        self, conn: Any, proj: Projection, months: dict[str, date], before: dict[str, Keyed]
+        self,
+        conn: Any,
+        proj: Projection,
+        months: dict[str, date],
+        before: dict[str, Keyed],
+        new: frozenset[str],
     ) -> None:
-        self.stale.mark(conn, proj, months, before)
+        self.stale.mark(conn, proj, months, before, new)
 
     def rebuilding(self, conn: Any) -> None:
         self.stale.mark_all(conn)

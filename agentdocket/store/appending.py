@@ -284,8 +284,10 @@ class Appender:
         those the database refused."""
         if not batch.events:
             return 0, []
-        months = run_months.assign(self.log, conn, batch.events, batch.first)
-        return self._insert_isolating(conn, batch.events, months, batch.encoded, batch.projection)
+        months, new = run_months.place(self.log, conn, batch.events, batch.first)
+        return self._insert_isolating(
+            conn, batch.events, months, batch.encoded, batch.projection, new
+        )
 
     def _prepare(
         self, events: list[Event], together: bool = True
@@ -364,12 +366,15 @@ class Appender:
         months: dict[str, date],
         encoded: Encoded,
         projected: Projection | None = None,
+        new: frozenset[str] = frozenset(),
     ) -> tuple[int, Refusals]:
         """Insert and project ``events`` in a savepoint. If the database refuses the batch, or
         our own code fails on some record of it (projecting it, say), halve it until the
         refused events stand alone (about three times the work of one insert for one bad event
         in a batch), so that all the others are written. This is the one place a record is
-        isolated: every writer (the receiver's sink, imports, retries) comes through it."""
+        isolated: every writer (the receiver's sink, imports, retries) comes through it.
+        ``new``: the traces new in the whole batch (:func:`agentdocket.store.months.place`);
+        a half knows none (the other half may have written them)."""
         if not events:
             return 0, []
         try:
@@ -378,7 +383,7 @@ class Appender:
                 inserted, projection = self.log.insert_events(
                     conn, events, months, payloads, projected
                 )
-                self.projector.apply(conn, projection, months)
+                self.projector.apply(conn, projection, months, new)
             return inserted, []
         except RecordRefused as exc:
             refusal = exc

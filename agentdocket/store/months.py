@@ -72,11 +72,20 @@ def earliest(events: Sequence[Event]) -> dict[str, datetime]:
 def assign(
     log: EventLog, conn: Any, events: Sequence[Event], first: dict[str, datetime] | None = None
 ) -> dict[str, date]:
+    """Each trace's month, for the traces of ``events`` and the runs their verdicts judge (see
+    :func:`place`)."""
+    return place(log, conn, events, first)[0]
+
+
+def place(
+    log: EventLog, conn: Any, events: Sequence[Event], first: dict[str, datetime] | None = None
+) -> tuple[dict[str, date], frozenset[str]]:
     """Each trace's month, for the traces of ``events`` and the runs their verdicts judge: the
     stored month where the trace has events, else the month of its earliest event here (of the
-    verdict, for a judged run with no events). Runs in the caller's write transaction; on
-    PostgreSQL the new traces are locked first, so two writers never give one two months.
-    ``first``: :func:`earliest` of ``events``, where the caller has it."""
+    verdict, for a judged run with no events); and the traces new here, which nothing stored
+    is about yet (no run, no verdict). Runs in the caller's write transaction; on PostgreSQL
+    the new traces are locked first, so two writers never give one two months (nor both take
+    it for new). ``first``: :func:`earliest` of ``events``, where the caller has it."""
     earliest_ = earliest(events) if first is None else first
     months = log.stored_months(conn, list(earliest_))
     new = sorted(set(earliest_) - set(months))
@@ -85,4 +94,4 @@ def assign(
     given = {t: month_of(earliest_[t]) for t in new if t not in months}
     log.keep_months(conn, given)
     months.update(given)
-    return months
+    return months, frozenset(given)

@@ -63,24 +63,34 @@ class Projector:
         self.runs_upsert = _upsert_runs_clause(log.unique_key("runs"), db.least, db.greatest)
         self.verdicts_conflict = f"ON CONFLICT ({', '.join(log.unique_key('verdicts'))}) DO NOTHING"
 
-    def apply(self, conn: Any, proj: Projection, months: dict[str, date]) -> None:
+    def apply(
+        self,
+        conn: Any,
+        proj: Projection,
+        months: dict[str, date],
+        new: frozenset[str] = frozenset(),
+    ) -> None:
         """Upsert what ``proj`` changes, on ``conn`` (inside the caller's transaction), under
-        the runs' ``months``: :func:`agentdocket.store.months.assign` of the same events, the
-        one place a run's month is decided (it covers the runs their verdicts judge). The
+        the runs' ``months``: :func:`agentdocket.store.months.place` of the same events, the
+        one place a run's month is decided (it covers the runs their verdicts judge). ``new``:
+        the traces nothing stored is about yet (their runs are inserted, not merged). The
         upkeep, where there is one, is told before and after (:mod:`agentdocket.store.upkeep`)."""
         if self.upkeep is None:
-            self._upsert(conn, proj, months)
+            self._upsert(conn, proj, months, new)
             return
-        before = self.upkeep.before(conn, proj, months)
-        self._upsert(conn, proj, months)
-        self.upkeep.after(conn, proj, months, before)
+        before = self.upkeep.before(conn, proj, months, new)
+        self._upsert(conn, proj, months, new)
+        self.upkeep.after(conn, proj, months, before, new)
 
-    def _upsert(self, conn: Any, proj: Projection, months: dict[str, date]) -> None:
+    def _upsert(
+        self, conn: Any, proj: Projection, months: dict[str, date], new: frozenset[str]
+    ) -> None:
         month = self._month_column(months)
         if proj.runs:
             rows = [(*r, month(r[0])) for r in self.db.as_rows(RUN_COLUMNS, proj.runs.values())]
             columns = (*RUN_COLUMNS, "run_month")
-            self.db.merge(conn, "runs", columns, ("trace_id",), rows, self.runs_upsert)
+            fresh = [(t,) for t in proj.runs if t in new]
+            self.db.merge(conn, "runs", columns, ("trace_id",), rows, self.runs_upsert, new=fresh)
         # Rows keyed by their event (a verdict) or by a cache key whose first reply stays:
         # inserted once, never changed.
         if proj.verdicts:
@@ -117,7 +127,7 @@ class Projector:
                 self.db.execute(conn, f"DELETE FROM {table}")
             count = 0
             for chunk, months in self._stream_events(conn, batch_size):
-                self._upsert(conn, project(chunk), months)
+                self._upsert(conn, project(chunk), months, frozenset())
                 count += len(chunk)
             if self.upkeep is not None:  # and of the runs that are
                 self.upkeep.rebuilding(conn)

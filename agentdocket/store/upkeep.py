@@ -51,13 +51,18 @@ class Upkeep(ABC):
     """Told of each change to the projections, in the transaction making it."""
 
     @abstractmethod
-    def before(self, conn: Any, proj: Projection, months: dict[str, date]) -> Any:
+    def before(
+        self, conn: Any, proj: Projection, months: dict[str, date], new: frozenset[str]
+    ) -> Any:
         """Before ``proj``'s upserts: what the upkeep needs of the rows as they are (given
-        back to :meth:`after`)."""
+        back to :meth:`after`). ``new``: the traces nothing stored is about yet (no row of
+        theirs to read)."""
 
     @abstractmethod
-    def after(self, conn: Any, proj: Projection, months: dict[str, date], before: Any) -> None:
-        """After ``proj``'s upserts."""
+    def after(
+        self, conn: Any, proj: Projection, months: dict[str, date], before: Any, new: frozenset[str]
+    ) -> None:
+        """After ``proj``'s upserts (``new`` as for :meth:`before`: their rows are ``proj``'s)."""
 
     @abstractmethod
     def rebuilding(self, conn: Any) -> None:

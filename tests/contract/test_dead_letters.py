@@ -151,10 +151,16 @@ def test_a_fault_of_our_own_on_one_record_is_isolated_like_a_refusal(
     broken = runs[2][0].trace_id
     apply = Projector.apply
 
-    def failing(self: Projector, conn: Any, proj: Projection, months: dict[str, date]) -> None:
+    def failing(
+        self: Projector,
+        conn: Any,
+        proj: Projection,
+        months: dict[str, date],
+        new: frozenset[str] = frozenset(),
+    ) -> None:
         if broken in proj.runs:
             raise KeyError(f"no reading for {broken}")
-        apply(self, conn, proj, months)
+        apply(self, conn, proj, months, new)
 
     monkeypatch.setattr(Projector, "apply", failing)
     sink = Sink(url, spool_dir=tmp_path / "spool", source="receiver")
