@@ -143,7 +143,8 @@ def _cost_cell(cost: dict[str, Any] | None) -> str:
     return text + (f" ({cost['unpriced_calls']} unpriced)" if cost["unpriced_calls"] else "")
 
 
-def _summary(event: Event) -> str:
+def step_summary(event: Event) -> str:
+    """One line of what an event says."""
     p = event.payload
     k = event.kind
     if k == "run.started":
@@ -188,6 +189,26 @@ def _summary(event: Event) -> str:
     type=click.IntRange(min=0),
     help="Show at most this many steps, the first and the last (0: every step).",
 )
+@click.option(
+    "--page",
+    type=click.IntRange(min=1),
+    help="Show this page of the run's steps (from 1), --page-size steps a page.",
+)
+@click.option(
+    "--page-size",
+    default=100,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Steps a page, for --page (and the pages a huge run's summary counts).",
+)
+@click.option(
+    "--slowest",
+    "slowest",
+    default=10,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="In a huge run's summary: this many of its slowest steps.",
+)
 @PRICES
 @FORMAT
 @click.pass_context
@@ -196,6 +217,9 @@ def runs_show(
     trace_id: str,
     width: int,
     max_steps: int,
+    page: int | None,
+    page_size: int,
+    slowest: int,
     prices: Path | None,
     fmt: str,
 ) -> None:
@@ -206,18 +230,33 @@ def runs_show(
     calls' costs are the last `costs refresh`'s (what `report` and `costs show` add up), or
     priced now with --prices (or $AGENTDOCKET_PRICES) when not refreshed yet.
 
+    A huge run (over 20,000 events) is shown as a summary instead, read without loading it:
+    its counts by kind, tokens and cost, its --slowest steps, its failing steps, and how many
+    pages its steps make; --page K shows page K of any run's steps (--steps 0: a huge run's
+    whole timeline).
+
     \b
     Examples:
       agentdocket runs show 4bf92f35
       agentdocket runs show 4bf92f35 --steps 0
+      agentdocket runs show 4bf92f35 --page 3 --page-size 50
       agentdocket runs show 4bf92f3577b34da6a3ce929d0e0e4736 --format json
     """
+    from agentdocket.commands.run_pages import HUGE_EVENTS, show_page, show_summary
+
     with open_from(ctx) as store:
         tid = resolve_trace(store, trace_id)
         run = store.reader.run(tid)
+        assert run is not None
+        if page is not None:
+            show_page(store, run, page, page_size, width, fmt)
+            return
+        if run["n_events"] > HUGE_EVENTS and max_steps:
+            show_summary(store, run, page_size, slowest, width, fmt, lambda: _header(tid, run))
+            return
         trace = store.reader.read_trace(tid)
         stored = store.costs.of_runs([tid]) if prices is None else []
-    assert run is not None and trace is not None
+    assert trace is not None
     events = list(trace.events)
     costs = _costs(events, prices, stored)
     if fmt == "json":
@@ -230,19 +269,10 @@ def runs_show(
             }
         )
         return
-    console.print(f"[bold]run {tid}[/]")
-    case = f"{run['dataset']}/{run['case_id']}" if run["dataset"] else "-"
-    models = ", ".join(f"{k}={v}" for k, v in (run["models"] or {}).items()) or "-"
-    console.print(
-        f"agent {run['agent'] or '-'} {run['agent_version'] or ''}  strategy "
-        f"{run['strategy'] or '-'}  models {models}  case {case}  status "
-        f"{run['status'] or 'running'}  time {_duration(run)}"
-    )
-    console.print(f"question: {run['question'] or '-'}")
-    console.print(f"answer: {run['answer'] or '-'}")
+    _header(tid, run)
     steps = [e for e in events if e.kind not in JUDGEMENT_KINDS]
     verdicts = [e for e in events if e.kind == "verdict"]
-    console.print(_steps_table(steps, (steps or events)[0].ts, width, max_steps))
+    console.print(steps_table(steps, (steps or events)[0].ts, width, max_steps))
     if 0 < max_steps < len(steps):
         kinds = Counter(e.kind for e in steps)
         console.print(
@@ -251,7 +281,7 @@ def runs_show(
             highlight=False,
         )
     if verdicts:
-        console.print(_verdicts_table(verdicts))
+        console.print(verdicts_table(verdicts))
     if costs["calls"]:
         console.print(_costs_table(costs))
     labels = sum(1 for e in events if e.kind == "label")
@@ -263,6 +293,20 @@ def runs_show(
             f"case {c.case_id}: expected plan {c.expected_plan or '-'}; "
             f"reference {c.reference_answer or c.stub_response or '-'}"
         )
+
+
+def _header(tid: str, run: Run) -> None:
+    """The run's id, agent, strategy, models, case, status, time, question and answer."""
+    console.print(f"[bold]run {tid}[/]")
+    case = f"{run['dataset']}/{run['case_id']}" if run["dataset"] else "-"
+    models = ", ".join(f"{k}={v}" for k, v in (run["models"] or {}).items()) or "-"
+    console.print(
+        f"agent {run['agent'] or '-'} {run['agent_version'] or ''}  strategy "
+        f"{run['strategy'] or '-'}  models {models}  case {case}  status "
+        f"{run['status'] or 'running'}  time {_duration(run)}"
+    )
+    console.print(f"question: {run['question'] or '-'}")
+    console.print(f"answer: {run['answer'] or '-'}")
 
 
 def _costs(
@@ -304,13 +348,22 @@ def _costs_table(costs: dict[str, Any]) -> Table:
     return table
 
 
-def _steps_table(steps: list[Event], start: datetime, width: int, max_steps: int) -> Table:
-    """The steps, indented by span depth; past ``max_steps`` (0: no limit) the first and the
-    last tenth of that many, with a row saying how many are left out between them."""
+def steps_table(
+    steps: list[Event],
+    start: datetime,
+    width: int,
+    max_steps: int,
+    parents: dict[str, str | None] | None = None,
+) -> Table:
+    """The steps, indented by span depth (among the steps, or by ``parents``, each span's
+    parent, when given); past ``max_steps`` (0: no limit) the first and the last tenth of that
+    many, with a row saying how many are left out between them."""
     table = new_table(show_header=True, header_style="bold")
     for col in ("seq", "+ms", "kind", "what"):
         table.add_column(col, overflow="fold")
-    depth = _depths(steps)
+    depth = _depths(
+        parents if parents is not None else {e.span_id: e.parent_span_id for e in steps}
+    )
     shown: list[Event | None] = list(steps)
     if 0 < max_steps < len(steps):
         tail = max_steps // 10
@@ -320,7 +373,7 @@ def _steps_table(steps: list[Event], start: datetime, width: int, max_steps: int
             table.add_row("⋮", "", "", f"[dim]{len(steps) - max_steps:,} more steps[/]")
             continue
         offset = (e.ts - start).total_seconds() * 1000
-        text = _summary(e)
+        text = step_summary(e)
         if len(text) > width:
             text = text[: width - 1] + "…"
         style = "red" if e.payload.get("error") else ""
@@ -331,7 +384,7 @@ def _steps_table(steps: list[Event], start: datetime, width: int, max_steps: int
     return table
 
 
-def _verdicts_table(verdicts: list[Event]) -> Table:
+def verdicts_table(verdicts: list[Event]) -> Table:
     """Every verdict on the run, newest last: outcome, score, failure type and why."""
     table = new_table(title="verdicts", title_justify="left", show_header=True, header_style="bold")
     for col in ("scorer", "version", "outcome", "score", "failure", "why"):
@@ -352,11 +405,10 @@ def _verdicts_table(verdicts: list[Event]) -> Table:
     return table
 
 
-def _depths(events: list[Event]) -> dict[str, int]:
-    """Each span's depth below the run's top (its parents among these events), each span
+def _depths(parent: dict[str, str | None]) -> dict[str, int]:
+    """Each span's depth below the run's top (``parent``: each span's parent), each span
     walked once: a chain of thousands of nested spans costs no more than a flat run. A parent
     cycle counts as the top where it closes."""
-    parent = {e.span_id: e.parent_span_id for e in events}
     depth: dict[str, int] = {}
     for span in parent:
         chain: list[str] = []
