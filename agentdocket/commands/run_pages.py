@@ -32,8 +32,7 @@ def show_page(store: Store, run: Run, page: int, size: int, width: int, fmt: str
     from agentdocket.commands.runs import steps_table
 
     tid = run["trace_id"]
-    summary = store.trace_pages.summary(tid)
-    steps = summary.steps if summary is not None else 0
+    steps = store.trace_pages.count_steps(tid)
     pages = pages_of(steps, size)
     events = store.trace_pages.steps_page(tid, page, size)
     if fmt == "json":

@@ -121,13 +121,14 @@ class Reader:
         return runs, self.datasets.cases_for(list(runs.values()))
 
     def stored_runs(
-        self, *, dataset: str | None = None, batch_size: int = 1000, batch_events: int = 10_000
+        self, *, dataset: str | None = None, batch_size: int = 1000, batch_events: int = 5_000
     ) -> Iterator[StoredRun]:
         """Every stored trace (of ``dataset``; traces that are no run too) with its events as
         stored (not upcast) and its case, in order of first event: what an export writes.
         Traces are read a batch at a time (at most ``batch_size`` traces, of about
-        ``batch_events`` events together); a trace of more events than that alone, its
-        events read a page at a time as they are iterated. What is held at once does not grow
+        ``batch_events`` events together: a page of :mod:`agentdocket.store.trace_pages`); a
+        trace of more events than that alone, its events read a page at a time as they are
+        iterated. What is held at once does not grow
         with a trace's size."""
         where, params = self.run_filter(dataset=dataset, agent=None, since=None, runs_only=False)
         sizes = self.db.read(

@@ -113,11 +113,36 @@ class TracePages:
 
     def steps_page(self, trace_id: str, page: int, size: int) -> list[Event]:
         """Page ``page`` (from 1) of the trace's steps (verdicts and labels left out), ``size``
-        steps a page, in trace order."""
-        offset = (page - 1) * size
-        return self._select(
-            trace_id, f"AND {STEPS} ORDER BY {ORDER} LIMIT ? OFFSET ?", (size, offset)
+        steps a page, in trace order. The sort that skips the pages before carries the keys
+        alone; the page's own rows are then read by key."""
+        month = self._month(trace_id)
+        if month is None:
+            return []
+        keys = self.db.read(
+            f"SELECT event_id FROM events WHERE {self._in_trace} AND {STEPS} "
+            f"ORDER BY {ORDER} LIMIT ? OFFSET ?",
+            (trace_id, month, size, (page - 1) * size),
         )
+        place = {str(k[0]): i for i, k in enumerate(keys)}
+        rows = self.db.read_among(
+            f"SELECT {self._columns} FROM events WHERE {self._in_trace} AND {{among}}",
+            "event_id",
+            [k[0] for k in keys],
+            (trace_id, month),
+        )
+        event_id = EVENT_COLUMNS.index("event_id")
+        rows.sort(key=lambda r: place[str(r[event_id])])
+        return [self.db.event_of(r) for r in rows]
+
+    def count_steps(self, trace_id: str) -> int:
+        """How many steps the trace has (verdicts and labels left out)."""
+        month = self._month(trace_id)
+        if month is None:
+            return 0
+        [(n,)] = self.db.read(
+            f"SELECT count(*) FROM events WHERE {self._in_trace} AND {STEPS}", (trace_id, month)
+        )
+        return int(n)
 
     def parents(self, trace_id: str) -> dict[str, str | None]:
         """Each span's parent span (no payload read): what a page's indentation needs."""
