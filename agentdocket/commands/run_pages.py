@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentdocket.commands.common import console, echo_json, new_table
+from agentdocket.commands.run_tables import step_summary, steps_table, verdicts_table
 from agentdocket.events import Event, event_to_json
 
 if TYPE_CHECKING:
@@ -29,8 +30,6 @@ def pages_of(steps: int, size: int) -> int:
 
 def show_page(store: Store, run: Run, page: int, size: int, width: int, fmt: str) -> None:
     """Page ``page`` of the run's steps, ``size`` a page, in trace order."""
-    from agentdocket.commands.runs import steps_table
-
     tid = run["trace_id"]
     steps = store.trace_pages.count_steps(tid)
     pages = pages_of(steps, size)
@@ -111,8 +110,6 @@ def show_summary(
     else:
         console.print("failing steps: none", highlight=False)
     if verdicts:
-        from agentdocket.commands.runs import verdicts_table
-
         console.print(verdicts_table(verdicts))
     labels = summary.kinds.get("label", 0)
     if labels:
@@ -140,8 +137,6 @@ def _cost(cost: dict[str, Any]) -> str:
 def _listed(title: str, events: list[Event], start: datetime, width: int, *, timed: bool) -> Table:
     """Steps picked out of a run (no depth: their parents were not read), with their time
     into the run and, for the slowest, how long each took."""
-    from agentdocket.commands.runs import step_summary
-
     table = new_table(title=title, title_justify="left", show_header=True, header_style="bold")
     for col in ("seq", "+ms", *(("ms",) if timed else ()), "kind", "span", "what"):
         table.add_column(col, overflow="fold")

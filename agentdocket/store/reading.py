@@ -6,16 +6,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentdocket.events import Case, Event, Trace
 from agentdocket.store.datasets import Datasets
 from agentdocket.store.errors import StoreError
 from agentdocket.store.recorder import EVENT_COLUMNS, Recorder
 from agentdocket.store.rows import Run, typed
-
-if TYPE_CHECKING:
-    from agentdocket.store.trace_pages import TracePages
+from agentdocket.store.trace_pages import MONTH_OF, TracePages
 
 
 @dataclass(frozen=True)
@@ -39,7 +37,6 @@ TABLES = frozenset(
 # a value, the month lets PostgreSQL's planner leave the other months' partitions out (given
 # as a subquery, it plans every partition and prunes them when it runs: 2.7 ms of planning
 # against 0.1 ms with 18 months), and on Citus the query goes to the trace's shard.
-MONTH_OF = "SELECT run_month FROM trace_months WHERE trace_id = ?"
 IN_ITS_MONTH = "trace_id = ? AND run_month = ?"
 RUN = f"SELECT * FROM runs WHERE {IN_ITS_MONTH}"
 TRACE_EVENTS = (

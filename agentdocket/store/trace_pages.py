@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentdocket.events import JUDGEMENT_KINDS, Event
-from agentdocket.store.reading import MONTH_OF
 from agentdocket.store.recorder import EVENT_COLUMNS, Recorder
 
+# a trace's month (agentdocket.store.reading, which reads a trace whole, asks the same)
+MONTH_OF = "SELECT run_month FROM trace_months WHERE trace_id = ?"
 # events read at a time by :meth:`TracePages.events`
 PAGE = 5_000
 ORDER = "seq, ts, event_id"  # a trace's order (agentdocket.store.reading)
@@ -43,8 +44,7 @@ class TracePages:
 
     def __init__(self, db: Recorder) -> None:
         self.db = db
-        number = "REAL" if db.dialect == "sqlite" else "double precision"
-        self._duration = f"CAST({db.json_text('payload', 'duration_ms')} AS {number})"
+        self._duration = f"CAST({db.json_text('payload', 'duration_ms')} AS {db.float_type})"
         error = db.json_text("payload", "error")
         kinds = ", ".join(f"'{k}'" for k in FAILING_KINDS)
         status = db.json_text("payload", "status")
@@ -52,11 +52,7 @@ class TracePages:
             f"(kind IN ({kinds}) AND {error} IS NOT NULL OR kind = 'step' AND {status} = 'error')"
         )
         self._columns = ", ".join(EVENT_COLUMNS)
-        # The trace's rows in its month: PostgreSQL reads the one partition. SQLite, asked the
-        # same, reads them by its month index and looks each row up by key (twice as slow on
-        # 100,000 rows as reading them along the key, which the unary plus makes it do).
-        month = "+run_month" if db.dialect == "sqlite" else "run_month"
-        self._in_trace = f"trace_id = ? AND {month} = ?"
+        self._in_trace = db.trace_in_month
 
     def _month(self, trace_id: str) -> Any:
         found = self.db.read(MONTH_OF, (trace_id,))
