@@ -128,15 +128,18 @@ def write_jsonl(records: Iterable[dict[str, Any]], out: Any) -> int:
 SPOOL_BYTES = 4 * 1024 * 1024
 
 
-def write_traces_jsonl(store: Store, out: Any, *, dataset: str | None = None) -> int:
+def write_traces_jsonl(
+    store: Store, out: Any, *, dataset: str | None = None, batch_events: int = 5_000
+) -> int:
     """Write the stored runs (of ``dataset``) as JSONL to a binary file object, streaming: a
     trace's events are read a page at a time and each step is written as it is read (to a
     temporary file past :data:`SPOOL_BYTES`, since the line begins with the run's fields,
     known only once every event is read). The bytes are :func:`write_jsonl`'s of
     :func:`export_records`; the memory held does not grow with a trace's size. Returns how
-    many runs."""
+    many runs. ``batch_events``: how many events are read at a time (of several small
+    traces, or of one large trace)."""
     n = 0
-    for run in store.reader.stored_runs(dataset=dataset):
+    for run in store.reader.stored_runs(dataset=dataset, batch_events=batch_events):
         _write_record(
             run.trace_id, run.events, _case(run.case, run.dataset, run.dataset_version), out
         )

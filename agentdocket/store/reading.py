@@ -136,7 +136,7 @@ class Reader:
         for tid, n in sizes:
             if int(n) > batch_events:
                 yield from self._stored(chunk)
-                yield from self._stored([tid], read=False)
+                yield from self._stored([tid], page=batch_events)
                 chunk, held = [], 0
                 continue
             if chunk and (len(chunk) >= batch_size or held + int(n) > batch_events):
@@ -146,16 +146,16 @@ class Reader:
             held += int(n)
         yield from self._stored(chunk)
 
-    def _stored(self, chunk: list[str], *, read: bool = True) -> Iterator[StoredRun]:
+    def _stored(self, chunk: list[str], *, page: int | None = None) -> Iterator[StoredRun]:
         """The traces of ``chunk`` as stored runs: their events read now in one query, or
-        (``read=False``) a page at a time as each trace's events are iterated."""
+        (given ``page``) ``page`` events at a time as each trace's events are iterated."""
         if not chunk:
             return
         events: dict[str, Iterable[Event]] = {}
-        if read:
+        if page is None:
             events.update(self._events_of(chunk))
         else:
-            events.update((tid, self.pages.events(tid)) for tid in chunk)
+            events.update((tid, self.pages.events(tid, page)) for tid in chunk)
         runs, cases = self._runs_and_cases(chunk)
         for tid in chunk:
             version, case = cases.get(tid, (None, None))
