@@ -38,21 +38,20 @@ def export_traces(ctx: click.Context, fmt: str, dataset: str | None, output: Pat
     """
     from agentdocket.importers.interchange_export import (
         export_records,
-        write_jsonl,
         write_parquet,
+        write_traces_jsonl,
     )
 
     with open_from(ctx) as store:
-        records = export_records(store, dataset=dataset)
         if fmt == "parquet":
             if output is None:
                 raise click.UsageError("--format parquet needs --output FILE")
-            n = write_parquet(records, output)
+            n = write_parquet(export_records(store, dataset=dataset), output)
         elif output is None:
-            n = write_jsonl(records, sys.stdout.buffer)
+            n = write_traces_jsonl(store, sys.stdout.buffer, dataset=dataset)
         else:
             with output.open("wb") as fh:
-                n = write_jsonl(records, fh)
+                n = write_traces_jsonl(store, fh, dataset=dataset)
     err.print(f"exported {n} runs" + (f" to {output}" if output else ""))
 
 

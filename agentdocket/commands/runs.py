@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +23,7 @@ if TYPE_CHECKING:
 
     from agentdocket.store import Run
 from agentdocket.commands.costs import PRICES
+from agentdocket.commands.run_tables import steps_table, verdicts_table
 from agentdocket.events import JUDGEMENT_KINDS, Event, event_to_json, format_ts
 
 
@@ -143,40 +142,6 @@ def _cost_cell(cost: dict[str, Any] | None) -> str:
     return text + (f" ({cost['unpriced_calls']} unpriced)" if cost["unpriced_calls"] else "")
 
 
-def _summary(event: Event) -> str:
-    p = event.payload
-    k = event.kind
-    if k == "run.started":
-        return f"{p['agent']} {p.get('agent_version') or ''} · {p.get('question') or ''}".strip()
-    if k == "plan":
-        return " → ".join(s.get("tool") or s.get("text") or "?" for s in p["steps"])
-    if k == "tool.called":
-        return f"{p['tool']}({json.dumps(p['arguments'], ensure_ascii=False)})"
-    if k == "tool.returned":
-        if p.get("error"):
-            return f"error: {p['error']}"
-        return json.dumps(p.get("result"), ensure_ascii=False)
-    if k == "sql.executed":
-        if p.get("error"):
-            return f"{p['query']}  → error: {p['error']}"
-        return f"{p['query']}  → {p.get('row_count')} rows"
-    if k == "retrieval":
-        return f"{p['query']} → {', '.join(d['id'] for d in p['documents'])}"
-    if k == "llm.called":
-        out = p.get("output_messages") or []
-        text = out[-1]["content"] if out else ""
-        return f"{p['model']} ({p.get('role') or '-'}) {text}"
-    if k in ("message",):
-        return f"{p['role']}: {p['content']}"
-    if k == "response":
-        return str(p["text"])
-    if k == "run.finished":
-        return str(p["status"]) + (f": {p['error']}" if p.get("error") else "")
-    if k == "step":
-        return str(p["name"])
-    return json.dumps(p, ensure_ascii=False)
-
-
 @runs.command(name="show")
 @click.argument("trace_id")
 @click.option("--width", default=160, show_default=True, help="Truncate summaries to this.")
@@ -188,6 +153,26 @@ def _summary(event: Event) -> str:
     type=click.IntRange(min=0),
     help="Show at most this many steps, the first and the last (0: every step).",
 )
+@click.option(
+    "--page",
+    type=click.IntRange(min=1),
+    help="Show this page of the run's steps (from 1), --page-size steps a page.",
+)
+@click.option(
+    "--page-size",
+    default=100,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Steps a page, for --page (and the pages a huge run's summary counts).",
+)
+@click.option(
+    "--slowest",
+    "slowest",
+    default=10,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="In a huge run's summary: this many of its slowest steps.",
+)
 @PRICES
 @FORMAT
 @click.pass_context
@@ -196,6 +181,9 @@ def runs_show(
     trace_id: str,
     width: int,
     max_steps: int,
+    page: int | None,
+    page_size: int,
+    slowest: int,
     prices: Path | None,
     fmt: str,
 ) -> None:
@@ -206,18 +194,33 @@ def runs_show(
     calls' costs are the last `costs refresh`'s (what `report` and `costs show` add up), or
     priced now with --prices (or $AGENTDOCKET_PRICES) when not refreshed yet.
 
+    A huge run (over 20,000 events) is shown as a summary instead, read without loading it:
+    its counts by kind, tokens and cost, its --slowest steps, its failing steps, and how many
+    pages its steps make; --page K shows page K of any run's steps (--steps 0: a huge run's
+    whole timeline).
+
     \b
     Examples:
       agentdocket runs show 4bf92f35
       agentdocket runs show 4bf92f35 --steps 0
+      agentdocket runs show 4bf92f35 --page 3 --page-size 50
       agentdocket runs show 4bf92f3577b34da6a3ce929d0e0e4736 --format json
     """
+    from agentdocket.commands.run_pages import HUGE_EVENTS, show_page, show_summary
+
     with open_from(ctx) as store:
         tid = resolve_trace(store, trace_id)
         run = store.reader.run(tid)
+        assert run is not None
+        if page is not None:
+            show_page(store, run, page, page_size, width, fmt)
+            return
+        if run["n_events"] > HUGE_EVENTS and max_steps:
+            show_summary(store, run, page_size, slowest, width, fmt, lambda: _header(tid, run))
+            return
         trace = store.reader.read_trace(tid)
         stored = store.costs.of_runs([tid]) if prices is None else []
-    assert run is not None and trace is not None
+    assert trace is not None
     events = list(trace.events)
     costs = _costs(events, prices, stored)
     if fmt == "json":
@@ -230,19 +233,10 @@ def runs_show(
             }
         )
         return
-    console.print(f"[bold]run {tid}[/]")
-    case = f"{run['dataset']}/{run['case_id']}" if run["dataset"] else "-"
-    models = ", ".join(f"{k}={v}" for k, v in (run["models"] or {}).items()) or "-"
-    console.print(
-        f"agent {run['agent'] or '-'} {run['agent_version'] or ''}  strategy "
-        f"{run['strategy'] or '-'}  models {models}  case {case}  status "
-        f"{run['status'] or 'running'}  time {_duration(run)}"
-    )
-    console.print(f"question: {run['question'] or '-'}")
-    console.print(f"answer: {run['answer'] or '-'}")
+    _header(tid, run)
     steps = [e for e in events if e.kind not in JUDGEMENT_KINDS]
     verdicts = [e for e in events if e.kind == "verdict"]
-    console.print(_steps_table(steps, (steps or events)[0].ts, width, max_steps))
+    console.print(steps_table(steps, (steps or events)[0].ts, width, max_steps))
     if 0 < max_steps < len(steps):
         kinds = Counter(e.kind for e in steps)
         console.print(
@@ -251,7 +245,7 @@ def runs_show(
             highlight=False,
         )
     if verdicts:
-        console.print(_verdicts_table(verdicts))
+        console.print(verdicts_table(verdicts))
     if costs["calls"]:
         console.print(_costs_table(costs))
     labels = sum(1 for e in events if e.kind == "label")
@@ -263,6 +257,20 @@ def runs_show(
             f"case {c.case_id}: expected plan {c.expected_plan or '-'}; "
             f"reference {c.reference_answer or c.stub_response or '-'}"
         )
+
+
+def _header(tid: str, run: Run) -> None:
+    """The run's id, agent, strategy, models, case, status, time, question and answer."""
+    console.print(f"[bold]run {tid}[/]")
+    case = f"{run['dataset']}/{run['case_id']}" if run["dataset"] else "-"
+    models = ", ".join(f"{k}={v}" for k, v in (run["models"] or {}).items()) or "-"
+    console.print(
+        f"agent {run['agent'] or '-'} {run['agent_version'] or ''}  strategy "
+        f"{run['strategy'] or '-'}  models {models}  case {case}  status "
+        f"{run['status'] or 'running'}  time {_duration(run)}"
+    )
+    console.print(f"question: {run['question'] or '-'}")
+    console.print(f"answer: {run['answer'] or '-'}")
 
 
 def _costs(
@@ -302,72 +310,3 @@ def _costs_table(costs: dict[str, Any]) -> Table:
         shown = "-" if amount is None else f"{amount:.6f} {c.get('reported_currency') or 'USD'}"
         table.add_row(c["model"], c["role"] or "-", tokens, cost, shown)
     return table
-
-
-def _steps_table(steps: list[Event], start: datetime, width: int, max_steps: int) -> Table:
-    """The steps, indented by span depth; past ``max_steps`` (0: no limit) the first and the
-    last tenth of that many, with a row saying how many are left out between them."""
-    table = new_table(show_header=True, header_style="bold")
-    for col in ("seq", "+ms", "kind", "what"):
-        table.add_column(col, overflow="fold")
-    depth = _depths(steps)
-    shown: list[Event | None] = list(steps)
-    if 0 < max_steps < len(steps):
-        tail = max_steps // 10
-        shown = [*steps[: max_steps - tail], None, *steps[len(steps) - tail :]]
-    for e in shown:
-        if e is None:
-            table.add_row("⋮", "", "", f"[dim]{len(steps) - max_steps:,} more steps[/]")
-            continue
-        offset = (e.ts - start).total_seconds() * 1000
-        text = _summary(e)
-        if len(text) > width:
-            text = text[: width - 1] + "…"
-        style = "red" if e.payload.get("error") else ""
-        indent = "  " * min(depth.get(e.span_id, 0), 40)
-        table.add_row(
-            str(e.seq), f"{offset:.0f}", indent + e.kind, f"[{style}]{text}[/]" if style else text
-        )
-    return table
-
-
-def _verdicts_table(verdicts: list[Event]) -> Table:
-    """Every verdict on the run, newest last: outcome, score, failure type and why."""
-    table = new_table(title="verdicts", title_justify="left", show_header=True, header_style="bold")
-    for col in ("scorer", "version", "outcome", "score", "failure", "why"):
-        table.add_column(col, overflow="fold")
-    for e in sorted(verdicts, key=lambda e: (e.ts, str(e.event_id))):
-        p = e.payload
-        passed = p.get("passed")
-        outcome = p.get("label") or ("pass" if passed else "fail" if passed is not None else "-")
-        style = "green" if passed else "red" if passed is not None else ""
-        table.add_row(
-            p["scorer"],
-            p["scorer_version"],
-            f"[{style}]{outcome}[/]" if style else outcome,
-            f"{p['score']:.3f}" if p.get("score") is not None else "-",
-            p.get("failure_type") or "-",
-            p.get("rationale") or "-",
-        )
-    return table
-
-
-def _depths(events: list[Event]) -> dict[str, int]:
-    """Each span's depth below the run's top (its parents among these events), each span
-    walked once: a chain of thousands of nested spans costs no more than a flat run. A parent
-    cycle counts as the top where it closes."""
-    parent = {e.span_id: e.parent_span_id for e in events}
-    depth: dict[str, int] = {}
-    for span in parent:
-        chain: list[str] = []
-        on_chain: set[str] = set()
-        cur: str | None = span
-        while cur is not None and cur in parent and cur not in depth and cur not in on_chain:
-            chain.append(cur)
-            on_chain.add(cur)
-            cur = parent[cur]
-        d = depth[cur] + 1 if cur is not None and cur in depth else 0
-        for s in reversed(chain):
-            depth[s] = d
-            d += 1
-    return depth

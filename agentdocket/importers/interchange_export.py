@@ -3,6 +3,8 @@ JSONL, one run per line, and Parquet with flat run columns for analysis."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,26 +26,28 @@ def _envelope(event: Event) -> dict[str, Any]:
 def export_records(
     store: Store, *, dataset: str | None = None, batch_size: int = 1000
 ) -> Iterator[dict[str, Any]]:
-    """The interchange records of the stored runs (of ``dataset``), events as stored."""
+    """The interchange records of the stored runs (of ``dataset``), events as stored (each
+    record whole: :func:`write_traces_jsonl` writes a large trace without holding it)."""
     for run in store.reader.stored_runs(dataset=dataset, batch_size=batch_size):
         yield to_record(run.trace_id, run.events, run.case, run.dataset, run.dataset_version)
 
 
-def to_record(
-    trace_id: str,
-    events: Iterable[Event],
-    case: Case | None,
-    dataset: str | None,
-    dataset_version: str | None,
-) -> dict[str, Any]:
-    """One export line: a trace's events as stored (not upcast), in trace order."""
-    run: dict[str, Any] = {}
-    steps, verdicts = [], []
-    question: Candidate | None = None
-    answer: Candidate | None = None
-    for event in events:
-        question = best(question, question_candidate(event))
-        answer = best(answer, answer_candidate(event))
+class _Record:
+    """One export line built an event at a time: the run's fields (from its run.started and
+    run.finished, its question and answer as the runs projection reads them) kept here, each
+    step and verdict handed back as it comes, to be kept or written."""
+
+    def __init__(self) -> None:
+        self.run: dict[str, Any] = {}
+        self.question: Candidate | None = None
+        self.answer: Candidate | None = None
+
+    def add(self, event: Event) -> tuple[str, dict[str, Any]] | None:
+        """The event's item, with where it goes ("steps" or "verdicts"); None for the run's
+        own start and finish, which are fields of ``run``."""
+        run = self.run
+        self.question = best(self.question, question_candidate(event))
+        self.answer = best(self.answer, answer_candidate(event))
         if event.kind == RunStarted.KIND and "started_event_id" not in run:
             run.update(event.payload)
             run.update(
@@ -61,23 +65,53 @@ def to_record(
                 finished_event_id=str(event.event_id),
             )
         elif event.kind == "verdict":
-            verdicts.append({"kind": "verdict", "payload": dict(event.payload), **_envelope(event)})
+            item = {"kind": "verdict", "payload": dict(event.payload), **_envelope(event)}
+            return "verdicts", item
         else:
-            steps.append({"kind": event.kind, "payload": dict(event.payload), **_envelope(event)})
-    # the run's question and answer as the runs projection has them (the question may come from
-    # a model call: imported again, it becomes the run's own)
-    if question is not None and question.text is not None:
-        run["question"] = question.text
-    if answer is not None and answer.text is not None:
-        run["answer"] = answer.text
+            item = {"kind": event.kind, "payload": dict(event.payload), **_envelope(event)}
+            return "steps", item
+        return None
+
+    def finished_run(self) -> dict[str, Any]:
+        """The run's fields, once every event was added."""
+        # the run's question and answer as the runs projection has them (the question may
+        # come from a model call: imported again, it becomes the run's own)
+        if self.question is not None and self.question.text is not None:
+            self.run["question"] = self.question.text
+        if self.answer is not None and self.answer.text is not None:
+            self.run["answer"] = self.answer.text
+        return self.run
+
+
+def _case(case: Case | None, dataset: str | None, version: str | None) -> dict[str, Any] | None:
+    if case is None or not dataset:
+        return None
+    return {"dataset": dataset, "dataset_version": version, **case.to_json()}
+
+
+def to_record(
+    trace_id: str,
+    events: Iterable[Event],
+    case: Case | None,
+    dataset: str | None,
+    dataset_version: str | None,
+) -> dict[str, Any]:
+    """One export line: a trace's events as stored (not upcast), in trace order."""
+    building = _Record()
+    items: dict[str, list[dict[str, Any]]] = {"steps": [], "verdicts": []}
+    for event in events:
+        added = building.add(event)
+        if added is not None:
+            items[added[0]].append(added[1])
     record: dict[str, Any] = {
         "trace_id": trace_id,
-        "run": run,
-        "steps": steps,
-        "verdicts": verdicts,
+        "run": building.finished_run(),
+        "steps": items["steps"],
+        "verdicts": items["verdicts"],
     }
-    if case is not None and dataset:
-        record["case"] = {"dataset": dataset, "dataset_version": dataset_version, **case.to_json()}
+    found = _case(case, dataset, dataset_version)
+    if found is not None:
+        record["case"] = found
     return record
 
 
@@ -88,6 +122,59 @@ def write_jsonl(records: Iterable[dict[str, Any]], out: Any) -> int:
         out.write(orjson.dumps(record) + b"\n")
         n += 1
     return n
+
+
+# bytes of a line's steps held in memory before they go to a temporary file
+SPOOL_BYTES = 4 * 1024 * 1024
+
+
+def write_traces_jsonl(
+    store: Store, out: Any, *, dataset: str | None = None, batch_events: int = 5_000
+) -> int:
+    """Write the stored runs (of ``dataset``) as JSONL to a binary file object, streaming: a
+    trace's events are read a page at a time and each step is written as it is read (to a
+    temporary file past :data:`SPOOL_BYTES`, since the line begins with the run's fields,
+    known only once every event is read). The bytes are :func:`write_jsonl`'s of
+    :func:`export_records`; the memory held does not grow with a trace's size. Returns how
+    many runs. ``batch_events``: how many events are read at a time (of several small
+    traces, or of one large trace)."""
+    n = 0
+    for run in store.reader.stored_runs(dataset=dataset, batch_events=batch_events):
+        _write_record(
+            run.trace_id, run.events, _case(run.case, run.dataset, run.dataset_version), out
+        )
+        n += 1
+    return n
+
+
+def _write_record(
+    trace_id: str, events: Iterable[Event], case: dict[str, Any] | None, out: Any
+) -> None:
+    """One line, as ``orjson.dumps`` writes :func:`to_record`'s dict."""
+    building = _Record()
+    with (
+        tempfile.SpooledTemporaryFile(SPOOL_BYTES) as steps,
+        tempfile.SpooledTemporaryFile(SPOOL_BYTES) as verdicts,
+    ):
+        spools = {"steps": steps, "verdicts": verdicts}
+        for event in events:
+            added = building.add(event)
+            if added is None:
+                continue
+            spool = spools[added[0]]
+            if spool.tell():
+                spool.write(b",")
+            spool.write(orjson.dumps(added[1]))
+        out.write(b'{"trace_id":' + orjson.dumps(trace_id))
+        out.write(b',"run":' + orjson.dumps(building.finished_run()))
+        for key, spool in spools.items():
+            out.write(b',"' + key.encode() + b'":[')
+            spool.seek(0)
+            shutil.copyfileobj(spool, out)
+            out.write(b"]")
+        if case is not None:
+            out.write(b',"case":' + orjson.dumps(case))
+        out.write(b"}\n")
 
 
 def write_parquet(records: Iterable[dict[str, Any]], path: Path) -> int:

@@ -23,7 +23,9 @@ the database plays (:mod:`agentdocket.store.roles`), each part given those it wo
 - ``store.queues`` (:class:`~agentdocket.store.queues.Queues`): annotators and annotation
   queues;
 - ``store.costs`` (:class:`~agentdocket.store.costs.Costs`): model calls and what they cost
-  (the ``call_costs`` projection).
+  (the ``call_costs`` projection);
+- ``store.trace_pages`` (:class:`~agentdocket.store.trace_pages.TracePages`): one trace read a
+  part at a time (its summary, slowest and failing steps, pages), however large.
 
 Their rows are typed (:mod:`agentdocket.store.rows`).
 """
@@ -52,6 +54,7 @@ from agentdocket.store.retention import Retention
 from agentdocket.store.roles import Roles
 from agentdocket.store.scoring_reads import ScoringReader
 from agentdocket.store.sessions import Sessions
+from agentdocket.store.trace_pages import TracePages
 from agentdocket.store.upkeep import upkeep_for
 
 
@@ -81,7 +84,8 @@ class Store:
             self.redactor,
             limits,
         )
-        self.reader = Reader(recorder, self.datasets)
+        self.trace_pages = TracePages(recorder)
+        self.reader = Reader(recorder, self.datasets, self.trace_pages)
         self.scoring = ScoringReader(recorder, roles.log, self.datasets, self.reader)
         self.arrivals = Arrivals(recorder, roles.arrivals)
         self.pipeline = PipelineSamples(recorder)

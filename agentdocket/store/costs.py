@@ -230,6 +230,21 @@ class Costs:
             self.db.dicts(f"SELECT * FROM call_costs WHERE {where} ORDER BY ts, event_id", params)
         )
 
+    def run_total(self, trace_id: str) -> dict[str, Any]:
+        """One run's priced calls added up by the database: calls, unpriced calls, dollars
+        (None: none priced) and the prices' version (None: not priced yet)."""
+        [(calls, priced, total, by)] = self.db.read(
+            "SELECT count(*), count(cost), sum(cost), max(priced_by) FROM call_costs "
+            "WHERE trace_id = ?",
+            (trace_id,),
+        )
+        return {
+            "calls": int(calls),
+            "unpriced_calls": int(calls) - int(priced),
+            "cost_usd": None if total is None else float(total),
+            "priced_by": by,
+        }
+
     def rows(self) -> list[dict[str, Any]]:
         """Every priced call, in time order."""
         return list(self.db.dicts("SELECT * FROM call_costs ORDER BY ts, event_id"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -13,14 +13,16 @@ from agentdocket.store.datasets import Datasets
 from agentdocket.store.errors import StoreError
 from agentdocket.store.recorder import EVENT_COLUMNS, Recorder
 from agentdocket.store.rows import Run, typed
+from agentdocket.store.trace_pages import MONTH_OF, TracePages
 
 
 @dataclass(frozen=True)
 class StoredRun:
-    """A run's events as stored, in trace order, with its dataset and case."""
+    """A run's events as stored, in trace order, with its dataset and case (the events of a
+    large trace are read as they are iterated: iterate them once)."""
 
     trace_id: str
-    events: list[Event]
+    events: Iterable[Event]
     case: Case | None
     dataset: str | None
     dataset_version: str | None
@@ -35,7 +37,6 @@ TABLES = frozenset(
 # a value, the month lets PostgreSQL's planner leave the other months' partitions out (given
 # as a subquery, it plans every partition and prunes them when it runs: 2.7 ms of planning
 # against 0.1 ms with 18 months), and on Citus the query goes to the trace's shard.
-MONTH_OF = "SELECT run_month FROM trace_months WHERE trace_id = ?"
 IN_ITS_MONTH = "trace_id = ? AND run_month = ?"
 RUN = f"SELECT * FROM runs WHERE {IN_ITS_MONTH}"
 TRACE_EVENTS = (
@@ -47,9 +48,10 @@ class Reader:
     """Events, traces and runs (a run's row leaves out the projection's own bookkeeping,
     such as the keys its question and answer were chosen by)."""
 
-    def __init__(self, db: Recorder, datasets: Datasets) -> None:
+    def __init__(self, db: Recorder, datasets: Datasets, pages: TracePages) -> None:
         self.db = db
         self.datasets = datasets
+        self.pages = pages
 
     def counts(self) -> dict[str, int]:
         out = {}
@@ -116,20 +118,49 @@ class Reader:
         return runs, self.datasets.cases_for(list(runs.values()))
 
     def stored_runs(
-        self, *, dataset: str | None = None, batch_size: int = 1000
+        self, *, dataset: str | None = None, batch_size: int = 1000, batch_events: int = 5_000
     ) -> Iterator[StoredRun]:
         """Every stored trace (of ``dataset``; traces that are no run too) with its events as
-        stored (not upcast) and its case, in order of first event, read a batch at a time:
-        what an export writes."""
-        ids = self.trace_ids(dataset=dataset, runs_only=False)
-        for start in range(0, len(ids), batch_size):
-            chunk = ids[start : start + batch_size]
-            events = self._events_of(chunk)
-            runs, cases = self._runs_and_cases(chunk)
-            for tid in chunk:
-                version, case = cases.get(tid, (None, None))
-                dataset = runs[tid]["dataset"] if tid in runs else None
-                yield StoredRun(tid, events[tid], case, dataset, version)
+        stored (not upcast) and its case, in order of first event: what an export writes.
+        Traces are read a batch at a time (at most ``batch_size`` traces, of about
+        ``batch_events`` events together: a page of :mod:`agentdocket.store.trace_pages`); a
+        trace of more events than that alone, its events read a page at a time as they are
+        iterated. What is held at once does not grow
+        with a trace's size."""
+        where, params = self.run_filter(dataset=dataset, agent=None, since=None, runs_only=False)
+        sizes = self.db.read(
+            f"SELECT trace_id, n_events FROM runs {where} ORDER BY first_ts, trace_id", params
+        )
+        chunk: list[str] = []
+        held = 0
+        for tid, n in sizes:
+            if int(n) > batch_events:
+                yield from self._stored(chunk)
+                yield from self._stored([tid], page=batch_events)
+                chunk, held = [], 0
+                continue
+            if chunk and (len(chunk) >= batch_size or held + int(n) > batch_events):
+                yield from self._stored(chunk)
+                chunk, held = [], 0
+            chunk.append(tid)
+            held += int(n)
+        yield from self._stored(chunk)
+
+    def _stored(self, chunk: list[str], *, page: int | None = None) -> Iterator[StoredRun]:
+        """The traces of ``chunk`` as stored runs: their events read now in one query, or
+        (given ``page``) ``page`` events at a time as each trace's events are iterated."""
+        if not chunk:
+            return
+        events: dict[str, Iterable[Event]] = {}
+        if page is None:
+            events.update(self._events_of(chunk))
+        else:
+            events.update((tid, self.pages.events(tid, page)) for tid in chunk)
+        runs, cases = self._runs_and_cases(chunk)
+        for tid in chunk:
+            version, case = cases.get(tid, (None, None))
+            dataset = runs[tid]["dataset"] if tid in runs else None
+            yield StoredRun(tid, events.get(tid, []), case, dataset, version)
 
     def trace_ids(
         self,

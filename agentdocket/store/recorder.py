@@ -87,6 +87,13 @@ class Recorder(ABC):
     greatest: str
     # SQL of a JSON column's top-level member as text, with ``{column}`` and ``{key}``
     json_member: str
+    # the SQL type a number read from JSON is cast to, to compare or sort it
+    float_type: str
+    # SQL of "one trace's rows in its month" (parameters: trace id, month), to read one trace
+    # in parts: where the month reads one partition (PostgreSQL), or where it is left to
+    # filter by, so that the rows are read along their key and not through the month's index
+    # one lookup at a time (SQLite: twice as slow on a trace of 100,000 rows)
+    trace_in_month: str
 
     def __init__(self, url: URL) -> None:
         # the URL as parsed and checked by its backend, for opening the database again

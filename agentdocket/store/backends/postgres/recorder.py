@@ -32,6 +32,8 @@ class PostgresRecorder(Recorder):
     least = "least"
     greatest = "greatest"
     json_member = "{column}->>'{key}'"
+    float_type = "double precision"
+    trace_in_month = "trace_id = ? AND run_month = ?"
     # COPY new rows straight in, falling back to the staging table on these errors (a
     # duplicate key); whether a merge may look up which keys are stored first
     clashes: tuple[type[Exception], ...] = CLASHES

@@ -71,6 +71,8 @@ class SqliteRecorder(Recorder):
     least = "min"
     greatest = "max"
     json_member = "json_extract({column}, '$.{key}')"
+    float_type = "REAL"
+    trace_in_month = "trace_id = ? AND +run_month = ?"  # the unary plus: no index on it
 
     def __init__(self, url: URL) -> None:
         super().__init__(url)
