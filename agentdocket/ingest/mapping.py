@@ -96,11 +96,11 @@ def evaluations(span: SpanLike, trace_id: str, span_id: str) -> list[Event]:
 def _events_of(m: SpanReader, attrs: Mapping[str, Any], keep_unrecognized: bool) -> list[Event]:
     kind = attrs.get(A.KIND)
     handler = _OURS.get(kind) if isinstance(kind, str) else None
-    if handler is None:
-        handler = _foreign_handler(m, keep_unrecognized)
-        if handler is None:
-            return []
     try:
+        if handler is None:
+            handler = _foreign_handler(m, keep_unrecognized)
+            if handler is None:
+                return []
         return handler(m)
     except Exception as exc:  # foreign data of any shape: kept, with the problem noted
         problem = f"{type(exc).__name__}: {exc}"

@@ -173,6 +173,43 @@ def test_every_acknowledged_event_is_stored_or_dead_lettered_and_nothing_is_spoo
         store.close()
 
 
+# What names a span's kind in each convention, given values of every other OTLP type.
+CONVENTION_KEYS = [
+    "gen_ai.operation.name",
+    "openinference.span.kind",
+    "traceloop.span.kind",
+    "a2a.method.name",
+    "tool.name",
+    "gen_ai.tool.name",
+]
+WRONG_TYPES = [
+    {"arrayValue": {"values": [{"stringValue": "chat"}]}},
+    {"intValue": "7"},
+    {"boolValue": True},
+    {"kvlistValue": {"values": [{"key": "k", "value": {"stringValue": "v"}}]}},
+]
+
+
+def test_a_convention_attribute_of_the_wrong_type_costs_one_step_not_the_request(
+    receiver: Receiver, url: str
+) -> None:
+    """A span whose kind-naming attribute is a list, a number, a boolean or a map (any client
+    may send one) is a step with its problem noted; the request is taken, never a 500."""
+    client = TestClient(receiver.app, raise_server_exceptions=False)
+    for key in CONVENTION_KEYS:
+        for value in WRONG_TYPES:
+            trace = uuid.uuid4().hex
+            reply = client.post(
+                "/v1/traces", content=_run(trace, root={}, tool={key: value}), headers=JSON
+            )
+            assert reply.status_code == 200, (key, value, reply.text)
+            with open_store(url) as store:
+                run = store.reader.run(trace)
+                assert run is not None and run["agent"] == "agent", (key, value)
+                assert len(store.reader.events(trace)) >= 3, (key, value)
+    assert receiver.sink.stats.spooled == 0 and receiver.sink.stats.failures == 0
+
+
 # --- the chaos run's case, through `agentdocket serve` and the stock exporter ----------------
 
 

@@ -31,7 +31,7 @@ from typing import Any
 from opentelemetry.trace import SpanKind
 
 from agentdocket.ingest import attributes as A
-from agentdocket.ingest.conventions.kinds import LLM, PLAN, RETRIEVAL, RUN, STEP, TOOL
+from agentdocket.ingest.conventions.kinds import LLM, PLAN, RETRIEVAL, RUN, STEP, TOOL, named
 from agentdocket.ingest.decode import document_identity, jsonable
 
 KINDS = {
@@ -83,7 +83,7 @@ def kind(name: str, attrs: Mapping[str, Any], span_kind: Any) -> str | None:
     op = attrs.get(A.GEN_AI_OPERATION)
     if op is None and attrs.get(A.A2A_METHOD) is not None:
         return RUN if span_kind in A2A_SERVER_SIDE else STEP
-    return None if op is None else KINDS.get(op, STEP)
+    return named(op, KINDS)
 
 
 def documents(value: Any) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentdocket.ingest import attributes as A
-from agentdocket.ingest.conventions.kinds import LLM, RETRIEVAL, RUN, STEP, TOOL
+from agentdocket.ingest.conventions.kinds import LLM, RETRIEVAL, RUN, TOOL, named
 from agentdocket.ingest.decode import jsonable
 
 KINDS = {
@@ -38,7 +38,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
 
 def kind(name: str, attrs: Mapping[str, Any], span_kind: Any) -> str | None:
     found = attrs.get(A.OI_SPAN_KIND)
-    return None if found is None else KINDS.get(found, STEP)
+    return named(found, KINDS)
 
 
 def messages(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:

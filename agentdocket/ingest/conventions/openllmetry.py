@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentdocket.ingest import attributes as A
-from agentdocket.ingest.conventions.kinds import RUN, STEP, TOOL
+from agentdocket.ingest.conventions.kinds import RUN, STEP, TOOL, named
 
 KINDS = {"workflow": RUN, "agent": RUN, "tool": TOOL, "task": STEP}
 ASSOCIATION = A.TRACELOOP_ASSOCIATION  # + a run setting's name
@@ -28,7 +28,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
 
 def kind(name: str, attrs: Mapping[str, Any], span_kind: Any) -> str | None:
     found = attrs.get(A.TRACELOOP_SPAN_KIND)
-    return None if found is None else KINDS.get(found, STEP)
+    return named(found, KINDS)
 
 
 def tool_input(value: Mapping[str, Any]) -> tuple[Any, str | None] | None:
