@@ -1,10 +1,12 @@
 """The recorder and roles of a Citus coordinator (:mod:`.ops`): PostgreSQL's, with what a
 cluster changes.
 
-- New rows are copied straight into the distributed table (COPY routes each to its shard);
-  a duplicate key found on a worker reaches the coordinator as an internal error, not as a
-  unique violation, so that error too sends the rows through the staging table. Which keys
-  are stored is never asked first (a query to every shard): rows not known new are merged.
+- Rows known to be new (the months of traces new in a batch, their runs) are copied straight
+  into the distributed table (COPY routes each to its shard); a duplicate key found on a
+  worker reaches the coordinator as an internal error, not as a unique violation, so that
+  error too sends the rows through the staging table. Which keys are stored is never asked
+  first (a query to every shard): rows not known new are merged. Events always go through the
+  staging table (``copy_events_first``).
 - **Arrival order across nodes.** A follower reads events of transactions older than every
   transaction still running (``HORIZON``), which on a cluster is the coordinator's view only.
   A transaction that wrote to several workers commits on the coordinator first and then on
@@ -72,6 +74,11 @@ class CitusRecorder(PostgresRecorder):
     # are stored is a query to every shard, never asked
     clashes = CITUS_CLASHES
     probe_keys = False
+    # Events go through the staging table: a batch of them is where a refusal (a worker's
+    # trigger, a constraint) or a duplicate (a retried request) comes, and after a COPY that
+    # failed on a worker the full suite saw the transaction left aborted now and then
+    # (rolling back to the savepoint did not restore it), which a refusal must never do.
+    copy_events_first = False
 
     def __init__(self, url: URL) -> None:
         super().__init__(url)

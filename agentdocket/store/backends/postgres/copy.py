@@ -131,31 +131,33 @@ def copy_events(
     projected: Projection | None = None,
     *,
     clashes: tuple[type[Exception], ...] = CLASHES,
+    copy_first: bool = True,
 ) -> tuple[int, Projection]:
     """Insert the new ones of ``events``: how many, and their projection. ``payloads`` and
-    ``projected`` as in :meth:`~agentdocket.store.recorder.Recorder.insert_events`. COPY into
-    the table is tried first; ``clashes``: the errors that send the batch to the staging
-    table instead (:data:`CLASHES`, :data:`CITUS_CLASHES`)."""
+    ``projected`` as in :meth:`~agentdocket.store.recorder.Recorder.insert_events`. With
+    ``copy_first``, COPY into the table is tried first; ``clashes``: the errors that send the
+    batch to the staging table instead (:data:`CLASHES`)."""
     if not events:
         return 0, Projection()
     # Fast path: a batch of new events goes straight in with COPY, and their projection is
     # computed while the server digests the rows. If any of them is already stored (a
     # retried batch), the savepoint rolls back and the batch goes through a staging table
     # with ON CONFLICT DO NOTHING, which tells which rows were new.
-    made: list[Projection] = [] if projected is None else [projected]
-    try:
-        with conn.transaction():
-            _copy(
-                conn,
-                "events",
-                STORED_EVENT_COLUMNS,
-                EVENT_TYPES,
-                _event_rows(events, months, payloads),
-                meanwhile=None if made else lambda: made.append(project(events)),
-            )
-        return len(events), made[0]
-    except clashes:
-        pass
+    if copy_first:
+        made: list[Projection] = [] if projected is None else [projected]
+        try:
+            with conn.transaction():
+                _copy(
+                    conn,
+                    "events",
+                    STORED_EVENT_COLUMNS,
+                    EVENT_TYPES,
+                    _event_rows(events, months, payloads),
+                    meanwhile=None if made else lambda: made.append(project(events)),
+                )
+            return len(events), made[0]
+        except clashes:
+            pass
     staging = _stage(conn, "events")
     conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(staging)))
     rows = _event_rows(events, months, payloads)

@@ -109,4 +109,12 @@ class PostgresEventLog(EventLog):
         payloads: Sequence[bytes | None] | None = None,
         projected: Projection | None = None,
     ) -> tuple[int, Projection]:
-        return copy_events(conn, events, months, payloads, projected, clashes=self.db.clashes)
+        return copy_events(
+            conn,
+            events,
+            months,
+            payloads,
+            projected,
+            clashes=self.db.clashes,
+            copy_first=self.db.copy_events_first,
+        )

@@ -38,6 +38,7 @@ class PostgresRecorder(Recorder):
     # duplicate key); whether a merge may look up which keys are stored first
     clashes: tuple[type[Exception], ...] = CLASHES
     probe_keys = True
+    copy_events_first = True  # events too (whose refusals and duplicates are the common ones)
 
     def __init__(self, url: URL) -> None:
         super().__init__(url)
