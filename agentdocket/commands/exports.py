@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -134,7 +133,7 @@ def _send_verdicts(
     insecure: bool,
 ) -> None:
     """The verdicts sent in batches of :data:`SEND_BATCH`, each sent before the next is read."""
-    from agentdocket.outbound.evaluations import evaluation, received, says_something
+    from agentdocket.outbound.evaluations import LeftOut, records
     from agentdocket.outbound.otlp import EvaluationSender, ExporterUnavailable, SendFailed
 
     given: dict[str, str] = {}
@@ -147,25 +146,13 @@ def _send_verdicts(
         sender = EvaluationSender(endpoint, protocol, given, insecure=insecure)
     except ExporterUnavailable as exc:
         raise click.ClickException(str(exc)) from None
-    sent = external = measured = orphans = 0
+    sent = 0
+    skipped = LeftOut()
     try:
         with open_from(ctx) as store, progress_bar("sending verdicts") as advance:
             rows = (dict(r) for r in store.scoring.verdict_export_rows(dataset, scorer))
             while chunk := list(itertools.islice(rows, SEND_BATCH)):
-                ours = [r for r in chunk if not received(r)]
-                external += len(chunk) - len(ours)
-                chosen: list[dict[str, Any]] = [r for r in ours if says_something(r)]
-                measured += len(ours) - len(chosen)
-                roots = store.scoring.root_spans(
-                    [r["trace_id"] for r in chosen if not r["subject_span_id"]]
-                )
-                batch = []
-                for r in chosen:
-                    root = roots.get(r["trace_id"])
-                    if r["subject_span_id"] or root is not None:
-                        batch.append(evaluation(r, root or ""))
-                    else:
-                        orphans += 1
+                batch = [e for _, e in records(chunk, store.scoring.root_spans, skipped)]
                 try:
                     sender.send(batch)
                 except SendFailed as exc:
@@ -180,9 +167,9 @@ def _send_verdicts(
     left = [
         f"{n} {what}"
         for n, what in (
-            (external, "received from outside (external.*)"),
-            (measured, "of measurements alone (no pass, score, label or failure)"),
-            (orphans, "on runs with no run.started event"),
+            (skipped.external, "received from outside (external.*)"),
+            (skipped.measured, "of measurements alone (no pass, score, label or failure)"),
+            (skipped.orphans, "on runs with no run.started event"),
         )
         if n
     ]

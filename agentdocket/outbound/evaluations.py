@@ -29,6 +29,7 @@ came from outside (``external.*``) are not sent back. Standard library only: the
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -113,3 +114,36 @@ def _ns(ts: datetime) -> int:
     """Nanoseconds since the epoch, exactly (a float would round microseconds)."""
     delta = ts - datetime(1970, 1, 1, tzinfo=ts.tzinfo)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
+
+
+@dataclass
+class LeftOut:
+    """Verdicts not sent, by why: received from outside, measurements alone, or on a run with
+    no root span known (no ``run.started`` event)."""
+
+    external: int = 0
+    measured: int = 0
+    orphans: int = 0
+
+
+def records(
+    rows: Sequence[dict[str, Any]],
+    root_spans: Callable[[list[str]], dict[str, str]],
+    left: LeftOut,
+) -> list[tuple[int, Evaluation]]:
+    """The records of the ``rows`` that have one to send, each with its row's index, in the
+    rows' order; those left out counted in ``left``. ``root_spans``: each run's root span by
+    trace id, asked once for the run-level verdicts."""
+    ours = [(i, r) for i, r in enumerate(rows) if not received(r)]
+    left.external += len(rows) - len(ours)
+    chosen = [(i, r) for i, r in ours if says_something(r)]
+    left.measured += len(ours) - len(chosen)
+    roots = root_spans([r["trace_id"] for _, r in chosen if not r["subject_span_id"]])
+    out = []
+    for i, r in chosen:
+        root = roots.get(r["trace_id"])
+        if r["subject_span_id"] or root is not None:
+            out.append((i, evaluation(r, root or "")))
+        else:
+            left.orphans += 1
+    return out

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-from agentdocket.outbound.evaluations import Evaluation, evaluation, received, says_something
+from agentdocket.outbound.evaluations import Evaluation, LeftOut, records
 from agentdocket.outbound.otlp import SendFailed
 from agentdocket.store.arrivals import Arrivals, Position
 from agentdocket.store.dead_letters import OUTBOUND, DeadLetter, DeadLetters, raw_json
@@ -120,20 +120,12 @@ class Forwarder:
 
     def _records(self, found: Sequence[tuple[Position, str]]) -> list[tuple[Position, Evaluation]]:
         """The records of the verdicts ``found``, in arrival order, with their positions."""
-        rows = {r["verdict_id"]: r for r in self.scoring.verdict_rows_of([i for _, i in found])}
-        chosen: list[tuple[Position, dict[str, Any]]] = []
-        for position, verdict_id in found:
-            row = rows.get(verdict_id)
-            if row is not None and not received(dict(row)) and says_something(dict(row)):
-                chosen.append((position, dict(row)))
-        roots = self.scoring.root_spans([r["trace_id"] for _, r in chosen])
-        records = [
-            (position, evaluation(r, roots.get(r["trace_id"], "")))
-            for position, r in chosen
-            if r["subject_span_id"] or r["trace_id"] in roots
-        ]
-        self.stats.left_out += len(found) - len(records)
-        return records
+        by_id = {r["verdict_id"]: r for r in self.scoring.verdict_rows_of([i for _, i in found])}
+        stored = [(p, dict(by_id[i])) for p, i in found if i in by_id]
+        left = LeftOut()
+        chosen = records([r for _, r in stored], self.scoring.root_spans, left)
+        self.stats.left_out += len(found) - len(chosen)
+        return [(stored[i][0], e) for i, e in chosen]
 
     def _one_by_one(self, records: Sequence[tuple[Position, Evaluation]]) -> None:
         """The endpoint is up but did not take the batch: each record alone, a refused one
