@@ -3,6 +3,7 @@ own, and a report of what each worker holds and how far plans fan out."""
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from collections.abc import Iterator
@@ -57,3 +58,49 @@ def cluster_report(url: str, end: datetime) -> None:
         }
         for label, sql in plans.items():
             print(f"[citus] tasks of {label}: {tasks(conn, sql)}")
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def equal_commits() -> None:
+    """Commit alike on both sides: scripts/citus-up's servers run with ``synchronous_commit``
+    (and ``fsync``) off, being test servers, and scripts/pg-up's with both on; every session
+    this process opens from now on, on either side, commits without waiting for the disk
+    (``fsync`` is the server's alone: the single server still flushes at checkpoints)."""
+    os.environ["PGOPTIONS"] = f"{os.environ.get('PGOPTIONS', '')} -c synchronous_commit=off"
+
+
+def _stat(pid: int) -> list[str]:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()  # the fields after the command's name
+
+
+class ServerCpu:
+    """The CPU seconds a PostgreSQL server (its postmaster and every process it started, the
+    ones that ended included) has used, read from /proc on this machine."""
+
+    def __init__(self, conninfo: str) -> None:
+        with psycopg.connect(conninfo) as conn:
+            [(backend,)] = conn.execute("SELECT pg_backend_pid()").fetchall()
+        self.postmaster = int(_stat(int(backend))[1])  # a backend's parent
+
+    def seconds(self) -> float:
+        # fields (after the name, from 0): 1 ppid, 11 utime, 12 stime, 13 cutime, 14 cstime
+        own = _stat(self.postmaster)
+        ticks = sum(int(own[i]) for i in (11, 12, 13, 14))  # reaped children in cutime/cstime
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                fields = _stat(int(name))
+            except OSError:  # ended meanwhile: its time is in the postmaster's now
+                continue
+            if int(fields[1]) == self.postmaster:
+                ticks += int(fields[11]) + int(fields[12])
+        return ticks / TICK
+
+
+def servers_cpu(conninfos: dict[str, str]) -> dict[str, ServerCpu]:
+    """Each named server's CPU meter."""
+    return {name: ServerCpu(info) for name, info in conninfos.items()}

@@ -3,6 +3,7 @@ Phoenix and MLflow, in one run, each on a fresh PostgreSQL database of the same 
 
     python bench/receiver.py [--spans 50000] [--peer-spans 2000] [--peers phoenix,mlflow]
                              [--rounds 3] [--processes 2] [--clients 2] [--connections 1]
+                             [--citus-url URL]
 
 The spans are agent traces with OpenInference attributes (per run: an agent span, 4 LLM spans
 with messages and token counts, 5 tool spans with JSON arguments and results), recorded once
@@ -50,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from agentdocket.store import open_store  # noqa: E402
 from agentdocket.store.config import parse_url, psycopg_conninfo  # noqa: E402
+from bench.citus import citus_database, equal_commits  # noqa: E402
 from bench.common import fresh_database, postgres_url  # noqa: E402
 from tests.helpers.otlp_server import free_port  # noqa: E402
 
@@ -244,8 +246,10 @@ def run_ours(
     grpc: bool = False,
     connections: int = 1,
     processes: int = 1,
+    citus: str | None = None,
 ) -> tuple[float, float]:
-    with fresh_database(pg) as url:
+    made = citus_database(citus) if citus else fresh_database(pg)
+    with made as url:
         open_store(url).close()  # the schema, as the peers make theirs before they answer
         port, grpc_port = free_port(), free_port()
         command = [
@@ -341,7 +345,14 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=3, help="times ours is measured on each transport (median)"
     )
+    parser.add_argument(
+        "--citus-url",
+        help="also measure ours over HTTP into a fresh database of this Citus coordinator "
+        "(scripts/citus-up's); both sides then commit without waiting for the disk",
+    )
     args = parser.parse_args()
+    if args.citus_url:
+        equal_commits()
     CLIENTS = args.clients
     pg = postgres_url(args.url)
     spans = make_spans(max(args.spans, args.peer_spans))
@@ -378,6 +389,24 @@ def main() -> None:
                     flush=True,
                 )
             rates[name] = args.spans / statistics.median(seconds)
+        if args.citus_url:
+            seconds = []
+            for _ in range(args.rounds):
+                acked, stored = run_ours(
+                    pg,
+                    spans[: args.spans],
+                    work,
+                    connections=args.connections,
+                    processes=args.processes,
+                    citus=args.citus_url,
+                )
+                seconds.append(stored)
+                print(
+                    f"  OTLP/HTTP into the Citus cluster: acknowledged in {acked:.2f} s, "
+                    f"queryable in {stored:.2f} s ({args.spans / stored:,.0f} spans/s)",
+                    flush=True,
+                )
+            rates["agentdocket (Citus)"] = args.spans / statistics.median(seconds)
         runners = {"phoenix": run_phoenix, "mlflow": run_mlflow}
         for name in [p for p in args.peers.split(",") if p and p != "none"]:
             print(f"{name}: {args.peer_spans:,} spans", flush=True)
@@ -397,6 +426,9 @@ def main() -> None:
     print(f"  ratio agentdocket gRPC / HTTP                  {grpc_rate / ours:10.2f}x")
     print(f"  baseline: the client's protobuf encoding alone {encode_rate:10,.0f} spans/s")
     print(f"  ratio agentdocket / client encoding alone      {ours / encode_rate:10.2f}x")
+    if "agentdocket (Citus)" in rates:
+        cluster = rates["agentdocket (Citus)"]
+        print(f"  ratio one server / the Citus cluster (HTTP)    {ours / cluster:10.2f}x")
     slower = min(ours, grpc_rate)
     print(
         f"  target: agentdocket >= 15,000 spans/s over HTTP and gRPC: "

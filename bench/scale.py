@@ -23,7 +23,8 @@ by ``agentdocket migrate``, and two more figures come first: ingest through ``St
 (events/s, ``--ingest`` events) and scoring (traces/s). For the cluster it prints what each
 worker holds of the log and how many tasks the plans of reading one run, scoring's read and
 the slowest panel fan out to (EXPLAIN). Ratios are the cluster's time over the single node's
-(its rate over the cluster's): above 1, the single node is faster.
+(its rate over the cluster's): above 1, the single node is faster. Both sides commit without
+waiting for the disk (``synchronous_commit = off``, as the cluster's test servers are set).
 
 The two layouts: the current schema (migration 0010: ``events``, ``runs`` and ``verdicts``
 partitioned by ``run_month``), and the same schema with those three as plain tables (same
@@ -63,7 +64,7 @@ from agentdocket.store import open_store  # noqa: E402
 from agentdocket.store.config import parse_url, psycopg_conninfo  # noqa: E402
 from agentdocket.store.derived import drop_installed, install  # noqa: E402
 from agentdocket.store.migrate import upgrade  # noqa: E402
-from bench.citus import citus_database, cluster_report  # noqa: E402
+from bench.citus import citus_database, cluster_report, equal_commits  # noqa: E402
 from bench.common import fresh_database, postgres_url  # noqa: E402
 from bench.dashboards import ROLE, synthesise, timed  # noqa: E402
 from bench.ingest import synthetic_events  # noqa: E402
@@ -164,7 +165,9 @@ def score_last_day(url: str, rounds: int, end: datetime) -> tuple[float, int]:
     return statistics.median(times), runs
 
 
-def panels_last_week(url: str, rounds: int, end: datetime) -> tuple[float, float, str]:
+def panels_last_week(
+    url: str, rounds: int, end: datetime
+) -> tuple[float, float, str, dict[str, float]]:
     window = (
         (end - timedelta(days=7)).isoformat().replace("+00:00", "Z"),
         end.isoformat().replace("+00:00", "Z"),
@@ -180,8 +183,10 @@ def panels_last_week(url: str, rounds: int, end: datetime) -> tuple[float, float
         "failing_scorer": [""],
         "failure_type": [""],
         "tool": [""],
+        "session_id": [""],  # the newest conversation (the conversations dashboard)
     }
     total, slowest, which = 0.0, 0.0, ""
+    each: dict[str, float] = {}
     # as Grafana runs them: connected as the role `agentdocket grafana-role` makes
     password = uuid.uuid4().hex
     with open_store(url, migrate=False) as store:
@@ -197,9 +202,11 @@ def panels_last_week(url: str, rounds: int, end: datetime) -> tuple[float, float
         for spec in panels.PANELS:
             ms, _ = timed(conn, expand(spec.sql, values, *window), rounds)
             total += ms
+            title = f"{spec.dashboard.removeprefix('agentdocket-')}: {spec.title}"
+            each[title] = ms
             if ms > slowest:
-                slowest, which = ms, f"{spec.dashboard.removeprefix('agentdocket-')}: {spec.title}"
-    return total, slowest, which
+                slowest, which = ms, title
+    return total, slowest, which, each
 
 
 def drop_oldest(url: str, layout: str, oldest: date) -> tuple[float, int]:
@@ -303,7 +310,8 @@ def measure(server: str, layout: str, args: argparse.Namespace, end: datetime) -
                 cluster_report(url, end)
         result.update(read_runs(url, args.rounds, end, args.months))
         result["score the last day"], result["runs scored"] = score_last_day(url, args.rounds, end)
-        total, slowest, which = panels_last_week(url, args.rounds, end)
+        total, slowest, which, each = panels_last_week(url, args.rounds, end)
+        result["panels"] = each
         result["every panel, last 7 days (sum)"] = total
         result["slowest panel"] = slowest
         result["slowest panel is"] = which
@@ -336,6 +344,8 @@ def main() -> None:
     )
     parser.add_argument("--ingest", type=int, default=50_000, help="events appended (--citus)")
     args = parser.parse_args()
+    if args.citus:
+        equal_commits()
     end = datetime.now(UTC).replace(microsecond=0)
     server = postgres_url(args.url)
     layouts = CLUSTER if args.citus else LAYOUTS
@@ -366,6 +376,8 @@ def side_by_side(results: dict[str, Any], args: argparse.Namespace, a: str, b: s
     for key, value in first.items():
         if key in ("counts", "gb", "load_s", "runs scored", "events dropped", "slowest panel is"):
             continue
+        if key == "panels":
+            continue
         # above 1, the first layout is faster
         faster = value / second[key] if "/s" in key else second[key] / value
         print(f"  {key:34} {value:14.1f} {second[key]:14.1f} {faster:6.2f}x")
@@ -374,6 +386,11 @@ def side_by_side(results: dict[str, Any], args: argparse.Namespace, a: str, b: s
         f"oldest month: {first['events dropped']:,} ({a}), {second['events dropped']:,} ({b})"
     )
     print(f"  slowest panel: {first['slowest panel is']} / {second['slowest panel is']}")
+    value = first["panels"]
+    apart = sorted(value, key=lambda t: second["panels"][t] - value[t], reverse=True)
+    print(f"  the panels furthest apart ({a}; {b}, ms):")
+    for title in apart[:8]:
+        print(f"    {title}: {value[title]:.1f}; {second['panels'][title]:.1f}")
     print(f"  load: {first['load_s']:.0f} s {a}, {second['load_s']:.0f} s {b}")
 
 
