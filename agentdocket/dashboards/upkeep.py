@@ -16,6 +16,11 @@ from agentdocket.store.recorder import Recorder
 from agentdocket.store.roles import Rollups
 from agentdocket.store.upkeep import Refreshed, Upkeep
 
+# Stale hours refreshed per transaction: a day of them (a first refresh of a long history
+# commits as it goes), or a month's after retention (see RollupUpkeep.refresh).
+HOURS = 24
+HOURS_EMPTIED = 24 * 31
+
 
 class RollupUpkeep(Upkeep):
     """Stale hours marked, and refreshed, on a database playing the rollups role."""
@@ -46,5 +51,12 @@ class RollupUpkeep(Upkeep):
     def dropping(self, conn: Any, month: date) -> None:
         self.stale.mark_month(conn, month)
 
-    def refresh(self, progress: Callable[[int, int], None] | None = None) -> Refreshed | None:
-        return refresh(self.db, self.rollups, progress=progress)
+    def refresh(
+        self, progress: Callable[[int, int], None] | None = None, *, emptied: bool = False
+    ) -> Refreshed | None:
+        # After retention the stale hours are those of the dropped runs, which hold nothing
+        # now but the rare run stored in another month: a month of them per transaction, not
+        # a day (each refresh is a few statements; on Citus each a plan sent to every shard,
+        # so that a month dropped cost 1.4 s against 0.3 s in 24-hour chunks).
+        chunk = HOURS_EMPTIED if emptied else HOURS
+        return refresh(self.db, self.rollups, chunk_hours=chunk, progress=progress)

@@ -173,7 +173,7 @@ class Retention:
         if self.upkeep is None:
             return "refreshed"
         try:
-            self.upkeep.refresh()
+            self.upkeep.refresh(emptied=True)
         except StoreError as exc:
             return f"left to the next refresh ({exc})"
         return "refreshed"

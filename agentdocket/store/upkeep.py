@@ -73,9 +73,12 @@ class Upkeep(ABC):
         """The runs of ``month`` are about to go (retention)."""
 
     @abstractmethod
-    def refresh(self, progress: Callable[[int, int], None] | None = None) -> Refreshed | None:
+    def refresh(
+        self, progress: Callable[[int, int], None] | None = None, *, emptied: bool = False
+    ) -> Refreshed | None:
         """Bring what is derived up to date; None where it is not installed.
-        ``progress(done, total)`` counts its steps."""
+        ``progress(done, total)`` counts its steps. ``emptied``: what is stale is mostly
+        what went with dropped months (retention), so there is little left to compute."""
 
 
 def upkeep_for(roles: Roles) -> Upkeep | None:
