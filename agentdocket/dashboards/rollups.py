@@ -269,13 +269,20 @@ COLUMNS = {
 }
 
 
-# Rollups whose stale hours a stats view reads through a function rather than the pending view.
-# The experiments panels aggregate some 100k rollup rows a side; planned as a subquery, the
-# pending view's estimate (every run of a stale hour, each with its verdicts) dwarfs the rest,
-# so that hashing those rows and sorting them cost the same to the planner, which then sorts
-# (three times slower). A function's estimate is its declared one: a few rows, as stale hours
-# are few. SECURITY DEFINER: it reads with its owner's rights, as the view does.
-PENDING_FUNCTIONS = ("rollup_experiments",)
+# Each stats view reads its stale hours through a function rather than its pending view.
+# - On Citus: a view mixing the coordinator's rollup table with a subquery over distributed
+#   tables had Citus copy the whole rollup table (every hour, before the panel's filters)
+#   into an intermediate result for each panel, 0.1-0.3 s a panel. A function's query is
+#   planned apart, so the panel runs on the coordinator with its filters on the rollup
+#   (tests/contract/test_citus_plans.py).
+# - On PostgreSQL: planned as a subquery, the pending view's estimate (every run of a stale
+#   hour, each with its verdicts) dwarfed the rest for the experiments panels (some 100k
+#   rollup rows a side), which the planner then sorted, three times slower; a function's
+#   estimate is its declared one, a few rows, as stale hours are few. Every panel together
+#   took 549 / 548 / 585 ms with functions against 666 / 657 / 639 ms with the pending views
+#   (bench/dashboards.py --runs 100000: fresh / recording / scored, 2026-11-29).
+# SECURITY DEFINER: it reads with its owner's rights, as the view does.
+PENDING_FUNCTIONS = tuple(COLUMNS)
 
 
 def _pending_columns(table: str) -> str:
