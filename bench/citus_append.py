@@ -1,16 +1,17 @@
 """Appending on a Citus cluster against one PostgreSQL server, in one run: what a batch costs
 the cluster, which ``bench/scale.py --citus`` measures among much else (and in tens of minutes).
 
-    python bench/citus_append.py [--events 40000] [--rounds 2] [--url PG] [--citus-url CITUS]
+    python bench/citus_append.py [--events 40000] [--rounds 2] [--batch 1000] [--url PG]
+                                 [--citus-url CITUS]
 
 Each round appends the same ``--events`` synthetic events (bench/ingest.py's) through
-``Store.append`` in batches of 1,000 into a fresh migrated database on each side: the first half
-timed, then one batch sent again (every event already stored: the path a retried request takes),
-then the second half. It prints events/s on each side and the cluster's cost per event over the
-single server's (above 1: the cluster is dearer), round by round and as the median, and the
-CPU time per appended event of each server (the single one, the coordinator, each worker; read
-from /proc, so the servers must run on this machine) and of the client's Python: the figures
-docs/citus.md sizes a cluster from.
+``Store.append`` in batches of ``--batch`` (1,000) into a fresh migrated database on each side:
+the first half timed, then one batch sent again (every event already stored: the path a retried
+request takes), then the second half. It prints events/s on each side and the cluster's cost per
+event over the single server's (above 1: the cluster is dearer), round by round and as the
+median, and the CPU time per appended event of each server (the single one, the coordinator,
+each worker; read from /proc, so the servers must run on this machine) and of the client's
+Python: the figures docs/citus.md sizes a cluster from.
 """
 
 from __future__ import annotations
@@ -38,7 +39,11 @@ BATCH = 1000
 
 
 def appended(
-    url: str, events: list[Event], meters: dict[str, ServerCpu], cpu: dict[str, list[float]]
+    url: str,
+    events: list[Event],
+    meters: dict[str, ServerCpu],
+    cpu: dict[str, list[float]],
+    batch: int = BATCH,
 ) -> tuple[float, float]:
     """Events/s of the first half, and the milliseconds of one batch sent again; the CPU
     microseconds per event of each server in ``meters`` and of this process (the client's
@@ -50,7 +55,7 @@ def appended(
         before = {name: m.seconds() for name, m in meters.items()}
         client = time.process_time()
         start = time.perf_counter()
-        first = store.append(events[:half], batch_size=BATCH)
+        first = store.append(events[:half], batch_size=batch)
         rate = first.inserted / (time.perf_counter() - start)
         for name, m in meters.items():
             cpu.setdefault(name, []).append((m.seconds() - before[name]) / half * 1e6)
@@ -58,10 +63,10 @@ def appended(
             (time.process_time() - client) / half * 1e6
         )
         start = time.perf_counter()
-        again = store.append(events[:BATCH], batch_size=BATCH)
+        again = store.append(events[:batch], batch_size=batch)
         resent_ms = (time.perf_counter() - start) * 1000
         assert first.inserted == half and again.inserted == 0, (first, again)
-        store.append(events[half:], batch_size=BATCH)
+        store.append(events[half:], batch_size=batch)
     return rate, resent_ms
 
 
@@ -71,6 +76,7 @@ def main() -> None:
     )
     parser.add_argument("--events", type=int, default=40_000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=BATCH, help="events per Store.append batch")
     parser.add_argument("--url", help="the PostgreSQL server (default: scripts/pg-up's)")
     parser.add_argument(
         "--citus-url",
@@ -93,9 +99,9 @@ def main() -> None:
     cpu: dict[str, list[float]] = {}
     for i in range(args.rounds):
         with fresh_database(server) as url:
-            single, single_again = appended(url, events, single_meter, cpu)
+            single, single_again = appended(url, events, single_meter, cpu, args.batch)
         with citus_database(args.citus_url) as url:
-            cluster, cluster_again = appended(url, events, cluster_meters, cpu)
+            cluster, cluster_again = appended(url, events, cluster_meters, cpu, args.batch)
         ratios.append(single / cluster)
         print(
             f"round {i + 1}: one server {single:,.0f} events/s, the cluster {cluster:,.0f} "

@@ -21,7 +21,7 @@ from agentdocket.events import Dataset, Event
 from agentdocket.store import months as run_months
 from agentdocket.store.datasets import Datasets
 from agentdocket.store.dead_letters import DeadLetter, DeadLetters
-from agentdocket.store.errors import RecordRefused, StoreError, WriteConflict
+from agentdocket.store.errors import CopyFailed, RecordRefused, StoreError, WriteConflict
 from agentdocket.store.escaping import escape_json
 from agentdocket.store.limits import STORE, Limits, bound_json
 from agentdocket.store.projections import Projection, project
@@ -188,22 +188,32 @@ class Appender:
     def _write(self, batches: Sequence[Prepared], source: str) -> tuple[int, int]:
         """Write ``batches`` in one transaction: how many events were new, how many refused.
         A conflict with a concurrent writer of the same traces (a deadlock) is retried: the
-        batches are idempotent, and the failed transaction left nothing behind."""
-        for attempt in range(CONFLICT_RETRIES):
+        batches are idempotent, and the failed transaction left nothing behind. So is a COPY
+        the backend tried first and could not recover from in the transaction (CopyFailed),
+        at once and without it."""
+        redo = True  # a backend may COPY first, and be asked again without (CopyFailed)
+        conflicts = 0
+        while True:
             try:
-                return self._write_once(batches, source)
-            except WriteConflict:
-                if attempt == CONFLICT_RETRIES - 1:
+                return self._write_once(batches, source, redo)
+            except CopyFailed:
+                if not redo:
                     raise
-                time.sleep(0.05 * (attempt + 1))
-        raise AssertionError("unreachable")
+                redo = False  # at once, every batch through the staging table
+            except WriteConflict:
+                conflicts += 1
+                if conflicts == CONFLICT_RETRIES:
+                    raise
+                time.sleep(0.05 * conflicts)
 
-    def _write_once(self, batches: Sequence[Prepared], source: str) -> tuple[int, int]:
+    def _write_once(
+        self, batches: Sequence[Prepared], source: str, redo: bool = False
+    ) -> tuple[int, int]:
         with self._write_for(batches) as conn:
             inserted = 0
             refusals: Refusals = []
             for batch in batches:
-                n, refused = self._insert(conn, batch)
+                n, refused = self._insert(conn, batch, redo)
                 inserted += n
                 refusals += batch.refused + refused
             if refusals:
@@ -279,14 +289,15 @@ class Appender:
         inserted, refused = self._insert(conn, batch)
         return inserted, batch.refused + refused
 
-    def _insert(self, conn: Any, batch: Prepared) -> tuple[int, Refusals]:
+    def _insert(self, conn: Any, batch: Prepared, redo: bool = False) -> tuple[int, Refusals]:
         """Insert and project a prepared batch on ``conn``: how many events were new, and
-        those the database refused."""
+        those the database refused. ``redo``: the caller runs the transaction again on
+        :class:`CopyFailed` (:meth:`EventLog.insert_events`)."""
         if not batch.events:
             return 0, []
         months, new = run_months.place(self.log, conn, batch.events, batch.first)
         return self._insert_isolating(
-            conn, batch.events, months, batch.encoded, batch.projection, new
+            conn, batch.events, months, batch.encoded, batch.projection, new, redo
         )
 
     def _prepare(
@@ -367,6 +378,7 @@ class Appender:
         encoded: Encoded,
         projected: Projection | None = None,
         new: frozenset[str] = frozenset(),
+        redo: bool = False,
     ) -> tuple[int, Refusals]:
         """Insert and project ``events`` in a savepoint. If the database refuses the batch, or
         our own code fails on some record of it (projecting it, say), halve it until the
@@ -381,7 +393,7 @@ class Appender:
             with self.db.savepoint(conn):
                 payloads = [encoded.get(e.event_id) for e in events]
                 inserted, projection = self.log.insert_events(
-                    conn, events, months, payloads, projected
+                    conn, events, months, payloads, projected, redo
                 )
                 self.projector.apply(conn, projection, months, new)
             return inserted, []
@@ -396,6 +408,10 @@ class Appender:
         if len(events) == 1:
             return 0, [(events[0], refusal.about(str(events[0].event_id)))]
         middle = len(events) // 2
-        first, refused_first = self._insert_isolating(conn, events[:middle], months, encoded)
-        second, refused_second = self._insert_isolating(conn, events[middle:], months, encoded)
+        first, refused_first = self._insert_isolating(
+            conn, events[:middle], months, encoded, redo=redo
+        )
+        second, refused_second = self._insert_isolating(
+            conn, events[middle:], months, encoded, redo=redo
+        )
         return first + second, refused_first + refused_second

@@ -44,6 +44,13 @@ class WriteConflict(StoreUnavailable):
     left nothing behind, and the same write may be retried at once."""
 
 
+class CopyFailed(WriteConflict):
+    """A COPY straight into the log failed where the store does not go on in the transaction
+    after it (a Citus worker's refusal or duplicate: rolling back to a savepoint did not
+    always leave the transaction usable). The transaction left nothing behind; the write is
+    run again at once, its rows through the staging table."""
+
+
 class MaintenanceBusy(StoreUnavailable):
     """Making or dropping partitions found the log's tables busy for its whole budget (see
     :mod:`agentdocket.store.backends.postgres.locks`); nothing was changed. Try again later."""

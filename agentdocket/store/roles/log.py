@@ -28,13 +28,16 @@ class EventLog(ABC):
         months: dict[str, date],
         payloads: Sequence[bytes | None] | None = None,
         projected: Projection | None = None,
+        redo: bool = False,
     ) -> tuple[int, Projection]:
         """Insert events under their traces' ``months``, skipping those already stored; return
         how many were inserted and the projection of those (a backend may compute it while the
         database digests the rows). ``payloads``: each event's payload as the JSON (UTF-8) to
         store, where the caller has it (None: the recorder encodes that one). ``projected``:
         the projection of all of ``events``, where the caller made it (it stands when every
-        one of them is new)."""
+        one of them is new). ``redo``: the caller runs its whole transaction again on
+        :class:`~agentdocket.store.errors.CopyFailed`, so a backend may try a cheaper way
+        first that it could not recover from within the transaction."""
 
     @abstractmethod
     def scoring_events(

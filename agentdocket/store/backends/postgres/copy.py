@@ -8,11 +8,13 @@ from datetime import date
 from typing import Any
 
 import orjson
+import psycopg
 from psycopg import errors, sql
 from psycopg.abc import Buffer
 from psycopg.types.json import Jsonb, JsonbBinaryDumper
 
 from agentdocket.events import Event
+from agentdocket.store.errors import CopyFailed
 from agentdocket.store.projections import Projection, project
 from agentdocket.store.recorder import STORED_EVENT_COLUMNS
 
@@ -132,17 +134,34 @@ def copy_events(
     *,
     clashes: tuple[type[Exception], ...] = CLASHES,
     copy_first: bool = True,
+    redo: bool = False,
 ) -> tuple[int, Projection]:
     """Insert the new ones of ``events``: how many, and their projection. ``payloads`` and
     ``projected`` as in :meth:`~agentdocket.store.recorder.Recorder.insert_events`. With
     ``copy_first``, COPY into the table is tried first; ``clashes``: the errors that send the
-    batch to the staging table instead (:data:`CLASHES`)."""
+    batch to the staging table instead (:data:`CLASHES`). With ``redo``, any failure of that
+    COPY raises :class:`~agentdocket.store.errors.CopyFailed` instead, for the caller to run
+    its whole transaction again with ``redo`` off, and nothing more is sent in this one."""
     if not events:
         return 0, Projection()
     # Fast path: a batch of new events goes straight in with COPY, and their projection is
     # computed while the server digests the rows. If any of them is already stored (a
     # retried batch), the savepoint rolls back and the batch goes through a staging table
     # with ON CONFLICT DO NOTHING, which tells which rows were new.
+    if copy_first and redo:
+        done: list[Projection] = [] if projected is None else [projected]
+        try:
+            _copy(
+                conn,
+                "events",
+                STORED_EVENT_COLUMNS,
+                EVENT_TYPES,
+                _event_rows(events, months, payloads),
+                meanwhile=None if done else lambda: done.append(project(events)),
+            )
+        except psycopg.Error as exc:
+            raise CopyFailed(f"COPY of {len(events)} events failed: {exc}") from exc
+        return len(events), done[0]
     if copy_first:
         made: list[Projection] = [] if projected is None else [projected]
         try:

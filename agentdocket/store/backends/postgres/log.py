@@ -108,7 +108,9 @@ class PostgresEventLog(EventLog):
         months: dict[str, date],
         payloads: Sequence[bytes | None] | None = None,
         projected: Projection | None = None,
+        redo: bool = False,
     ) -> tuple[int, Projection]:
+        redone = redo and self.db.copy_events_redone
         return copy_events(
             conn,
             events,
@@ -116,5 +118,6 @@ class PostgresEventLog(EventLog):
             payloads,
             projected,
             clashes=self.db.clashes,
-            copy_first=self.db.copy_events_first,
+            copy_first=self.db.copy_events_first or redone,
+            redo=redone,
         )

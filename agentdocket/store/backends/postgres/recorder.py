@@ -39,6 +39,9 @@ class PostgresRecorder(Recorder):
     clashes: tuple[type[Exception], ...] = CLASHES
     probe_keys = True
     copy_events_first = True  # events too (whose refusals and duplicates are the common ones)
+    # COPY events first only where the caller runs the whole transaction again if the COPY
+    # fails (CopyFailed), never going on in the transaction after it (Citus)
+    copy_events_redone = False
 
     def __init__(self, url: URL) -> None:
         super().__init__(url)

@@ -54,6 +54,7 @@ class SqliteEventLog(EventLog):
         months: dict[str, date],
         payloads: Sequence[bytes | None] | None = None,
         projected: Projection | None = None,
+        redo: bool = False,
     ) -> tuple[int, Projection]:
         ids = [str(e.event_id) for e in events]
         stored: set[str] = set()
