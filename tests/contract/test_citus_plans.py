@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import psycopg
 import pytest
@@ -24,12 +24,11 @@ from agentdocket.scorers.runner import score_runs
 from agentdocket.store import open_store
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from agentdocket.store.migrate import upgrade
-from tests.contract.test_distribution import _work
 from tests.helpers.citus import Cluster
+from tests.helpers.deployment import RULES, recorded
 
 pytestmark = pytest.mark.citus
 
-RULES = ("planner.suffix_match", "tools.slot_fill", "tools.procedural", "interaction.metrics")
 WINDOW = ("2020-01-01T00:00:00Z", "2100-01-01T00:00:00Z")
 
 
@@ -139,17 +138,6 @@ def test_no_panel_ships_a_rollup_table_through_the_coordinator(demo: str) -> Non
     assert sorted(local) == sorted(stats_panels), "a panel of rollups planned off the coordinator"
 
 
-class _Recording(psycopg.Cursor[Any]):
-    """A cursor that keeps every statement it runs, with its parameters."""
-
-    seen: ClassVar[list[tuple[str, Any]]] = []
-
-    def execute(self, query: Any, params: Any = None, **kw: Any) -> Any:
-        text = query.as_string(self) if hasattr(query, "as_string") else query
-        self.seen.append((text.decode() if isinstance(text, bytes) else str(text), params))
-        return super().execute(query, params, **kw)
-
-
 # The store's statements that Citus plans in more than one step, each with why.
 STEPPED: dict[str, str] = {}
 
@@ -160,11 +148,9 @@ def test_the_stores_statements_go_to_the_shards_whole(demo: str, tmp_path: Path)
     coordinator and sent back (a Citus subplan), no repartition between workers, and every
     statement about one trace sent to one shard."""
     with open_store(demo, migrate=False) as store:
-        store.recorder.connection.cursor_factory = _Recording
-        _Recording.seen = []
-        _work(store)
-    seen = list(dict.fromkeys((q, repr(p)) for q, p in _Recording.seen))
-    params_of = {(q, repr(p)): p for q, p in _Recording.seen}
+        statements = recorded(store)
+    seen = list(dict.fromkeys((q, repr(p)) for q, p in statements))
+    params_of = {(q, repr(p)): p for q, p in statements}
     checked, stepped, routed = 0, {}, 0
     with _connect(demo) as conn:
         for query, key in seen:

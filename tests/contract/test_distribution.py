@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 import psycopg
 import pytest
 
-from agentdocket import dashboards, scorers
+from agentdocket import dashboards
 from agentdocket.dashboards import panels
 from agentdocket.dashboards.macros import expand
 from agentdocket.demo import run_demo
-from agentdocket.scorers.runner import score_runs
-from agentdocket.store import Store, open_store
-from agentdocket.store.arrivals import Position
+from agentdocket.store import open_store
 from agentdocket.store.backends.citus.distribution import (
     COORDINATOR,
     DISTRIBUTED,
@@ -25,6 +23,7 @@ from agentdocket.store.backends.citus.distribution import (
 )
 from agentdocket.store.config import parse_url, psycopg_conninfo
 from tests.helpers.colocation import problems, trace_views
+from tests.helpers.deployment import recorded
 
 pytestmark = pytest.mark.postgres
 
@@ -188,37 +187,6 @@ def test_every_panel_joins_trace_tables_on_trace_id(
     assert {name: p for name, p in found.items() if p} == {}
 
 
-class _Recording(psycopg.Cursor[Any]):
-    """A cursor that keeps every statement it runs (the store's own queries, as sent)."""
-
-    seen: ClassVar[list[str]] = []
-
-    def execute(self, query: Any, params: Any = None, **kw: Any) -> Any:
-        text = query.as_string(self) if hasattr(query, "as_string") else query
-        self.seen.append(text.decode() if isinstance(text, bytes) else str(text))
-        return super().execute(query, params, **kw)
-
-
-def _work(store: Store) -> None:
-    """What a deployment does: score (rule-based scorers), follow, read, report, retention."""
-    chosen = [
-        scorers.get(n)
-        for n in (
-            "planner.suffix_match",
-            "tools.slot_fill",
-            "tools.procedural",
-            "interaction.metrics",
-        )
-    ]
-    score_runs(store, chosen, dataset="concerts-demo")
-    runs = store.reader.list_runs(limit=5)
-    for run in runs:
-        store.reader.read_trace(str(run["trace_id"]))
-    store.arrivals.after(Position(), 100)
-    store.scoring.report_runs("concerts-demo")
-    store.retention.plan("90d")
-
-
 def test_the_stores_queries_join_trace_tables_on_trace_id(
     schema: tuple[str, psycopg.Connection[Any]], tmp_path: Any
 ) -> None:
@@ -226,10 +194,8 @@ def test_the_stores_queries_join_trace_tables_on_trace_id(
     run_demo(url, spool_dir=tmp_path / "spool")
     keyed = trace_views(_views(conn))
     with open_store(url, migrate=False) as store:
-        store.recorder.connection.cursor_factory = _Recording
-        _Recording.seen = []
-        _work(store)
-    statements = [s for s in _Recording.seen if re.match(r"\s*(SELECT|INSERT|WITH)", s, re.I)]
+        seen = [query for query, _ in recorded(store)]
+    statements = [s for s in seen if re.match(r"\s*(SELECT|INSERT|WITH)", s, re.I)]
     assert len(statements) > 20
     found = {}
     for sql in statements:
