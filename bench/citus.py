@@ -81,9 +81,9 @@ class ServerCpu:
     ones that ended included) has used, read from /proc on this machine."""
 
     def __init__(self, conninfo: str) -> None:
-        with psycopg.connect(conninfo) as conn:
+        with psycopg.connect(conninfo) as conn:  # read while the backend lives
             [(backend,)] = conn.execute("SELECT pg_backend_pid()").fetchall()
-        self.postmaster = int(_stat(int(backend))[1])  # a backend's parent
+            self.postmaster = int(_stat(int(backend))[1])  # a backend's parent
 
     def seconds(self) -> float:
         # fields (after the name, from 0): 1 ppid, 11 utime, 12 stime, 13 cutime, 14 cstime
