@@ -371,7 +371,15 @@ def main() -> None:
             f"batches of {BATCH}",
             flush=True,
         )
-        for name, grpc in (("agentdocket", False), ("agentdocket (gRPC)", True)):
+        ours_ways = [
+            ("agentdocket", "OTLP/HTTP", False, None),
+            ("agentdocket (gRPC)", "OTLP/gRPC", True, None),
+        ]
+        if args.citus_url:
+            ours_ways.append(
+                ("agentdocket (Citus)", "OTLP/HTTP into the Citus cluster", False, args.citus_url)
+            )
+        for name, label, grpc, citus in ours_ways:
             seconds = []
             for _ in range(args.rounds):  # the transports in turn would share a warm cache
                 acked, stored = run_ours(
@@ -381,32 +389,15 @@ def main() -> None:
                     grpc=grpc,
                     connections=args.connections,
                     processes=args.processes,
+                    citus=citus,
                 )
                 seconds.append(stored)
                 print(
-                    f"  OTLP/{'gRPC' if grpc else 'HTTP'}: acknowledged in {acked:.2f} s, "
+                    f"  {label}: acknowledged in {acked:.2f} s, "
                     f"queryable in {stored:.2f} s ({args.spans / stored:,.0f} spans/s)",
                     flush=True,
                 )
             rates[name] = args.spans / statistics.median(seconds)
-        if args.citus_url:
-            seconds = []
-            for _ in range(args.rounds):
-                acked, stored = run_ours(
-                    pg,
-                    spans[: args.spans],
-                    work,
-                    connections=args.connections,
-                    processes=args.processes,
-                    citus=args.citus_url,
-                )
-                seconds.append(stored)
-                print(
-                    f"  OTLP/HTTP into the Citus cluster: acknowledged in {acked:.2f} s, "
-                    f"queryable in {stored:.2f} s ({args.spans / stored:,.0f} spans/s)",
-                    flush=True,
-                )
-            rates["agentdocket (Citus)"] = args.spans / statistics.median(seconds)
         runners = {"phoenix": run_phoenix, "mlflow": run_mlflow}
         for name in [p for p in args.peers.split(",") if p and p != "none"]:
             print(f"{name}: {args.peer_spans:,} spans", flush=True)

@@ -374,9 +374,15 @@ def side_by_side(results: dict[str, Any], args: argparse.Namespace, a: str, b: s
     )
     print(f"  {'':34} {a:>14} {b:>14} {'ratio':>7}")
     for key, value in first.items():
-        if key in ("counts", "gb", "load_s", "runs scored", "events dropped", "slowest panel is"):
-            continue
-        if key == "panels":
+        if key in (
+            "counts",
+            "gb",
+            "load_s",
+            "runs scored",
+            "events dropped",
+            "slowest panel is",
+            "panels",
+        ):
             continue
         # above 1, the first layout is faster
         faster = value / second[key] if "/s" in key else second[key] / value

@@ -80,8 +80,8 @@ class CitusRecorder(PostgresRecorder):
     # (a retried request) comes, and after a COPY that failed on a worker the full suite saw
     # the transaction left aborted now and then (rolling back to the savepoint did not
     # restore it), which a refusal must never do. Elsewhere they go through the staging
-    # table. COPYed, a batch costs the coordinator 19 us an event, 26 staged; each worker
-    # 13 us, 18-19 staged (bench/citus_append.py).
+    # table. COPYed, a batch costs the coordinator 20 us of CPU an event, 26 staged; each
+    # worker 13-19 us, 18-19 staged (bench/citus_append.py).
     copy_events_first = False
     copy_events_redone = True
 

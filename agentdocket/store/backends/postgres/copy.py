@@ -144,37 +144,20 @@ def copy_events(
     its whole transaction again with ``redo`` off, and nothing more is sent in this one."""
     if not events:
         return 0, Projection()
-    # Fast path: a batch of new events goes straight in with COPY, and their projection is
-    # computed while the server digests the rows. If any of them is already stored (a
-    # retried batch), the savepoint rolls back and the batch goes through a staging table
-    # with ON CONFLICT DO NOTHING, which tells which rows were new.
+    # Fast path: a batch of new events goes straight in with COPY. If any of them is already
+    # stored (a retried batch), the savepoint rolls back and the batch goes through a staging
+    # table with ON CONFLICT DO NOTHING, which tells which rows were new; with ``redo`` the
+    # caller runs its transaction again instead.
     if copy_first and redo:
-        done: list[Projection] = [] if projected is None else [projected]
         try:
-            _copy(
-                conn,
-                "events",
-                STORED_EVENT_COLUMNS,
-                EVENT_TYPES,
-                _event_rows(events, months, payloads),
-                meanwhile=None if done else lambda: done.append(project(events)),
-            )
+            return len(events), _copy_events(conn, events, months, payloads, projected)
         except psycopg.Error as exc:
             raise CopyFailed(f"COPY of {len(events)} events failed: {exc}") from exc
-        return len(events), done[0]
     if copy_first:
-        made: list[Projection] = [] if projected is None else [projected]
         try:
             with conn.transaction():
-                _copy(
-                    conn,
-                    "events",
-                    STORED_EVENT_COLUMNS,
-                    EVENT_TYPES,
-                    _event_rows(events, months, payloads),
-                    meanwhile=None if made else lambda: made.append(project(events)),
-                )
-            return len(events), made[0]
+                made = _copy_events(conn, events, months, payloads, projected)
+            return len(events), made
         except clashes:
             pass
     staging = _stage(conn, "events")
@@ -190,6 +173,27 @@ def copy_events(
     )
     new = {row[0] for row in cur.fetchall()}
     return len(new), project(e for e in events if e.event_id in new)
+
+
+def _copy_events(
+    conn: Any,
+    events: Sequence[Event],
+    months: dict[str, date],
+    payloads: Sequence[bytes | None] | None,
+    projected: Projection | None,
+) -> Projection:
+    """COPY ``events`` into the log; their projection, ``projected`` or else computed while
+    the server digests the rows."""
+    made: list[Projection] = [] if projected is None else [projected]
+    _copy(
+        conn,
+        "events",
+        STORED_EVENT_COLUMNS,
+        EVENT_TYPES,
+        _event_rows(events, months, payloads),
+        meanwhile=None if made else lambda: made.append(project(events)),
+    )
+    return made[0]
 
 
 def _types(table: str, columns: Sequence[str]) -> list[str]:
